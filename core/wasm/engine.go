@@ -1,0 +1,329 @@
+// Package wasm is the sandboxed Wasm plugin host shared by every Flotilla extension
+// point (placement prioritizers, CSR approval, status feedback extractors, add-on
+// templates). It runs Extism-ABI modules on wazero: each module is compiled once (the
+// compilation cache is keyed by content, optionally persisted on disk), instantiated
+// into a bounded pool, and every call runs under a deadline and a memory budget.
+// Guests get WASI with no filesystem, environment, arguments or network, the Extism
+// kernel, level-gated and rate-limited logging, and pluginConfig as an Extism config key.
+package wasm
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"time"
+
+	extism "github.com/extism/go-sdk"
+	"github.com/go-logr/logr"
+	"github.com/tetratelabs/wazero"
+
+	"github.com/flotilla-dev/flotilla/sdk/abi"
+)
+
+// Defaults and hub-wide maxima, used when EngineOptions or Limits leave a field zero.
+const (
+	DefaultMaxMemoryBytes  uint64 = 256 << 20
+	DefaultMaxCallTimeout         = 30 * time.Second
+	DefaultMaxModuleBytes         = 32 << 20
+	DefaultMaxPoolSize            = 16
+	DefaultMemoryBytes     uint64 = 64 << 20
+	DefaultCallTimeout            = 2 * time.Second
+	DefaultGuestLogPerSec         = 20
+	DefaultGuestLogBurst          = 100
+	minMemoryBytes         uint64 = 1 << 20
+)
+
+// EngineOptions configures an Engine. Zero values pick the defaults above.
+type EngineOptions struct {
+	// CacheDir, when set, persists compiled machine code so a restart does not recompile.
+	CacheDir string
+	// MaxMemoryBytes is the hub-wide ceiling on a plugin's memory limit.
+	MaxMemoryBytes uint64
+	// MaxCallTimeout is the hub-wide ceiling on a plugin's per-call timeout.
+	MaxCallTimeout time.Duration
+	// MaxModuleBytes caps the uncompressed module size (Load and Decompress).
+	MaxModuleBytes int
+	// MaxPoolSize caps a plugin's instance pool.
+	MaxPoolSize int
+	// Logger receives host diagnostics and guest log lines (tagged wasmPlugin=<name>).
+	Logger logr.Logger
+	// GuestLogLevel is the lowest guest level forwarded (default info).
+	GuestLogLevel LogLevel
+	// GuestLogPerSecond and GuestLogBurst bound each plugin's log rate.
+	GuestLogPerSecond, GuestLogBurst int
+}
+
+// Limits are one plugin's resource limits. Zero fields take the defaults; values above
+// the engine maxima are clamped (see Module.Warnings).
+type Limits struct {
+	// MemoryBytes bounds all linear memory of one instance.
+	MemoryBytes uint64
+	// CallTimeout bounds one call, including lazy guest runtime start-up.
+	CallTimeout time.Duration
+	// PoolSize bounds the number of live instances, hence concurrent calls.
+	PoolSize int
+}
+
+// ModuleSpec is everything Load needs.
+type ModuleSpec struct {
+	// Name is the WasmPlugin name; every error and log line carries it.
+	Name string
+	Type abi.PluginType
+	// Wasm is the uncompressed module.
+	Wasm []byte
+	// Config is spec.pluginConfig as JSON; empty means none (the config key is then absent).
+	Config []byte
+	Limits Limits
+	// FailurePolicy is carried for the module's users; the host does not act on it.
+	FailurePolicy FailurePolicy
+}
+
+// FailurePolicy tells users of a plugin what to do when it cannot be called.
+type FailurePolicy string
+
+const (
+	FailurePolicyFail   FailurePolicy = "Fail"
+	FailurePolicyIgnore FailurePolicy = "Ignore"
+)
+
+// Engine owns the compilation cache and hub-wide limits. Create one per process and
+// share it; it is safe for concurrent use.
+type Engine struct {
+	opts       EngineOptions
+	log        logr.Logger
+	cache      wazero.CompilationCache
+	guestLevel extism.LogLevel
+
+	mu      sync.Mutex
+	closed  bool
+	modules map[*Module]struct{}
+}
+
+// NewEngine validates opts and prepares the compilation cache.
+func NewEngine(ctx context.Context, opts EngineOptions) (*Engine, error) {
+	if opts.MaxMemoryBytes == 0 {
+		opts.MaxMemoryBytes = DefaultMaxMemoryBytes
+	}
+	if opts.MaxMemoryBytes < minMemoryBytes || opts.MaxMemoryBytes > 4<<30 {
+		return nil, fmt.Errorf("wasm engine: MaxMemoryBytes %d outside [1MiB, 4GiB]", opts.MaxMemoryBytes)
+	}
+	if opts.MaxCallTimeout <= 0 {
+		opts.MaxCallTimeout = DefaultMaxCallTimeout
+	}
+	if opts.MaxModuleBytes <= 0 {
+		opts.MaxModuleBytes = DefaultMaxModuleBytes
+	}
+	if opts.MaxPoolSize <= 0 {
+		opts.MaxPoolSize = DefaultMaxPoolSize
+	}
+	if opts.GuestLogPerSecond <= 0 {
+		opts.GuestLogPerSecond = DefaultGuestLogPerSec
+	}
+	if opts.GuestLogBurst <= 0 {
+		opts.GuestLogBurst = DefaultGuestLogBurst
+	}
+	level, err := opts.GuestLogLevel.extism()
+	if err != nil {
+		return nil, fmt.Errorf("wasm engine: GuestLogLevel: %w", err)
+	}
+	// Extism keeps the level that guests see (get_log_level) and that gates its log host
+	// functions in a process-wide variable. Open it fully and gate per engine in
+	// guestLogger, so two engines with different levels do not interfere.
+	extism.SetLogLevel(extism.LogLevelTrace)
+
+	var cache wazero.CompilationCache
+	if opts.CacheDir != "" {
+		if err := os.MkdirAll(opts.CacheDir, 0o700); err != nil {
+			return nil, fmt.Errorf("wasm engine: CacheDir %q: %w", opts.CacheDir, err)
+		}
+		cache, err = wazero.NewCompilationCacheWithDir(opts.CacheDir)
+		if err != nil {
+			return nil, fmt.Errorf("wasm engine: CacheDir %q: %w", opts.CacheDir, err)
+		}
+	} else {
+		cache = wazero.NewCompilationCache()
+	}
+	return &Engine{
+		opts:       opts,
+		log:        opts.Logger,
+		cache:      cache,
+		guestLevel: level,
+		modules:    map[*Module]struct{}{},
+	}, nil
+}
+
+// Options returns the effective options (defaults filled in).
+func (e *Engine) Options() EngineOptions { return e.opts }
+
+// runtimeConfig is shared by all modules: the shared cache makes a second compile of
+// the same bytes (a config-only change, a restart with CacheDir) nearly free.
+func (e *Engine) runtimeConfig() wazero.RuntimeConfig {
+	// Close-on-done is what actually stops a looping guest at its deadline; without it
+	// the goroutine keeps spinning after the context expires.
+	return wazero.NewRuntimeConfig().
+		WithCompilationCache(e.cache).
+		WithCloseOnContextDone(true)
+}
+
+// effectiveLimits applies defaults and clamps to the engine maxima, describing each clamp.
+func (e *Engine) effectiveLimits(l Limits) (Limits, []string) {
+	var warn []string
+	if l.MemoryBytes == 0 {
+		l.MemoryBytes = min(DefaultMemoryBytes, e.opts.MaxMemoryBytes)
+	}
+	if l.MemoryBytes > e.opts.MaxMemoryBytes {
+		warn = append(warn, fmt.Sprintf("limits.memory %d bytes clamped to the hub maximum of %d bytes", l.MemoryBytes, e.opts.MaxMemoryBytes))
+		l.MemoryBytes = e.opts.MaxMemoryBytes
+	}
+	if l.MemoryBytes < minMemoryBytes {
+		warn = append(warn, fmt.Sprintf("limits.memory %d bytes raised to the minimum of %d bytes", l.MemoryBytes, minMemoryBytes))
+		l.MemoryBytes = minMemoryBytes
+	}
+	if l.CallTimeout <= 0 {
+		l.CallTimeout = min(DefaultCallTimeout, e.opts.MaxCallTimeout)
+	}
+	if l.CallTimeout > e.opts.MaxCallTimeout {
+		warn = append(warn, fmt.Sprintf("limits.timeout %s clamped to the hub maximum of %s", l.CallTimeout, e.opts.MaxCallTimeout))
+		l.CallTimeout = e.opts.MaxCallTimeout
+	}
+	if l.PoolSize <= 0 {
+		l.PoolSize = min(max(2, runtime.GOMAXPROCS(0)), e.opts.MaxPoolSize)
+	}
+	if l.PoolSize > e.opts.MaxPoolSize {
+		warn = append(warn, fmt.Sprintf("pool size %d clamped to the hub maximum of %d", l.PoolSize, e.opts.MaxPoolSize))
+		l.PoolSize = e.opts.MaxPoolSize
+	}
+	return l, warn
+}
+
+// Load compiles and validates a module: it instantiates it once, checks the exports
+// required by spec.Type, reads the optional ABI version and lets the optional
+// validate_config export accept or reject spec.Config. Every failure is a *LoadError
+// and leaves nothing allocated behind.
+func (e *Engine) Load(ctx context.Context, spec ModuleSpec) (*Module, error) {
+	name := spec.Name
+	if name == "" {
+		return nil, loadErr(name, ReasonInvalidSpec, nil, "name is empty")
+	}
+	required := abi.RequiredExports(spec.Type)
+	if required == nil {
+		return nil, loadErr(name, ReasonInvalidSpec, nil, "spec.type %q is not one of Prioritizer, CSRApproval, FeedbackExtractor, AddOnTemplate", spec.Type)
+	}
+	if len(spec.Config) > 0 && !json.Valid(spec.Config) {
+		return nil, loadErr(name, ReasonInvalidSpec, nil, "spec.pluginConfig is not valid JSON")
+	}
+	switch spec.FailurePolicy {
+	case "":
+		spec.FailurePolicy = FailurePolicyFail
+	case FailurePolicyFail, FailurePolicyIgnore:
+	default:
+		return nil, loadErr(name, ReasonInvalidSpec, nil, "spec.failurePolicy %q is not Fail or Ignore", spec.FailurePolicy)
+	}
+	if len(spec.Wasm) > e.opts.MaxModuleBytes {
+		return nil, loadErr(name, ReasonTooLarge, nil, "module is %d bytes, above the limit of %d bytes", len(spec.Wasm), e.opts.MaxModuleBytes)
+	}
+	if len(spec.Wasm) == 0 {
+		return nil, loadErr(name, ReasonInvalidModule, nil, "module is empty")
+	}
+	e.mu.Lock()
+	closed := e.closed
+	e.mu.Unlock()
+	if closed {
+		return nil, loadErr(name, ReasonInvalidModule, nil, "engine is closed")
+	}
+
+	limits, warnings := e.effectiveLimits(spec.Limits)
+	digest := Digest(spec.Wasm)
+	manifest := extism.Manifest{
+		Wasm: []extism.Wasm{extism.WasmData{Data: spec.Wasm, Name: "main"}},
+		// Zero disables Extism vars and caps HTTP bodies; with no AllowedHosts every
+		// HTTP request is refused anyway.
+		Memory: &extism.ManifestMemory{MaxVarBytes: 0, MaxHttpResponseBytes: 0},
+	}
+	if len(spec.Config) > 0 {
+		manifest.Config = map[string]string{abi.ConfigKey: string(spec.Config)}
+	}
+	start := time.Now()
+	compiled, err := extism.NewCompiledPlugin(ctx, manifest, extism.PluginConfig{
+		RuntimeConfig: e.runtimeConfig(),
+		// WASI is needed by Go, Rust-wasi and C guests for their runtime start-up;
+		// instances get no preopened directories, env, args, or real stdin/stdout.
+		EnableWasi: true,
+	}, nil)
+	if err != nil {
+		return nil, loadErr(name, ReasonInvalidModule, err, "compiling: %v", err)
+	}
+	m := &Module{
+		engine:        e,
+		name:          name,
+		typ:           spec.Type,
+		digest:        digest,
+		size:          len(spec.Wasm),
+		limits:        limits,
+		warnings:      warnings,
+		failurePolicy: spec.FailurePolicy,
+		compiled:      compiled,
+		logger:        newGuestLogger(e.log, name, e.guestLevel, e.opts.GuestLogPerSecond, e.opts.GuestLogBurst),
+		idle:          make(chan *instance, limits.PoolSize),
+		slots:         make(chan struct{}, limits.PoolSize),
+		abiVersion:    1,
+	}
+	m.highWater = limits.MemoryBytes / 4 * 3
+	if err := m.validate(ctx, required, spec.Config); err != nil {
+		_ = m.shutdown(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		_ = m.shutdown(context.WithoutCancel(ctx))
+		return nil, loadErr(name, ReasonInvalidModule, nil, "engine is closed")
+	}
+	e.modules[m] = struct{}{}
+	e.mu.Unlock()
+	e.log.V(1).Info("loaded wasm plugin", "wasmPlugin", name, "type", spec.Type, "digest", digest,
+		"bytes", len(spec.Wasm), "abiVersion", m.abiVersion, "took", time.Since(start))
+	return m, nil
+}
+
+// Close closes every module still open and releases the compilation cache.
+func (e *Engine) Close(ctx context.Context) error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	mods := make([]*Module, 0, len(e.modules))
+	for m := range e.modules {
+		mods = append(mods, m)
+	}
+	e.mu.Unlock()
+	var errs []error
+	for _, m := range mods {
+		errs = append(errs, m.Close(ctx))
+	}
+	errs = append(errs, e.cache.Close(ctx))
+	return errors.Join(errs...)
+}
+
+func (e *Engine) forget(m *Module) {
+	e.mu.Lock()
+	delete(e.modules, m)
+	e.mu.Unlock()
+}
+
+// newModuleConfig is the WASI view of one instance: nothing from the host but clocks and
+// randomness (Go's runtime needs both to start), stderr captured for trap messages.
+func newModuleConfig(stderr *tailBuffer) wazero.ModuleConfig {
+	return wazero.NewModuleConfig().
+		WithSysWalltime().
+		WithSysNanotime().
+		WithRandSource(rand.Reader).
+		WithStderr(stderr)
+}

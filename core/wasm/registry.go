@@ -1,0 +1,198 @@
+package wasm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/flotilla-dev/flotilla/sdk/abi"
+)
+
+// Event tells subscribers that the plugin set of their type changed, so they re-evaluate
+// (re-score placements, re-review pending CSRs, re-extract feedback, re-render add-ons).
+type Event struct {
+	Type abi.PluginType
+	Name string
+	// Digest of the module now serving; empty when the plugin was removed.
+	Digest  string
+	Removed bool
+}
+
+// Registry maps WasmPlugin names to the module currently serving them. Swaps are atomic:
+// a caller sees either the old or the new module, never neither, and the old module is
+// closed only after its in-flight calls return. Safe for concurrent use.
+type Registry struct {
+	mu      sync.RWMutex
+	modules map[string]*Module
+	subs    map[*subscriber]struct{}
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry {
+	return &Registry{modules: map[string]*Module{}, subs: map[*subscriber]struct{}{}}
+}
+
+// ErrNotLoaded is returned (wrapped) by Acquire and Call when no module serves a name.
+var ErrNotLoaded = errors.New("wasm plugin is not loaded")
+
+// Get returns the module serving name. The module may be closed by a concurrent swap
+// before it is used; callers that must not see KindClosed use Acquire or Call.
+func (r *Registry) Get(name string) (*Module, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	m, ok := r.modules[name]
+	return m, ok
+}
+
+// List returns the loaded modules of type t sorted by name.
+func (r *Registry) List(t abi.PluginType) []*Module {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var out []*Module
+	for _, m := range r.modules {
+		if m.typ == t {
+			out = append(out, m)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
+}
+
+// Acquire pins the module serving name until release is called, so a sequence of calls
+// (declare_inputs then score) runs against one module even across a hot reload.
+func (r *Registry) Acquire(name string) (m *Module, release func(), err error) {
+	for {
+		r.mu.RLock()
+		m, ok := r.modules[name]
+		r.mu.RUnlock()
+		if !ok {
+			return nil, nil, fmt.Errorf("wasm plugin %q: %w", name, ErrNotLoaded)
+		}
+		if m.acquire() {
+			return m, m.release, nil
+		}
+		// Close began after a swap or removal: the map already holds the successor.
+	}
+}
+
+// Call calls export on the module currently serving name.
+func (r *Registry) Call(ctx context.Context, name, export string, input []byte) ([]byte, error) {
+	m, release, err := r.Acquire(name)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	return m.call(ctx, export, input)
+}
+
+// Set makes m serve its name, closes the module it replaces (after in-flight calls, or
+// when ctx ends) and notifies subscribers of both types if the type changed.
+func (r *Registry) Set(ctx context.Context, m *Module) error {
+	r.mu.Lock()
+	old := r.modules[m.name]
+	r.modules[m.name] = m
+	if old == nil || old != m {
+		if old != nil && old.typ != m.typ {
+			r.notifyLocked(Event{Type: old.typ, Name: m.name, Removed: true})
+		}
+		r.notifyLocked(Event{Type: m.typ, Name: m.name, Digest: m.digest})
+	}
+	r.mu.Unlock()
+	if old != nil && old != m {
+		return old.Close(ctx)
+	}
+	return nil
+}
+
+// Remove stops serving name and closes its module after in-flight calls. It reports
+// whether a module was removed.
+func (r *Registry) Remove(ctx context.Context, name string) (bool, error) {
+	r.mu.Lock()
+	old, ok := r.modules[name]
+	if ok {
+		delete(r.modules, name)
+		r.notifyLocked(Event{Type: old.typ, Name: name, Removed: true})
+	}
+	r.mu.Unlock()
+	if !ok {
+		return false, nil
+	}
+	return true, old.Close(ctx)
+}
+
+// Subscribe returns a channel of events for plugins of type t. Delivery never blocks the
+// registry and never drops: each subscriber has its own queue. cancel must be called
+// to release it; the channel is closed afterwards.
+func (r *Registry) Subscribe(t abi.PluginType) (<-chan Event, func()) {
+	s := &subscriber{typ: t, out: make(chan Event), wake: make(chan struct{}, 1), done: make(chan struct{})}
+	r.mu.Lock()
+	r.subs[s] = struct{}{}
+	r.mu.Unlock()
+	go s.run()
+	var once sync.Once
+	return s.out, func() {
+		once.Do(func() {
+			r.mu.Lock()
+			delete(r.subs, s)
+			r.mu.Unlock()
+			close(s.done)
+		})
+	}
+}
+
+func (r *Registry) notifyLocked(ev Event) {
+	for s := range r.subs {
+		if s.typ == ev.Type {
+			s.push(ev)
+		}
+	}
+}
+
+type subscriber struct {
+	typ  abi.PluginType
+	out  chan Event
+	wake chan struct{}
+	done chan struct{}
+
+	mu    sync.Mutex
+	queue []Event
+}
+
+func (s *subscriber) push(ev Event) {
+	s.mu.Lock()
+	s.queue = append(s.queue, ev)
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (s *subscriber) run() {
+	defer close(s.out)
+	for {
+		s.mu.Lock()
+		var ev Event
+		has := len(s.queue) > 0
+		if has {
+			ev = s.queue[0]
+			s.queue = s.queue[1:]
+		}
+		s.mu.Unlock()
+		if !has {
+			select {
+			case <-s.wake:
+				continue
+			case <-s.done:
+				return
+			}
+		}
+		select {
+		case s.out <- ev:
+		case <-s.done:
+			return
+		}
+	}
+}
