@@ -1,0 +1,220 @@
+package csr
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
+)
+
+// Condition reasons the hub writes on CSRs it decides.
+const (
+	ReasonPluginApproved   = "FlotillaCSRApprovalPluginApproved"
+	ReasonPluginDenied     = "FlotillaCSRApprovalPluginDenied"
+	ReasonIdentityRejected = "FlotillaInvalidAgentIdentity"
+)
+
+// DefaultPluginTimeout bounds one review_csr call.
+const DefaultPluginTimeout = 10 * time.Second
+
+// Reconciler decides pending registration CSRs with the CSRApproval plugins.
+type Reconciler struct {
+	Client    client.Client
+	Kube      kubernetes.Interface
+	Reviewers Reviewers
+	Recorder  events.EventRecorder
+	// PluginTimeout bounds each plugin call; zero means DefaultPluginTimeout.
+	PluginTimeout time.Duration
+
+	failures *prometheus.CounterVec
+}
+
+// PluginFailuresMetric counts review_csr calls that trapped, timed out or answered garbage.
+const PluginFailuresMetric = "flotilla_csr_approval_plugin_failures_total"
+
+// registerFailures registers (or reuses, when several hubs share a process) the failure counter
+// in controller-runtime's metrics registry.
+func registerFailures() (*prometheus.CounterVec, error) {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: PluginFailuresMetric,
+		Help: "CSRApproval plugin calls that failed and so gave no decision, by plugin.",
+	}, []string{"plugin"})
+	if err := metrics.Registry.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(*prometheus.CounterVec); ok {
+				return existing, nil
+			}
+		}
+		return nil, fmt.Errorf("registering metric %s: %w", PluginFailuresMetric, err)
+	}
+	return c, nil
+}
+
+// SetupWithManager watches CSRs, ManagedClusters (acceptance changes what renewal plugins
+// decide) and plugin changes.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	f, err := registerFailures()
+	if err != nil {
+		return err
+	}
+	r.failures = f
+	pluginEvents := make(chan event.GenericEvent, 1)
+	if err := mgr.Add(ctrlRunnable(func(ctx context.Context) error {
+		changed := r.Reviewers.Changed(ctx)
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case _, ok := <-changed:
+				if !ok {
+					return nil
+				}
+				select {
+				case pluginEvents <- event.GenericEvent{Object: &certificatesv1.CertificateSigningRequest{}}:
+				default: // a re-evaluation of everything is already queued
+				}
+			}
+		}
+	})); err != nil {
+		return err
+	}
+	allPending := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		return r.pendingRequests(ctx, nil)
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("registration-csr-approval").
+		For(&certificatesv1.CertificateSigningRequest{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			c, ok := o.(*certificatesv1.CertificateSigningRequest)
+			return ok && IsRegistrationCSR(c) && IsPending(c)
+		}))).
+		Watches(&clusterv1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			return r.pendingRequests(ctx, client.MatchingLabels{ClusterNameLabel: o.GetName()})
+		})).
+		WatchesRawSource(source.Channel(pluginEvents, allPending)).
+		Complete(r)
+}
+
+type ctrlRunnable func(context.Context) error
+
+func (f ctrlRunnable) Start(ctx context.Context) error { return f(ctx) }
+
+func (r *Reconciler) pendingRequests(ctx context.Context, sel client.ListOption) []reconcile.Request {
+	list := &certificatesv1.CertificateSigningRequestList{}
+	opts := []client.ListOption{client.HasLabels{ClusterNameLabel}}
+	if sel != nil {
+		opts = append(opts, sel)
+	}
+	if err := r.Client.List(ctx, list, opts...); err != nil {
+		log.FromContext(ctx).Error(err, "listing registration CSRs to re-evaluate")
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		if c := &list.Items[i]; IsRegistrationCSR(c) && IsPending(c) {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(c)})
+		}
+	}
+	return out
+}
+
+// Reconcile decides one CSR if it is a pending registration CSR.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	c := &certificatesv1.CertificateSigningRequest{}
+	if err := r.Client.Get(ctx, req.NamespacedName, c); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !IsRegistrationCSR(c) || !IsPending(c) {
+		return reconcile.Result{}, nil
+	}
+	in, err := Parse(c)
+	if err != nil {
+		return reconcile.Result{}, r.decide(ctx, c, certificatesv1.CertificateDenied, ReasonIdentityRejected, err.Error())
+	}
+	if why := CheckIdentity(in); why != "" {
+		return reconcile.Result{}, r.decide(ctx, c, certificatesv1.CertificateDenied, ReasonIdentityRejected,
+			fmt.Sprintf("CertificateSigningRequest %s for cluster %s: %s", c.Name, in.ClusterName, why))
+	}
+	mc := &clusterv1.ManagedCluster{}
+	switch err := r.Client.Get(ctx, client.ObjectKey{Name: in.ClusterName}, mc); {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return reconcile.Result{}, fmt.Errorf("CertificateSigningRequest %s: reading ManagedCluster %s: %w", c.Name, in.ClusterName, err)
+	default:
+		in.ClusterExists = mc.DeletionTimestamp.IsZero()
+		in.ClusterAccepted = in.ClusterExists && mc.Spec.HubAcceptsClient
+	}
+
+	verdicts := r.review(ctx, c, in)
+	out := Combine(verdicts)
+	switch out.Decision {
+	case Deny:
+		return reconcile.Result{}, r.decide(ctx, c, certificatesv1.CertificateDenied, ReasonPluginDenied, out.describe())
+	case Approve:
+		return reconcile.Result{}, r.decide(ctx, c, certificatesv1.CertificateApproved, ReasonPluginApproved, out.describe())
+	}
+	// No decision: the CSR waits for the admin, or for a plugin change.
+	return reconcile.Result{}, nil
+}
+
+func (r *Reconciler) review(ctx context.Context, c *certificatesv1.CertificateSigningRequest, in Request) []Verdict {
+	timeout := r.PluginTimeout
+	if timeout <= 0 {
+		timeout = DefaultPluginTimeout
+	}
+	var out []Verdict
+	for _, p := range r.Reviewers.Reviewers() {
+		pctx, cancel := context.WithTimeout(ctx, timeout)
+		v := Review(pctx, p, in)
+		cancel()
+		if v.Err != nil {
+			log.FromContext(ctx).Error(v.Err, "CSRApproval plugin failed; it gives no decision", "plugin", v.Plugin, "csr", c.Name)
+			if r.failures != nil {
+				r.failures.WithLabelValues(v.Plugin).Inc()
+			}
+			if r.Recorder != nil {
+				r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, "CSRApprovalPluginFailed", "ReviewCSR",
+					"CSRApproval plugin %s failed and gave no decision: %v", v.Plugin, v.Err)
+			}
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+func (r *Reconciler) decide(ctx context.Context, c *certificatesv1.CertificateSigningRequest, t certificatesv1.RequestConditionType, reason, msg string) error {
+	c = c.DeepCopy()
+	c.Status.Conditions = append(c.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+		Type:               t,
+		Status:             corev1.ConditionTrue,
+		Reason:             reason,
+		Message:            msg,
+		LastUpdateTime:     metav1.Now(),
+		LastTransitionTime: metav1.Now(),
+	})
+	if _, err := r.Kube.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, c.Name, c, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("CertificateSigningRequest %s: setting %s: %w", c.Name, t, err)
+	}
+	log.FromContext(ctx).Info("decided registration CSR", "csr", c.Name, "decision", t, "reason", reason, "message", msg)
+	return nil
+}

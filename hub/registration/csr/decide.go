@@ -1,0 +1,131 @@
+package csr
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Decision values a plugin may return (the review_csr output of the Wasm ABI).
+const (
+	Approve = "Approve"
+	Deny    = "Deny"
+	Abstain = "Abstain"
+)
+
+// Reviewer is one loaded, ready CSRApproval plugin.
+type Reviewer interface {
+	// Name identifies the plugin in CSR conditions, Events and metrics.
+	Name() string
+	// ReviewCSR calls the plugin's review_csr export with the JSON Request and returns its JSON answer.
+	ReviewCSR(ctx context.Context, input []byte) ([]byte, error)
+}
+
+// Reviewers lists the CSRApproval plugins that are currently ready, and tells when that set
+// (or a plugin's configuration) changes so pending CSRs can be looked at again.
+type Reviewers interface {
+	Reviewers() []Reviewer
+	// Changed returns a channel that receives a value after each change. It is closed when ctx ends.
+	Changed(ctx context.Context) <-chan struct{}
+}
+
+// Verdict is one plugin's answer, or its failure.
+type Verdict struct {
+	Plugin   string
+	Decision string
+	Message  string
+	Err      error
+}
+
+type output struct {
+	Decision string `json:"decision"`
+	Message  string `json:"message"`
+}
+
+// Review shows r to one plugin. Any failure (trap, bad JSON, unknown decision) is a Verdict
+// with Err set, which never counts as an approval.
+func Review(ctx context.Context, p Reviewer, r Request) Verdict {
+	v := Verdict{Plugin: p.Name()}
+	in, err := json.Marshal(r)
+	if err != nil {
+		v.Err = fmt.Errorf("encoding input: %w", err)
+		return v
+	}
+	raw, err := p.ReviewCSR(ctx, in)
+	if err != nil {
+		v.Err = err
+		return v
+	}
+	var out output
+	if err := json.Unmarshal(raw, &out); err != nil {
+		v.Err = fmt.Errorf("decoding review_csr output %q: %w", truncate(raw), err)
+		return v
+	}
+	switch out.Decision {
+	case Approve, Deny, Abstain:
+	default:
+		v.Err = fmt.Errorf("review_csr output field decision: %q is not one of Approve, Deny, Abstain", out.Decision)
+		return v
+	}
+	v.Decision, v.Message = out.Decision, out.Message
+	return v
+}
+
+func truncate(b []byte) string {
+	const max = 200
+	if len(b) > max {
+		return string(b[:max]) + "…"
+	}
+	return string(b)
+}
+
+// Outcome is what the hub does with a CSR.
+type Outcome struct {
+	// Decision is Approve, Deny, or "" (leave the CSR for the admin).
+	Decision string
+	// Plugin and Message explain the decision; for a Deny they name the denying plugin.
+	Plugin  string
+	Message string
+}
+
+// Combine folds verdicts: any Deny wins, otherwise any Approve approves, otherwise nothing is
+// decided. Failed plugins contribute nothing. Ties are broken by plugin name so the outcome is
+// deterministic.
+func Combine(verdicts []Verdict) Outcome {
+	vs := append([]Verdict(nil), verdicts...)
+	sort.SliceStable(vs, func(i, j int) bool { return vs[i].Plugin < vs[j].Plugin })
+	var approve *Verdict
+	for i := range vs {
+		v := &vs[i]
+		if v.Err != nil {
+			continue
+		}
+		switch v.Decision {
+		case Deny:
+			return Outcome{Decision: Deny, Plugin: v.Plugin, Message: v.Message}
+		case Approve:
+			if approve == nil {
+				approve = v
+			}
+		}
+	}
+	if approve != nil {
+		return Outcome{Decision: Approve, Plugin: approve.Plugin, Message: approve.Message}
+	}
+	return Outcome{}
+}
+
+// describe renders an outcome for a CSR condition message.
+func (o Outcome) describe() string {
+	verb := "approved"
+	if o.Decision == Deny {
+		verb = "denied"
+	}
+	msg := strings.TrimSpace(o.Message)
+	if msg == "" {
+		return fmt.Sprintf("%s by CSRApproval plugin %s", verb, o.Plugin)
+	}
+	return fmt.Sprintf("%s by CSRApproval plugin %s: %s", verb, o.Plugin, msg)
+}

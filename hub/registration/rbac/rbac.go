@@ -1,0 +1,223 @@
+// Package rbac builds the hub-side RBAC objects that registration grants to managed-cluster
+// agents and to the bootstrap identity. Names, groups and rules follow OCM so OCM agents work
+// against a Flotilla hub unchanged.
+package rbac
+
+import (
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+const (
+	// ClusterNameLabel marks every per-cluster object so it can be found and garbage collected.
+	ClusterNameLabel = "open-cluster-management.io/cluster-name"
+
+	// RegistrationClusterRoleName is bound in each cluster namespace for the registration agent.
+	RegistrationClusterRoleName = "open-cluster-management:managedcluster:registration"
+	// WorkClusterRoleName is bound in each cluster namespace for the work agent.
+	WorkClusterRoleName = "open-cluster-management:managedcluster:work"
+
+	// BootstrapClusterRoleName is the role of the shared bootstrap identity.
+	BootstrapClusterRoleName = "system:open-cluster-management:bootstrap"
+	// BootstrapNamespace holds the bootstrap ServiceAccount.
+	BootstrapNamespace = "open-cluster-management"
+	// BootstrapServiceAccount is the identity in the bootstrap kubeconfig.
+	BootstrapServiceAccount = "cluster-bootstrap"
+	// BootstrapGroup is the group OCM binds the bootstrap role to (for token-based bootstrappers).
+	BootstrapGroup = "system:bootstrappers:managedcluster"
+
+	identityPrefix = "system:open-cluster-management:"
+	rolePrefix     = "open-cluster-management:managedcluster:"
+
+	clusterGroup  = "cluster.open-cluster-management.io"
+	registerGroup = "register.open-cluster-management.io"
+)
+
+// ClusterRoleName is the per-cluster ClusterRole (and ClusterRoleBinding) name.
+func ClusterRoleName(cluster string) string { return rolePrefix + cluster }
+
+// RegistrationRoleBindingName is the RoleBinding granting the registration role in the cluster namespace.
+func RegistrationRoleBindingName(cluster string) string { return rolePrefix + cluster + ":registration" }
+
+// WorkRoleBindingName is the RoleBinding granting the work role in the cluster namespace.
+func WorkRoleBindingName(cluster string) string { return rolePrefix + cluster + ":work" }
+
+// ClusterGroup is the group (certificate organization) of every agent of a cluster.
+func ClusterGroup(cluster string) string { return identityPrefix + cluster }
+
+// AgentUser is the user name (certificate common name) of one agent of a cluster.
+func AgentUser(cluster, agent string) string { return identityPrefix + cluster + ":" + agent }
+
+// BootstrapUser is the user name the API server gives the bootstrap ServiceAccount.
+func BootstrapUser() string {
+	return "system:serviceaccount:" + BootstrapNamespace + ":" + BootstrapServiceAccount
+}
+
+func labels(cluster string) map[string]string { return map[string]string{ClusterNameLabel: cluster} }
+
+// ClusterRole is the per-cluster ClusterRole. An accepted cluster may read and update its own
+// ManagedCluster and status, and rotate its client certificate. A cluster that is not (or no
+// longer) accepted keeps read access to its own ManagedCluster only, so its agent can notice
+// when the hub admin accepts it again; everything else is revoked.
+func ClusterRole(cluster string, accepted bool) *rbacv1.ClusterRole {
+	rules := []rbacv1.PolicyRule{{
+		APIGroups:     []string{clusterGroup},
+		Resources:     []string{"managedclusters"},
+		ResourceNames: []string{cluster},
+		Verbs:         []string{"get", "list", "watch"},
+	}}
+	if accepted {
+		rules = []rbacv1.PolicyRule{
+			{
+				// Certificate rotation: the agent requests a new certificate under its own identity.
+				APIGroups: []string{"certificates.k8s.io"},
+				Resources: []string{"certificatesigningrequests"},
+				Verbs:     []string{"create", "get", "list", "watch"},
+			},
+			{
+				// Removing this rule alone stops rotation (OCM's documented soft revoke).
+				APIGroups: []string{registerGroup},
+				Resources: []string{"managedclusters/clientcertificates"},
+				Verbs:     []string{"renew"},
+			},
+			{
+				APIGroups:     []string{clusterGroup},
+				Resources:     []string{"managedclusters"},
+				ResourceNames: []string{cluster},
+				Verbs:         []string{"get", "list", "update", "watch"},
+			},
+			{
+				APIGroups:     []string{clusterGroup},
+				Resources:     []string{"managedclusters/status"},
+				ResourceNames: []string{cluster},
+				Verbs:         []string{"patch", "update"},
+			},
+		}
+	}
+	return &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: ClusterRoleName(cluster), Labels: labels(cluster)},
+		Rules:      rules,
+	}
+}
+
+// ClusterRoleBinding binds the per-cluster ClusterRole to the cluster's agent group.
+func ClusterRoleBinding(cluster string) *rbacv1.ClusterRoleBinding {
+	return &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: ClusterRoleName(cluster), Labels: labels(cluster)},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: ClusterRoleName(cluster)},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: ClusterGroup(cluster)}},
+	}
+}
+
+// RegistrationRoleBinding grants the registration role to the cluster's agents in its namespace.
+func RegistrationRoleBinding(cluster string) *rbacv1.RoleBinding {
+	return namespacedBinding(cluster, RegistrationRoleBindingName(cluster), RegistrationClusterRoleName)
+}
+
+// WorkRoleBinding grants the work role to the cluster's agents in its namespace.
+func WorkRoleBinding(cluster string) *rbacv1.RoleBinding {
+	return namespacedBinding(cluster, WorkRoleBindingName(cluster), WorkClusterRoleName)
+}
+
+func namespacedBinding(cluster, name, role string) *rbacv1.RoleBinding {
+	return &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: cluster, Labels: labels(cluster)},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: ClusterGroup(cluster)}},
+	}
+}
+
+// RegistrationClusterRole is what the registration agent may do inside its cluster namespace.
+func RegistrationClusterRole() *rbacv1.ClusterRole {
+	return &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: RegistrationClusterRoleName, Labels: labels("")},
+		Rules: []rbacv1.PolicyRule{
+			{
+				// The hub creates managed-cluster-lease; create is also allowed so an agent that
+				// races the hub's lease controller does not stall its first heartbeat.
+				APIGroups: []string{"coordination.k8s.io"},
+				Resources: []string{"leases"},
+				Verbs:     []string{"get", "list", "watch", "create", "update"},
+			},
+			{
+				APIGroups: []string{"addon.open-cluster-management.io"},
+				Resources: []string{"managedclusteraddons"},
+				Verbs:     []string{"get", "list", "watch"},
+			},
+			{
+				APIGroups: []string{"addon.open-cluster-management.io"},
+				Resources: []string{"managedclusteraddons/status"},
+				Verbs:     []string{"patch", "update"},
+			},
+			{
+				APIGroups: []string{"", "events.k8s.io"},
+				Resources: []string{"events"},
+				Verbs:     []string{"get", "list", "watch", "create", "patch", "update"},
+			},
+		},
+	}
+}
+
+// WorkClusterRole is what the work agent may do inside its cluster namespace.
+func WorkClusterRole() *rbacv1.ClusterRole {
+	return &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: WorkClusterRoleName, Labels: labels("")},
+		Rules: []rbacv1.PolicyRule{
+			{
+				APIGroups: []string{"", "events.k8s.io"},
+				Resources: []string{"events"},
+				Verbs:     []string{"create", "patch", "update"},
+			},
+			{
+				APIGroups: []string{"work.open-cluster-management.io"},
+				Resources: []string{"manifestworks"},
+				Verbs:     []string{"get", "list", "watch", "update", "patch", "delete"},
+			},
+			{
+				APIGroups: []string{"work.open-cluster-management.io"},
+				Resources: []string{"manifestworks/status"},
+				Verbs:     []string{"patch", "update"},
+			},
+		},
+	}
+}
+
+// BootstrapClusterRole lets a new agent create its ManagedCluster and request its first
+// certificate, and nothing else: it cannot approve CSRs nor update a ManagedCluster, and the
+// admission policy stops it from creating one that is already accepted.
+func BootstrapClusterRole() *rbacv1.ClusterRole {
+	return &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: BootstrapClusterRoleName},
+		Rules: []rbacv1.PolicyRule{
+			{
+				APIGroups: []string{"certificates.k8s.io"},
+				Resources: []string{"certificatesigningrequests"},
+				Verbs:     []string{"create", "get", "list", "watch"},
+			},
+			{
+				APIGroups: []string{clusterGroup},
+				Resources: []string{"managedclusters"},
+				Verbs:     []string{"get", "create"},
+			},
+			{
+				// The agent may place its new cluster into a set through the clusterset label.
+				APIGroups: []string{clusterGroup},
+				Resources: []string{"managedclustersets/join"},
+				Verbs:     []string{"create"},
+			},
+		},
+	}
+}
+
+// BootstrapClusterRoleBinding binds the bootstrap role to the bootstrap ServiceAccount and to
+// the OCM bootstrap group.
+func BootstrapClusterRoleBinding() *rbacv1.ClusterRoleBinding {
+	return &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: BootstrapClusterRoleName},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: BootstrapClusterRoleName},
+		Subjects: []rbacv1.Subject{
+			{Kind: rbacv1.ServiceAccountKind, Name: BootstrapServiceAccount, Namespace: BootstrapNamespace},
+			{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: BootstrapGroup},
+		},
+	}
+}
