@@ -1,0 +1,527 @@
+package environment
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/rest"
+)
+
+// DefaultSigningDuration is the lifetime of certificates kube-controller-manager signs when
+// no SigningDuration is given. It is short on purpose: agents rotate their client
+// certificates at a fraction of it, so rotation happens within a test run.
+const DefaultSigningDuration = 10 * time.Minute
+
+// DefaultStartTimeout bounds how long one control plane may take to become ready. It is
+// generous because CI runs several control planes and test binaries on two cores.
+const DefaultStartTimeout = 3 * time.Minute
+
+// AdminUser is the common name of the admin client certificate, a member of system:masters.
+const AdminUser = "flotilla-admin"
+
+// serviceCIDR is the service IP range; its first address is the kubernetes service.
+const serviceCIDR = "10.0.0.0/24"
+
+// markerFile marks a directory as created by this package, so that reusing a fixed
+// directory (flotilla dev) only ever wipes what we created.
+const markerFile = ".flotilla-environment"
+
+// kcmControllers are the kube-controller-manager controllers Flotilla's behaviour relies on.
+var kcmControllers = []string{
+	"certificatesigningrequest-signing-controller", // signs approved CSRs (registration, rotation)
+	"certificatesigningrequest-cleaner-controller", // garbage-collects old CSRs
+	"garbage-collector-controller",                 // ownerReference cascading deletion
+	"namespace-controller",                         // finalizes deleted namespaces
+	"serviceaccount-controller",                    // "default" service account per namespace
+	"serviceaccount-token-controller",              // tokens for --use-service-account-credentials
+	"root-ca-certificate-publisher-controller",     // kube-root-ca.crt config maps
+	"clusterrole-aggregation-controller",           // aggregated RBAC roles (admin, edit, view)
+}
+
+// ControlPlaneOptions configures one control plane.
+type ControlPlaneOptions struct {
+	// Name is the cluster name used in logs, kubeconfig contexts and the directory
+	// layout. Default "cluster".
+	Name string
+	// Dir holds this control plane's certificates, etcd data, kubeconfigs and logs. It is
+	// created if missing; an existing directory must be empty or have been created by this
+	// package (it is then wiped). Empty means a new temporary directory.
+	Dir string
+	// Keep leaves Dir on disk after Stop (logs and etcd data for debugging).
+	Keep bool
+	// BinDir holds etcd, kube-apiserver and kube-controller-manager. Default BinDir().
+	BinDir string
+	// SigningDuration is kube-controller-manager's --cluster-signing-duration.
+	// Default DefaultSigningDuration.
+	SigningDuration time.Duration
+	// AllCRDs installs every CustomResourceDefinition in core/crds (a hub).
+	AllCRDs bool
+	// CRDs names further CustomResourceDefinitions from core/crds to install, e.g.
+	// ClusterClaimCRD on a managed cluster.
+	CRDs []string
+	// StartTimeout bounds the start of each component. Default DefaultStartTimeout.
+	StartTimeout time.Duration
+	// Log receives progress messages. Default: discarded.
+	Log io.Writer
+}
+
+// ControlPlane is a running etcd + kube-apiserver + kube-controller-manager.
+type ControlPlane struct {
+	// Name is the cluster name.
+	Name string
+	// URL is the kube-apiserver's https URL.
+	URL string
+	// Config authenticates as AdminUser (system:masters).
+	Config *rest.Config
+	// KubeconfigPath is a kubeconfig file for Config, with embedded credentials.
+	KubeconfigPath string
+	// CAData is the PEM certificate of the cluster CA, which signs the API server's
+	// serving certificate, every client certificate it trusts and approved CSRs.
+	CAData []byte
+	// CACertPath and CAKeyPath are the PEM files of the cluster CA.
+	CACertPath, CAKeyPath string
+	// Dir holds everything this control plane wrote, including the component logs
+	// etcd.log, kube-apiserver.log and kube-controller-manager.log.
+	Dir string
+	// SigningDuration is the lifetime of certificates kube-controller-manager signs.
+	SigningDuration time.Duration
+
+	opts      ControlPlaneOptions
+	log       io.Writer
+	ca        *authority
+	bins      map[string]string
+	spawner   *spawner
+	removeDir bool
+
+	mu    sync.Mutex
+	procs []*process // in start order
+	ports []int
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// errPortTaken marks a start that failed because another process bound one of our ports
+// between choosing it and the component binding it.
+var errPortTaken = errors.New("port taken by another process")
+
+// StartControlPlane starts one control plane and waits until it serves requests, its
+// controller manager is healthy and the requested CRDs are established. ctx bounds the
+// start only: the processes run until Stop. On error nothing is left running.
+func StartControlPlane(ctx context.Context, opts ControlPlaneOptions) (*ControlPlane, error) {
+	if opts.Name == "" {
+		opts.Name = "cluster"
+	}
+	if opts.SigningDuration == 0 {
+		opts.SigningDuration = DefaultSigningDuration
+	}
+	if opts.SigningDuration < 0 {
+		return nil, fmt.Errorf("control plane %s: SigningDuration %s must be positive", opts.Name, opts.SigningDuration)
+	}
+	if opts.StartTimeout <= 0 {
+		opts.StartTimeout = DefaultStartTimeout
+	}
+	log := opts.Log
+	if log == nil {
+		log = io.Discard
+	}
+	cp := &ControlPlane{Name: opts.Name, SigningDuration: opts.SigningDuration, opts: opts, log: log}
+	if err := cp.prepare(); err != nil {
+		cp.cleanupDir()
+		return nil, err
+	}
+	cp.spawner = newSpawner()
+	begin := time.Now()
+	const attempts = 3
+	for attempt := 1; ; attempt++ {
+		err := cp.start(ctx)
+		if err == nil {
+			break
+		}
+		stopErr := cp.stopProcesses()
+		if errors.Is(err, errPortTaken) && attempt < attempts && ctx.Err() == nil {
+			cp.logf("a port was taken by another process; retrying with new ports (attempt %d of %d)", attempt+1, attempts)
+			continue
+		}
+		cp.spawner.close()
+		cp.cleanupDir()
+		return nil, errors.Join(fmt.Errorf("starting control plane %s: %w", cp.Name, err), stopErr)
+	}
+	cp.logf("ready in %s at %s (kubeconfig %s)", time.Since(begin).Round(100*time.Millisecond), cp.URL, cp.KubeconfigPath)
+	return cp, nil
+}
+
+func (cp *ControlPlane) logf(format string, args ...any) {
+	fmt.Fprintf(cp.log, "%s: %s\n", cp.Name, fmt.Sprintf(format, args...))
+}
+
+// prepare creates the directory, the binaries' paths and all key material.
+func (cp *ControlPlane) prepare() error {
+	var err error
+	if cp.opts.Dir == "" {
+		if cp.Dir, err = newTempDir(cp.Name); err != nil {
+			return err
+		}
+		cp.removeDir = !cp.opts.Keep
+	} else {
+		if cp.Dir, err = filepath.Abs(cp.opts.Dir); err != nil {
+			return fmt.Errorf("control plane %s: Dir %q: %w", cp.Name, cp.opts.Dir, err)
+		}
+		if err := resetOwnedDir(cp.Dir); err != nil {
+			return fmt.Errorf("control plane %s: Dir: %w", cp.Name, err)
+		}
+		cp.removeDir = !cp.opts.Keep
+	}
+
+	binDir := cp.opts.BinDir
+	if binDir == "" {
+		if binDir, err = BinDir(); err != nil {
+			return err
+		}
+	}
+	cp.bins = map[string]string{}
+	for _, name := range []string{EtcdBinary, KubeAPIServerBinary, KubeControllerManagerBinary} {
+		if cp.bins[name], err = binaryPath(binDir, name); err != nil {
+			return err
+		}
+	}
+
+	if cp.ca, err = newAuthority(cp.Name + "-ca"); err != nil {
+		return err
+	}
+	cp.CAData = cp.ca.certPEM
+	cp.CACertPath = cp.path("pki", "ca.crt")
+	cp.CAKeyPath = cp.path("pki", "ca.key")
+	servingHosts := certSpec{
+		dnsNames: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
+		ips:      []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback, net.IPv4(10, 0, 0, 1)},
+		server:   true,
+	}
+	apiSpec := servingHosts
+	apiSpec.commonName = "kube-apiserver"
+	apiCert, apiKey, err := cp.ca.issue(apiSpec)
+	if err != nil {
+		return err
+	}
+	kcmSpec := servingHosts
+	kcmSpec.commonName = "kube-controller-manager"
+	kcmCert, kcmKey, err := cp.ca.issue(kcmSpec)
+	if err != nil {
+		return err
+	}
+	saKey, saPub, err := serviceAccountKeys()
+	if err != nil {
+		return err
+	}
+	files := map[string][]byte{
+		"ca.crt": cp.ca.certPEM, "ca.key": cp.ca.keyPEM,
+		"apiserver.crt": apiCert, "apiserver.key": apiKey,
+		"kcm.crt": kcmCert, "kcm.key": kcmKey,
+		"sa.key": saKey, "sa.pub": saPub,
+	}
+	if err := os.MkdirAll(cp.path("pki"), 0o700); err != nil {
+		return fmt.Errorf("control plane %s: %w", cp.Name, err)
+	}
+	for name, data := range files {
+		if err := os.WriteFile(cp.path("pki", name), data, 0o600); err != nil {
+			return fmt.Errorf("control plane %s: writing %s: %w", cp.Name, name, err)
+		}
+	}
+	return nil
+}
+
+func (cp *ControlPlane) path(elem ...string) string {
+	return filepath.Join(append([]string{cp.Dir}, elem...)...)
+}
+
+// start runs one attempt: choose ports, then etcd, kube-apiserver, CRDs and
+// kube-controller-manager, each waited for.
+func (cp *ControlPlane) start(ctx context.Context) error {
+	ports, err := freePorts(4)
+	if err != nil {
+		return err
+	}
+	etcdClient, etcdPeer, apiPort, kcmPort := ports[0], ports[1], ports[2], ports[3]
+	cp.mu.Lock()
+	cp.ports = ports
+	cp.mu.Unlock()
+	cp.URL = "https://127.0.0.1:" + strconv.Itoa(apiPort)
+
+	// A previous attempt's etcd data names other peer URLs; start from scratch.
+	etcdData := cp.path("etcd")
+	if err := os.RemoveAll(etcdData); err != nil {
+		return fmt.Errorf("clearing etcd data %s: %w", etcdData, err)
+	}
+	if err := os.MkdirAll(etcdData, 0o700); err != nil {
+		return err
+	}
+
+	t := time.Now()
+	etcdURL := "http://127.0.0.1:" + strconv.Itoa(etcdClient)
+	peerURL := "http://127.0.0.1:" + strconv.Itoa(etcdPeer)
+	etcd, err := cp.launch(EtcdBinary, []string{
+		"--name=" + cp.Name,
+		"--data-dir=" + etcdData,
+		"--listen-client-urls=" + etcdURL,
+		"--advertise-client-urls=" + etcdURL,
+		"--listen-peer-urls=" + peerURL,
+		"--initial-advertise-peer-urls=" + peerURL,
+		"--initial-cluster=" + cp.Name + "=" + peerURL,
+		"--initial-cluster-state=new",
+		// Throwaway data: skipping fsync makes writes (and so every test) much faster.
+		"--unsafe-no-fsync=true",
+		"--log-level=warn",
+	})
+	if err != nil {
+		return err
+	}
+	plain := &http.Client{Timeout: 2 * time.Second}
+	if err := cp.await(ctx, etcd, "etcd health", func(ctx context.Context) error {
+		return getOK(ctx, plain, etcdURL+"/health")
+	}); err != nil {
+		return err
+	}
+	cp.logf("etcd ready in %s", time.Since(t).Round(10*time.Millisecond))
+
+	t = time.Now()
+	pki := func(name string) string { return cp.path("pki", name) }
+	apiserver, err := cp.launch(KubeAPIServerBinary, []string{
+		"--etcd-servers=" + etcdURL,
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(apiPort),
+		"--cert-dir=" + cp.path("apiserver"),
+		"--tls-cert-file=" + pki("apiserver.crt"),
+		"--tls-private-key-file=" + pki("apiserver.key"),
+		"--client-ca-file=" + pki("ca.crt"),
+		"--service-account-key-file=" + pki("sa.pub"),
+		"--service-account-signing-key-file=" + pki("sa.key"),
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-cluster-ip-range=" + serviceCIDR,
+		"--authorization-mode=Node,RBAC",
+		"--allow-privileged=true",
+		// The kubernetes service would point at a loopback address, which Endpoints
+		// validation rejects; nothing in Flotilla reaches the API server through it.
+		"--endpoint-reconciler-type=none",
+		"--profiling=false",
+	})
+	if err != nil {
+		return err
+	}
+	admin, err := cp.userConfig(AdminUser, []string{"system:masters"}, caValidity)
+	if err != nil {
+		return err
+	}
+	cp.Config = admin
+	adminHTTP, err := rest.HTTPClientFor(admin)
+	if err != nil {
+		return fmt.Errorf("building admin HTTP client: %w", err)
+	}
+	adminHTTP.Timeout = 5 * time.Second
+	if err := cp.await(ctx, apiserver, "kube-apiserver /readyz", func(ctx context.Context) error {
+		return getOK(ctx, adminHTTP, cp.URL+"/readyz")
+	}); err != nil {
+		return err
+	}
+	cp.logf("kube-apiserver ready in %s", time.Since(t).Round(10*time.Millisecond))
+
+	cp.KubeconfigPath = cp.path("kubeconfig")
+	if err := WriteKubeconfig(cp.KubeconfigPath, cp.Name, admin); err != nil {
+		return err
+	}
+	kcmConfig, err := cp.userConfig("system:kube-controller-manager", nil, caValidity)
+	if err != nil {
+		return err
+	}
+	kcmKubeconfig := cp.path("kube-controller-manager.kubeconfig")
+	if err := WriteKubeconfig(kcmKubeconfig, cp.Name, kcmConfig); err != nil {
+		return err
+	}
+
+	// The controller manager and the CRDs are independent; start both at once.
+	t = time.Now()
+	kcm, err := cp.launch(KubeControllerManagerBinary, []string{
+		"--kubeconfig=" + kcmKubeconfig,
+		"--authentication-kubeconfig=" + kcmKubeconfig,
+		"--authorization-kubeconfig=" + kcmKubeconfig,
+		"--client-ca-file=" + pki("ca.crt"),
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(kcmPort),
+		"--cert-dir=" + cp.path("kcm"),
+		"--tls-cert-file=" + pki("kcm.crt"),
+		"--tls-private-key-file=" + pki("kcm.key"),
+		"--cluster-name=" + cp.Name,
+		"--cluster-signing-cert-file=" + pki("ca.crt"),
+		"--cluster-signing-key-file=" + pki("ca.key"),
+		"--cluster-signing-duration=" + cp.SigningDuration.String(),
+		"--controllers=" + strings.Join(kcmControllers, ","),
+		"--use-service-account-credentials=true",
+		"--service-account-private-key-file=" + pki("sa.key"),
+		"--root-ca-file=" + pki("ca.crt"),
+		"--leader-elect=false",
+		"--profiling=false",
+	})
+	if err != nil {
+		return err
+	}
+	crdErr := make(chan error, 1)
+	go func() { crdErr <- cp.installCRDs(ctx) }()
+
+	pool := x509.NewCertPool()
+	pool.AddCert(cp.ca.cert)
+	kcmHTTP := &http.Client{
+		Timeout:   2 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}},
+	}
+	kcmErr := cp.await(ctx, kcm, "kube-controller-manager /healthz", func(ctx context.Context) error {
+		return getOK(ctx, kcmHTTP, "https://127.0.0.1:"+strconv.Itoa(kcmPort)+"/healthz")
+	})
+	kcmHTTP.CloseIdleConnections()
+	if err := errors.Join(kcmErr, <-crdErr); err != nil {
+		return err
+	}
+	cp.logf("kube-controller-manager and CRDs ready in %s", time.Since(t).Round(10*time.Millisecond))
+	return nil
+}
+
+// launch starts one component, logging to <Dir>/<binary>.log.
+func (cp *ControlPlane) launch(binary string, args []string) (*process, error) {
+	p, err := startProcess(cp.spawner, binary, cp.bins[binary], args, cp.Dir, cp.path(binary+".log"))
+	if err != nil {
+		return nil, err
+	}
+	cp.mu.Lock()
+	cp.procs = append(cp.procs, p)
+	cp.mu.Unlock()
+	return p, nil
+}
+
+// await waits for check, turning an early exit caused by a port race into errPortTaken.
+func (cp *ControlPlane) await(ctx context.Context, p *process, what string, check func(context.Context) error) error {
+	err := waitFor(ctx, p, cp.opts.StartTimeout, what, check)
+	if err != nil && !p.running() && addressInUse(p.logPath) {
+		return fmt.Errorf("%w: %w", errPortTaken, err)
+	}
+	return err
+}
+
+// getOK fails unless GET url answers 200.
+func getOK(ctx context.Context, c *http.Client, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s: %s", url, resp.Status, strings.TrimSpace(string(body)))
+	}
+	return nil
+}
+
+// UserConfig returns a client config for user in groups, authenticated by a client
+// certificate signed by the cluster CA and valid for 24 hours. Unlike Config it carries
+// no privileges beyond what RBAC grants that user and those groups, which is what tests
+// acting as an agent, a bootstrap identity or an unprivileged user need.
+func (cp *ControlPlane) UserConfig(user string, groups ...string) (*rest.Config, error) {
+	return cp.userConfig(user, groups, 24*time.Hour)
+}
+
+func (cp *ControlPlane) userConfig(user string, groups []string, validity time.Duration) (*rest.Config, error) {
+	if user == "" {
+		return nil, fmt.Errorf("control plane %s: client certificate user must not be empty", cp.Name)
+	}
+	certPEM, keyPEM, err := cp.ca.issue(certSpec{commonName: user, organization: groups, client: true, validity: validity})
+	if err != nil {
+		return nil, fmt.Errorf("control plane %s: %w", cp.Name, err)
+	}
+	return cp.clientConfig(certPEM, keyPEM), nil
+}
+
+func (cp *ControlPlane) clientConfig(certPEM, keyPEM []byte) *rest.Config {
+	return &rest.Config{
+		Host: cp.URL,
+		TLSClientConfig: rest.TLSClientConfig{
+			CAData:   cp.CAData,
+			CertData: certPEM,
+			KeyData:  keyPEM,
+		},
+		// Tests and dev sessions talk to a private API server: client-side throttling
+		// would only slow them down.
+		QPS:   200,
+		Burst: 400,
+	}
+}
+
+// PIDs returns the process ids of the running components (also their process group ids).
+func (cp *ControlPlane) PIDs() []int {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	pids := make([]int, 0, len(cp.procs))
+	for _, p := range cp.procs {
+		pids = append(pids, p.pid())
+	}
+	return pids
+}
+
+// Ports returns the loopback TCP ports the components listen on: etcd client and peer,
+// kube-apiserver and kube-controller-manager.
+func (cp *ControlPlane) Ports() []int {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	return append([]int(nil), cp.ports...)
+}
+
+// Stop stops kube-controller-manager, kube-apiserver and etcd in that order (SIGTERM, then
+// SIGKILL to each process group after a grace period) and removes Dir unless Keep was
+// set. It is safe to call more than once and from several goroutines.
+func (cp *ControlPlane) Stop() error {
+	cp.stopOnce.Do(func() {
+		err := cp.stopProcesses()
+		cp.spawner.close()
+		cp.stopErr = errors.Join(err, cp.cleanupDir())
+		cp.logf("stopped")
+	})
+	return cp.stopErr
+}
+
+// stopProcesses stops every started component, newest first.
+func (cp *ControlPlane) stopProcesses() error {
+	cp.mu.Lock()
+	procs := cp.procs
+	cp.procs = nil
+	cp.mu.Unlock()
+	var errs []error
+	for i := len(procs) - 1; i >= 0; i-- {
+		if err := procs[i].stop(10 * time.Second); err != nil {
+			errs = append(errs, fmt.Errorf("control plane %s: %w", cp.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (cp *ControlPlane) cleanupDir() error {
+	if !cp.removeDir || cp.Dir == "" {
+		return nil
+	}
+	if err := os.RemoveAll(cp.Dir); err != nil {
+		return fmt.Errorf("control plane %s: removing %s: %w", cp.Name, cp.Dir, err)
+	}
+	return nil
+}

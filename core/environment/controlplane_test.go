@@ -1,0 +1,380 @@
+package environment
+
+import (
+	"bufio"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// startPlane starts a one-cluster control plane for a test and stops it at cleanup.
+func startPlane(t *testing.T, opts ControlPlaneOptions) *ControlPlane {
+	t.Helper()
+	opts.Log = testWriter{t}
+	cp, err := StartControlPlane(t.Context(), opts)
+	if err != nil {
+		t.Fatalf("StartControlPlane: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := cp.Stop(); err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+	})
+	return cp
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// poll calls f until it returns nil or a minute passes, then fails with f's last error.
+func poll(t *testing.T, what string, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func clientset(t *testing.T, cfg *rest.Config) *kubernetes.Clientset {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatalf("building clientset: %v", err)
+	}
+	return cs
+}
+
+func TestControlPlane(t *testing.T) {
+	cp := startPlane(t, ControlPlaneOptions{Name: "solo", SigningDuration: 15 * time.Minute, CRDs: []string{ClusterClaimCRD}})
+	ctx := t.Context()
+	admin := clientset(t, cp.Config)
+
+	t.Run("kubeconfig authenticates as the admin user", func(t *testing.T) {
+		cfg, err := clientcmd.BuildConfigFromFlags("", cp.KubeconfigPath)
+		if err != nil {
+			t.Fatalf("loading %s: %v", cp.KubeconfigPath, err)
+		}
+		review, err := clientset(t, cfg).AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("SelfSubjectReview: %v", err)
+		}
+		if got := review.Status.UserInfo.Username; got != AdminUser {
+			t.Errorf("kubeconfig user = %q, want %q", got, AdminUser)
+		}
+		if _, err := clientset(t, cfg).CoreV1().Namespaces().List(ctx, metav1.ListOptions{}); err != nil {
+			t.Errorf("admin cannot list namespaces: %v", err)
+		}
+	})
+
+	t.Run("requested CRD is established", func(t *testing.T) {
+		ext, err := apiextensionsclient.NewForConfig(cp.Config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		crd, err := ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, ClusterClaimCRD, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("getting CRD %s: %v", ClusterClaimCRD, err)
+		}
+		established := false
+		for _, c := range crd.Status.Conditions {
+			established = established || (c.Type == "Established" && c.Status == "True")
+		}
+		if !established {
+			t.Errorf("CRD %s not Established: %+v", ClusterClaimCRD, crd.Status.Conditions)
+		}
+	})
+
+	t.Run("RBAC denies an unprivileged user until a binding grants access", func(t *testing.T) {
+		cfg, err := cp.UserConfig("alice", "team-a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		alice := clientset(t, cfg)
+		review, err := alice.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("SelfSubjectReview as alice: %v", err)
+		}
+		if u := review.Status.UserInfo; u.Username != "alice" || !contains(u.Groups, "team-a") || !contains(u.Groups, "system:authenticated") {
+			t.Errorf("alice authenticated as %+v", u)
+		}
+		_, err = alice.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+		if !apierrors.IsForbidden(err) {
+			t.Fatalf("listing namespaces as alice: got %v, want Forbidden", err)
+		}
+		_, err = admin.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "team-a-view"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "team-a"}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("binding team-a to view: %v", err)
+		}
+		// view does not cover namespaces (cluster-scoped); it does cover config maps.
+		poll(t, "alice listing config maps after the binding", func() error {
+			_, err := alice.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{})
+			return err
+		})
+		_, err = alice.CoreV1().ConfigMaps("default").Create(ctx, configMap("denied"), metav1.CreateOptions{})
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("creating a config map as a viewer: got %v, want Forbidden", err)
+		}
+	})
+
+	t.Run("approved kube-apiserver-client CSR is signed for the signing duration", func(t *testing.T) {
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		csrDER, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
+			Subject: pkix.Name{CommonName: "system:open-cluster-management:cluster1:agent", Organization: []string{"system:open-cluster-management:cluster1"}},
+		}, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		csr, err := admin.CertificatesV1().CertificateSigningRequests().Create(ctx, &certificatesv1.CertificateSigningRequest{
+			ObjectMeta: metav1.ObjectMeta{Name: "agent-csr"},
+			Spec: certificatesv1.CertificateSigningRequestSpec{
+				Request:    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: csrDER}),
+				SignerName: certificatesv1.KubeAPIServerClientSignerName,
+				Usages:     []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth},
+			},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("creating CSR: %v", err)
+		}
+		csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+			Type: certificatesv1.CertificateApproved, Status: "True", Reason: "TestApproval", Message: "approved by the environment test",
+		})
+		approvedAt := time.Now()
+		if _, err := admin.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, csr.Name, csr, metav1.UpdateOptions{}); err != nil {
+			t.Fatalf("approving CSR: %v", err)
+		}
+		var certPEM []byte
+		poll(t, "kube-controller-manager signing the approved CSR", func() error {
+			got, err := admin.CertificatesV1().CertificateSigningRequests().Get(ctx, csr.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if len(got.Status.Certificate) == 0 {
+				return fmt.Errorf("no certificate yet; conditions %+v", got.Status.Conditions)
+			}
+			certPEM = got.Status.Certificate
+			return nil
+		})
+		signedBy := time.Now()
+		block, _ := pem.Decode(certPEM)
+		if block == nil {
+			t.Fatalf("CSR status.certificate is not PEM: %q", certPEM)
+		}
+		cert, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Short-lived certificates end exactly SigningDuration after signing; allow for
+		// clock granularity (whole seconds) around the window the signing happened in.
+		earliest := approvedAt.Add(cp.SigningDuration).Add(-2 * time.Second)
+		latest := signedBy.Add(cp.SigningDuration).Add(2 * time.Second)
+		if cert.NotAfter.Before(earliest) || cert.NotAfter.After(latest) {
+			t.Errorf("certificate NotAfter %s, want between %s and %s (signing duration %s)", cert.NotAfter, earliest, latest, cp.SigningDuration)
+		}
+		roots := x509.NewCertPool()
+		roots.AppendCertsFromPEM(cp.CAData)
+		if _, err := cert.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+			t.Errorf("signed certificate does not chain to the cluster CA: %v", err)
+		}
+		keyPEM, err := encodeKey(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		agentCfg := rest.CopyConfig(cp.Config)
+		agentCfg.CertData, agentCfg.KeyData = certPEM, keyPEM
+		review, err := clientset(t, agentCfg).AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("authenticating with the signed certificate: %v", err)
+		}
+		if got := review.Status.UserInfo.Username; got != "system:open-cluster-management:cluster1:agent" {
+			t.Errorf("signed certificate authenticates as %q", got)
+		}
+	})
+}
+
+func configMap(name string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}
+}
+
+func TestStopLeavesNothingBehind(t *testing.T) {
+	cp, err := StartControlPlane(t.Context(), ControlPlaneOptions{Name: "stopper", Log: testWriter{t}})
+	if err != nil {
+		t.Fatalf("StartControlPlane: %v", err)
+	}
+	pids, ports, dir := cp.PIDs(), cp.Ports(), cp.Dir
+	if len(pids) != 3 || len(ports) != 4 {
+		t.Fatalf("got pids %v and ports %v, want 3 processes and 4 ports", pids, ports)
+	}
+	for _, pid := range pids {
+		if !alive(pid) {
+			t.Fatalf("component pid %d not running before Stop", pid)
+		}
+	}
+	if err := cp.Stop(); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	for _, pid := range pids {
+		if alive(pid) {
+			t.Errorf("pid %d still running after Stop", pid)
+		}
+	}
+	for _, port := range ports {
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			t.Errorf("port %d not free after Stop: %v", port, err)
+			continue
+		}
+		l.Close()
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("directory %s still exists after Stop (err %v)", dir, err)
+	}
+	if err := cp.Stop(); err != nil {
+		t.Errorf("second Stop: %v", err)
+	}
+}
+
+// helperEnv makes the test binary act as a process that starts a control plane, prints
+// its pids and directory, and waits to be killed (see TestKilledParentTakesChildrenDown).
+const helperEnv = "FLOTILLA_ENVIRONMENT_TEST_HELPER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) == "1" {
+		runHelper()
+	}
+	os.Exit(m.Run())
+}
+
+func runHelper() {
+	cp, err := StartControlPlane(context.Background(), ControlPlaneOptions{Name: "orphan"})
+	if err != nil {
+		fmt.Printf("error %v\n", strings.ReplaceAll(err.Error(), "\n", " | "))
+		os.Exit(1)
+	}
+	pids := make([]string, 0, 3)
+	for _, pid := range cp.PIDs() {
+		pids = append(pids, strconv.Itoa(pid))
+	}
+	fmt.Printf("ready %s %s\n", strings.Join(pids, ","), cp.Dir)
+	select {} // killed by the parent test
+}
+
+func TestKilledParentTakesChildrenDown(t *testing.T) {
+	helper := exec.Command(os.Args[0])
+	helper.Env = append(os.Environ(), helperEnv+"=1")
+	out, err := helper.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	helper.Stderr = os.Stderr
+	if err := helper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { helper.Process.Kill(); helper.Wait() })
+	var pids []int
+	var dir string
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) > 0 && fields[0] == "error" {
+			t.Fatalf("helper failed to start its control plane: %s", sc.Text())
+		}
+		if len(fields) == 3 && fields[0] == "ready" {
+			for _, s := range strings.Split(fields[1], ",") {
+				pid, err := strconv.Atoi(s)
+				if err != nil {
+					t.Fatalf("helper printed %q", sc.Text())
+				}
+				pids = append(pids, pid)
+			}
+			dir = fields[2]
+			break
+		}
+	}
+	if len(pids) != 3 {
+		t.Fatalf("helper exited before reporting its control plane (scan error %v)", sc.Err())
+	}
+	// SIGKILL: no deferred function, no cleanup, no signal handler runs in the helper.
+	if err := helper.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	helper.Wait()
+	poll(t, "components of the killed helper exiting", func() error {
+		for _, pid := range pids {
+			if alive(pid) {
+				return fmt.Errorf("pid %d still running", pid)
+			}
+		}
+		return nil
+	})
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("helper's directory %s should remain until swept: %v", dir, err)
+	}
+	sweepStaleTempDirs()
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("stale directory %s not swept (err %v)", dir, err)
+	}
+}
+
+// alive reports whether pid is a running (not zombie) process.
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// The state follows the parenthesised command name, which may contain spaces.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || (s[i+2] != 'Z' && s[i+2] != 'X')
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
