@@ -1,0 +1,318 @@
+package registration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
+	clusterv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1alpha1"
+)
+
+// userAgent identifies the agent's requests in API server audit logs.
+const userAgent = "flotilla-registration-agent"
+
+// Phase is where the agent is in its lifecycle.
+type Phase string
+
+const (
+	// PhaseStarting: preparing the agent namespace and identity.
+	PhaseStarting Phase = "Starting"
+	// PhaseBootstrapping: using the bootstrap identity to create the
+	// ManagedCluster and a CSR.
+	PhaseBootstrapping Phase = "Bootstrapping"
+	// PhaseWaitingForCertificate: a CSR is pending on the hub.
+	PhaseWaitingForCertificate Phase = "WaitingForCertificate"
+	// PhaseConnected: the agent holds signed hub credentials. Whether the hub
+	// accepted the cluster is State.Accepted.
+	PhaseConnected Phase = "Connected"
+)
+
+// State is a snapshot of the agent for callers embedding it (tests, the
+// command's logs, benchmarks).
+type State struct {
+	Phase       Phase
+	ClusterName string
+	AgentName   string
+	// CSRName is the request the agent created or is waiting for.
+	CSRName string
+	// Accepted is true once the hub's HubAcceptedManagedCluster condition is True.
+	Accepted bool
+	// Joined is true once the agent has reported ManagedClusterJoined.
+	Joined bool
+	// CertificateNotAfter is when the current hub client certificate expires.
+	CertificateNotAfter time.Time
+	// Rotations counts certificates renewed by this process.
+	Rotations int
+	// LastError is the most recent failure, with the object it concerns.
+	LastError     string
+	LastErrorTime time.Time
+}
+
+// Agent is one registration agent. Create it with New and start it with Run.
+type Agent struct {
+	cfg     Config
+	log     logr.Logger
+	scheme  *runtime.Scheme
+	managed kubernetes.Interface
+	// managedClient reads ClusterClaims on the managed cluster.
+	managedClient client.WithWatch
+
+	mu       sync.Mutex
+	state    State
+	identity Identity
+	// kubeSystemUID backs the id.k8s.io claim; it never changes once read.
+	kubeSystemUID string
+}
+
+// NewScheme returns the types the agent reads and writes.
+func NewScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{
+		clientgoscheme.AddToScheme, clusterv1.AddToScheme, clusterv1alpha1.AddToScheme,
+	} {
+		if err := add(s); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// New validates cfg and builds the managed-cluster clients. It does not contact
+// any server.
+func New(cfg Config) (*Agent, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	scheme, err := NewScheme()
+	if err != nil {
+		return nil, fmt.Errorf("registration agent: building scheme: %w", err)
+	}
+	managedCfg := rest.CopyConfig(cfg.ManagedConfig)
+	if managedCfg.UserAgent == "" {
+		managedCfg.UserAgent = userAgent
+	}
+	managed, err := kubernetes.NewForConfig(managedCfg)
+	if err != nil {
+		return nil, fmt.Errorf("registration agent: managed cluster client: %w", err)
+	}
+	managedClient, err := client.NewWithWatch(managedCfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("registration agent: managed cluster client: %w", err)
+	}
+	return &Agent{
+		cfg:           cfg,
+		log:           cfg.Logger,
+		scheme:        scheme,
+		managed:       managed,
+		managedClient: managedClient,
+		state:         State{Phase: PhaseStarting, ClusterName: cfg.ClusterName, AgentName: cfg.AgentName},
+	}, nil
+}
+
+// Run registers the cluster and keeps it registered until ctx ends. It never
+// gives up on an unreachable or refusing hub: failures are logged, recorded in
+// State and retried with capped backoff. It returns nil once ctx is done.
+func (a *Agent) Run(ctx context.Context) error {
+	b := a.backoff()
+	for {
+		err := a.ensureAgentNamespace(ctx)
+		if err == nil {
+			break
+		}
+		a.recordError(err)
+		if !sleep(ctx, a.cfg.Clock, b.Next()) {
+			return nil
+		}
+	}
+	force := false
+	for ctx.Err() == nil {
+		id, conn, ok := a.connect(ctx, force)
+		if !ok {
+			break
+		}
+		end := a.serve(ctx, id, conn)
+		conn.Close()
+		if ctx.Err() != nil {
+			break
+		}
+		a.log.Info("Hub connection ended; bootstrapping again", "cluster", id.ClusterName, "reason", end.reason)
+		force = end.forceBootstrap
+	}
+	return nil
+}
+
+// State returns a snapshot of the agent's progress.
+func (a *Agent) State() State {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.state
+}
+
+func (a *Agent) update(f func(*State)) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	f(&a.state)
+}
+
+func (a *Agent) setPhase(p Phase) { a.update(func(s *State) { s.Phase = p }) }
+
+// recordError logs err and keeps it as the agent's last error.
+func (a *Agent) recordError(err error) {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return
+	}
+	a.log.Error(err, "Registration agent error; retrying")
+	now := a.cfg.Clock.Now()
+	a.update(func(s *State) { s.LastError, s.LastErrorTime = err.Error(), now })
+}
+
+func (a *Agent) backoff() *Backoff { return NewBackoff(a.cfg.RetryInitial, a.cfg.RetryMax) }
+
+// ensureAgentNamespace creates the namespace holding the agent's secrets.
+func (a *Agent) ensureAgentNamespace(ctx context.Context) error {
+	ns := a.cfg.AgentNamespace
+	_, err := a.managed.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	if err == nil {
+		return nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return fmt.Errorf("reading agent namespace %s on the managed cluster: %w", ns, err)
+	}
+	_, err = a.managed.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating agent namespace %s on the managed cluster: %w", ns, err)
+	}
+	return nil
+}
+
+// loadIdentity settles the cluster and agent names and makes sure they are
+// persisted in the hub kubeconfig secret, so that a restart keeps them.
+func (a *Agent) loadIdentity(ctx context.Context) (Identity, *HubSecret, error) {
+	sec, err := ReadHubSecret(ctx, a.managed.CoreV1(), a.cfg.AgentNamespace, a.cfg.HubKubeconfigSecret)
+	if err != nil {
+		return Identity{}, nil, err
+	}
+	a.mu.Lock()
+	known := a.identity
+	a.mu.Unlock()
+
+	id := Identity{ClusterName: firstNonEmpty(a.cfg.ClusterName, known.ClusterName, sec.ClusterName)}
+	if id.ClusterName == "" {
+		id.ClusterName = GenerateClusterName()
+		a.log.Info("No cluster name configured; generated one", "cluster", id.ClusterName)
+	}
+	sameCluster := sec.ClusterName == "" || sec.ClusterName == id.ClusterName
+	id.AgentName = a.cfg.AgentName
+	if id.AgentName == "" && known.ClusterName == id.ClusterName {
+		id.AgentName = known.AgentName
+	}
+	if id.AgentName == "" && sameCluster {
+		id.AgentName = sec.AgentName
+	}
+	if id.AgentName == "" {
+		id.AgentName = GenerateAgentName()
+		a.log.Info("Generated agent name", "cluster", id.ClusterName, "agent", id.AgentName)
+	}
+	if err := id.Validate(); err != nil {
+		return Identity{}, nil, fmt.Errorf("%s: %w", sec.ref(), err)
+	}
+
+	if (sec.ClusterName != "" && sec.ClusterName != id.ClusterName) || (sec.AgentName != "" && sec.AgentName != id.AgentName) {
+		// Credentials of another identity are of no use and must not be sent.
+		a.log.Info("Hub kubeconfig secret belongs to another identity; discarding its credentials",
+			"secret", sec.ref(), "storedCluster", sec.ClusterName, "storedAgent", sec.AgentName,
+			"cluster", id.ClusterName, "agent", id.AgentName)
+		sec.Kubeconfig, sec.CertPEM, sec.KeyPEM, sec.PendingKey = nil, nil, nil, nil
+	}
+	if !sec.Exists() || sec.ClusterName != id.ClusterName || sec.AgentName != id.AgentName {
+		sec.ClusterName, sec.AgentName = id.ClusterName, id.AgentName
+		if err := sec.Write(ctx, a.managed.CoreV1()); err != nil {
+			return Identity{}, nil, err
+		}
+	}
+	a.mu.Lock()
+	a.identity = id
+	a.state.ClusterName, a.state.AgentName = id.ClusterName, id.AgentName
+	a.mu.Unlock()
+	return id, sec, nil
+}
+
+// connect returns a hub connection with signed credentials: those stored in the
+// secret when they are still valid (unless force), otherwise new ones obtained
+// through the bootstrap flow. It retries until it succeeds or ctx ends.
+func (a *Agent) connect(ctx context.Context, force bool) (Identity, *HubConnection, bool) {
+	b := a.backoff()
+	for ctx.Err() == nil {
+		id, sec, err := a.loadIdentity(ctx)
+		if err == nil && !force {
+			var conn *HubConnection
+			conn, err = a.storedConnection(id, sec)
+			if conn != nil {
+				return id, conn, true
+			}
+		}
+		if err == nil {
+			var conn *HubConnection
+			if conn, err = a.bootstrap(ctx, id, sec); err == nil {
+				return id, conn, true
+			}
+		}
+		a.recordError(err)
+		if !sleep(ctx, a.cfg.Clock, b.Next()) {
+			break
+		}
+	}
+	return Identity{}, nil, false
+}
+
+// storedConnection uses the credentials in the secret if they are for id and
+// valid now; it returns nil (and no error) when a bootstrap is needed.
+func (a *Agent) storedConnection(id Identity, sec *HubSecret) (*HubConnection, error) {
+	creds, err := sec.Credentials()
+	if err != nil {
+		a.log.Info("Stored hub credentials are unusable; bootstrapping", "secret", sec.ref(), "error", err.Error())
+		return nil, nil
+	}
+	if creds == nil || len(sec.Kubeconfig) == 0 {
+		return nil, nil
+	}
+	now := a.cfg.Clock.Now()
+	if !id.MatchesCertificate(creds.Leaf) || !creds.ValidAt(now) {
+		a.log.Info("Stored hub client certificate is expired or for another identity; bootstrapping",
+			"secret", sec.ref(), "subject", creds.Leaf.Subject.String(), "notAfter", creds.Leaf.NotAfter)
+		return nil, nil
+	}
+	ep, err := EndpointFromKubeconfig(sec.Kubeconfig, sec.ref()+" key "+KubeconfigKey)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := NewHubConnection(ep, creds)
+	if err != nil {
+		return nil, err
+	}
+	a.update(func(s *State) { s.Phase, s.CertificateNotAfter = PhaseConnected, creds.Leaf.NotAfter })
+	return conn, nil
+}
+
+func firstNonEmpty(vals ...string) string {
+	for _, v := range vals {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}

@@ -1,0 +1,157 @@
+package registration
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+
+	clusterv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1alpha1"
+)
+
+// Defaults of Config.
+const (
+	DefaultAgentNamespace            = "open-cluster-management-agent"
+	DefaultHubKubeconfigSecret       = "hub-kubeconfig-secret"
+	DefaultBootstrapKubeconfigSecret = "bootstrap-hub-kubeconfig"
+	DefaultLeaseDurationSeconds      = 60
+	DefaultStatusSyncPeriod          = time.Minute
+	DefaultRetryInitial              = time.Second
+	DefaultRetryMax                  = 30 * time.Second
+	// LeaseName is the heartbeat Lease in the cluster namespace on the hub.
+	LeaseName = "managed-cluster-lease"
+)
+
+// Config configures one registration agent.
+type Config struct {
+	// ClusterName registers the cluster under this name. Empty: the name stored
+	// in the hub kubeconfig secret, else a generated one (then stored there).
+	ClusterName string
+	// AgentName is the agent part of the certificate common name. Empty: the
+	// name stored in the hub kubeconfig secret, else a generated one.
+	AgentName string
+
+	// ManagedConfig reaches the managed cluster's API server. Required.
+	ManagedConfig *rest.Config
+	// ManagedClusterURL is reported to the hub in
+	// spec.managedClusterClientConfigs. Default ManagedConfig.Host.
+	ManagedClusterURL string
+	// ManagedClusterCABundle is reported along with the URL. Default the CA of
+	// ManagedConfig.
+	ManagedClusterCABundle []byte
+
+	// BootstrapKubeconfig is a kubeconfig for the hub with the bootstrap
+	// identity. Empty: read key "kubeconfig" of secret BootstrapKubeconfigSecret
+	// in AgentNamespace each time the agent needs to bootstrap.
+	BootstrapKubeconfig []byte
+	// BootstrapKubeconfigSecret default DefaultBootstrapKubeconfigSecret.
+	BootstrapKubeconfigSecret string
+	// AgentNamespace holds the agent's secrets on the managed cluster. Default
+	// DefaultAgentNamespace. Several agents may share one managed API server
+	// when each has its own namespace.
+	AgentNamespace string
+	// HubKubeconfigSecret is where the signed credentials are stored. Default
+	// DefaultHubKubeconfigSecret.
+	HubKubeconfigSecret string
+
+	// MaxCustomClusterClaims limits the custom (non-reserved) claims reported.
+	// 0 means clusterv1alpha1.DefaultMaxCustomClusterClaims; negative means none.
+	MaxCustomClusterClaims int
+	// LeaseDurationSeconds is written into a ManagedCluster the agent creates.
+	// The agent renews its lease at the value the ManagedCluster carries.
+	// Default DefaultLeaseDurationSeconds.
+	LeaseDurationSeconds int32
+	// StatusSyncPeriod bounds how stale the status gets when no watch event
+	// arrives. Default DefaultStatusSyncPeriod.
+	StatusSyncPeriod time.Duration
+	// RotationThreshold is the remaining fraction of the certificate lifetime at
+	// which it is renewed. Default DefaultRotationThreshold (0.2).
+	RotationThreshold float64
+	// CSRExpirationSeconds asks the signer for this certificate lifetime; 0
+	// leaves it to the signer (Kubernetes requires at least 600).
+	CSRExpirationSeconds int32
+	// RetryInitial and RetryMax bound the backoff between failed attempts.
+	RetryInitial, RetryMax time.Duration
+
+	// Logger receives the agent's logs. Default: discarded.
+	Logger logr.Logger
+	// Clock drives timers; default the real clock.
+	Clock clock.Clock
+}
+
+// withDefaults validates c and fills in defaults.
+func (c Config) withDefaults() (Config, error) {
+	if c.ManagedConfig == nil {
+		return c, errors.New("registration agent: ManagedConfig is required")
+	}
+	if c.ManagedClusterURL == "" {
+		c.ManagedClusterURL = c.ManagedConfig.Host
+	}
+	if len(c.ManagedClusterCABundle) == 0 {
+		c.ManagedClusterCABundle = c.ManagedConfig.CAData
+	}
+	if len(c.ManagedClusterCABundle) == 0 && c.ManagedConfig.CAFile != "" {
+		ca, err := os.ReadFile(c.ManagedConfig.CAFile)
+		if err != nil {
+			return c, fmt.Errorf("registration agent: CA file of ManagedConfig: %w", err)
+		}
+		c.ManagedClusterCABundle = ca
+	}
+	if c.AgentNamespace == "" {
+		c.AgentNamespace = DefaultAgentNamespace
+	}
+	if c.HubKubeconfigSecret == "" {
+		c.HubKubeconfigSecret = DefaultHubKubeconfigSecret
+	}
+	if c.BootstrapKubeconfigSecret == "" {
+		c.BootstrapKubeconfigSecret = DefaultBootstrapKubeconfigSecret
+	}
+	if c.MaxCustomClusterClaims == 0 {
+		c.MaxCustomClusterClaims = clusterv1alpha1.DefaultMaxCustomClusterClaims
+	}
+	if c.LeaseDurationSeconds == 0 {
+		c.LeaseDurationSeconds = DefaultLeaseDurationSeconds
+	}
+	if c.LeaseDurationSeconds < 0 {
+		return c, fmt.Errorf("registration agent: LeaseDurationSeconds %d must be positive", c.LeaseDurationSeconds)
+	}
+	if c.StatusSyncPeriod <= 0 {
+		c.StatusSyncPeriod = DefaultStatusSyncPeriod
+	}
+	if c.RotationThreshold == 0 {
+		c.RotationThreshold = DefaultRotationThreshold
+	}
+	if c.RotationThreshold < 0 || c.RotationThreshold >= 1 {
+		return c, fmt.Errorf("registration agent: RotationThreshold %v must be in (0,1)", c.RotationThreshold)
+	}
+	if c.CSRExpirationSeconds != 0 && c.CSRExpirationSeconds < 600 {
+		return c, fmt.Errorf("registration agent: CSRExpirationSeconds %d is below the Kubernetes minimum of 600", c.CSRExpirationSeconds)
+	}
+	if c.RetryInitial <= 0 {
+		c.RetryInitial = DefaultRetryInitial
+	}
+	if c.RetryMax <= 0 {
+		c.RetryMax = DefaultRetryMax
+	}
+	if c.Logger.GetSink() == nil {
+		c.Logger = logr.Discard()
+	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
+	if c.ClusterName != "" {
+		if err := (Identity{ClusterName: c.ClusterName, AgentName: "x"}).Validate(); err != nil {
+			return c, fmt.Errorf("registration agent: ClusterName: %w", err)
+		}
+	}
+	if c.AgentName != "" {
+		if err := (Identity{ClusterName: "x", AgentName: c.AgentName}).Validate(); err != nil {
+			return c, fmt.Errorf("registration agent: AgentName: %w", err)
+		}
+	}
+	return c, nil
+}

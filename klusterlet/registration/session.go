@@ -1,0 +1,227 @@
+package registration
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
+	clusterv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1alpha1"
+)
+
+// unauthorizedLimit is how many 401 answers in a row make the agent give up its
+// certificate and bootstrap again; one could be a hub restarting with a new CA
+// bundle still loading, several mean the certificate is no longer trusted.
+const unauthorizedLimit = 3
+
+// endReason says why a connected session ended.
+type endReason struct {
+	reason         string
+	forceBootstrap bool
+}
+
+// session is the agent's life with one set of signed hub credentials (which
+// rotation may renew in place). It ends when the credentials are lost: the
+// secret is deleted, the hub keeps rejecting them, or they expire unrenewed.
+type session struct {
+	a         *Agent
+	id        Identity
+	conn      *HubConnection
+	hubKube   kubernetes.Interface
+	hubClient client.WithWatch
+
+	statusWake notifier
+	leaseWake  notifier
+	end        chan endReason
+
+	leaseSeconds atomic.Int32
+	accepted     atomic.Bool
+	unauthorized atomic.Int32
+	// rotatedCondition is reported on the ManagedCluster after a rotation.
+	rotatedCondition atomic.Pointer[metav1.Condition]
+	// droppedClaims is the custom-claim overflow last reported (status goroutine only).
+	droppedClaims int
+}
+
+// serve runs the connected agent until the session ends or ctx is done.
+func (a *Agent) serve(ctx context.Context, id Identity, conn *HubConnection) endReason {
+	cfg := conn.Config(userAgent)
+	hubKube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return endReason{reason: fmt.Sprintf("building hub client: %v", err)}
+	}
+	hubClient, err := client.NewWithWatch(cfg, client.Options{Scheme: a.scheme})
+	if err != nil {
+		return endReason{reason: fmt.Sprintf("building hub client: %v", err)}
+	}
+	s := &session{
+		a: a, id: id, conn: conn, hubKube: hubKube, hubClient: hubClient,
+		statusWake: newNotifier(), leaseWake: newNotifier(), end: make(chan endReason, 1),
+	}
+	s.leaseSeconds.Store(a.cfg.LeaseDurationSeconds)
+	a.update(func(st *State) { st.Phase = PhaseConnected })
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, run := range []func(context.Context){
+		s.statusLoop, s.leaseLoop, s.rotationLoop,
+		s.watchManagedCluster, s.watchNodes, s.watchClaims, s.watchHubSecret,
+	} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			run(ctx)
+		}()
+	}
+	var r endReason
+	select {
+	case <-ctx.Done():
+		r = endReason{reason: "stopped"}
+	case r = <-s.end:
+	}
+	cancel()
+	wg.Wait()
+	a.update(func(st *State) { st.Accepted, st.Joined = false, false })
+	return r
+}
+
+// finish ends the session (the first reason wins).
+func (s *session) finish(reason string, forceBootstrap bool) {
+	select {
+	case s.end <- endReason{reason: reason, forceBootstrap: forceBootstrap}:
+	default:
+	}
+}
+
+// hubError wraps err from a hub call about what and tracks rejected credentials.
+func (s *session) hubError(what string, err error) error {
+	switch {
+	case apierrors.IsUnauthorized(err):
+		if n := s.unauthorized.Add(1); n >= unauthorizedLimit {
+			s.finish(fmt.Sprintf("the hub rejected the client certificate of %s %d times in a row (401 Unauthorized)", s.id.CommonName(), n), true)
+		}
+		return fmt.Errorf("%s: the hub does not accept the client certificate of %s: %w", what, s.id.CommonName(), err)
+	case apierrors.IsForbidden(err):
+		return fmt.Errorf("%s: forbidden for %s; the cluster may not be accepted (spec.hubAcceptsClient) or its RBAC was removed: %w", what, s.id.CommonName(), err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+func (s *session) hubOK() { s.unauthorized.Store(0) }
+
+// statusLoop keeps the ManagedCluster status current: on every change signal
+// and at least every StatusSyncPeriod. After a failure it waits out the backoff
+// before reacting to signals again, so an unreachable hub is not hammered.
+func (s *session) statusLoop(ctx context.Context) {
+	cfg := s.a.cfg
+	b := s.a.backoff()
+	for ctx.Err() == nil {
+		if err := s.syncStatus(ctx); err != nil {
+			s.a.recordError(err)
+			if !sleep(ctx, cfg.Clock, b.Next()) {
+				return
+			}
+			continue
+		}
+		b.Reset()
+		t := cfg.Clock.NewTimer(cfg.StatusSyncPeriod)
+		select {
+		case <-ctx.Done():
+		case <-s.statusWake:
+		case <-t.C():
+		}
+		t.Stop()
+	}
+}
+
+// leaseLoop renews the heartbeat Lease every leaseDurationSeconds once the hub
+// has accepted the cluster (before that the cluster namespace does not exist).
+func (s *session) leaseLoop(ctx context.Context) {
+	cfg := s.a.cfg
+	b := s.a.backoff()
+	for ctx.Err() == nil {
+		wait := time.Duration(s.leaseSeconds.Load()) * time.Second
+		if s.accepted.Load() {
+			if err := s.renewLease(ctx); err != nil {
+				s.a.recordError(err)
+				wait = min(wait, b.Next())
+			} else {
+				b.Reset()
+			}
+		}
+		t := cfg.Clock.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+		case <-s.leaseWake:
+		case <-t.C():
+		}
+		t.Stop()
+	}
+}
+
+// watchManagedCluster wakes the status sync whenever the hub changes the
+// ManagedCluster (acceptance, lease duration, the hub marking it unknown...).
+func (s *session) watchManagedCluster(ctx context.Context) {
+	name := s.id.ClusterName
+	watchForever(ctx, s.a.log, s.a.cfg.Clock, s.a.backoff(), "ManagedCluster "+name+" on the hub",
+		func(ctx context.Context) (watch.Interface, error) {
+			return s.hubClient.Watch(ctx, &clusterv1.ManagedClusterList{},
+				client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("metadata.name", name)})
+		},
+		func(ev watch.Event) {
+			if ev.Type == watch.Deleted {
+				s.a.log.Info("ManagedCluster was deleted on the hub; the hub admin removed this cluster", "managedCluster", name)
+			}
+			s.statusWake.notify()
+		})
+}
+
+// watchNodes wakes the status sync when node capacity may have changed.
+func (s *session) watchNodes(ctx context.Context) {
+	watchForever(ctx, s.a.log, s.a.cfg.Clock, s.a.backoff(), "Nodes on the managed cluster",
+		func(ctx context.Context) (watch.Interface, error) {
+			return s.a.managed.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{})
+		},
+		func(watch.Event) { s.statusWake.notify() })
+}
+
+// watchClaims wakes the status sync when a ClusterClaim changes.
+func (s *session) watchClaims(ctx context.Context) {
+	watchForever(ctx, s.a.log, s.a.cfg.Clock, s.a.backoff(), "ClusterClaims on the managed cluster",
+		func(ctx context.Context) (watch.Interface, error) {
+			w, err := s.a.managedClient.Watch(ctx, &clusterv1alpha1.ClusterClaimList{})
+			if meta.IsNoMatchError(err) {
+				return nil, fmt.Errorf("the ClusterClaim CRD is not installed on the managed cluster (flotilla crds install): %w", err)
+			}
+			return w, err
+		},
+		func(watch.Event) { s.statusWake.notify() })
+}
+
+// watchHubSecret ends the session when the hub kubeconfig secret is deleted:
+// the managed cluster's admin asks for a fresh registration.
+func (s *session) watchHubSecret(ctx context.Context) {
+	ns, name := s.a.cfg.AgentNamespace, s.a.cfg.HubKubeconfigSecret
+	watchForever(ctx, s.a.log, s.a.cfg.Clock, s.a.backoff(), "secret "+ns+"/"+name+" on the managed cluster",
+		func(ctx context.Context) (watch.Interface, error) {
+			return s.a.managed.CoreV1().Secrets(ns).Watch(ctx, metav1.ListOptions{
+				FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(),
+			})
+		},
+		func(ev watch.Event) {
+			if ev.Type == watch.Deleted {
+				s.finish(fmt.Sprintf("hub kubeconfig secret %s/%s was deleted", ns, name), true)
+			}
+		})
+}

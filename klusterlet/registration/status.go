@@ -1,0 +1,282 @@
+package registration
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
+	clusterv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1alpha1"
+)
+
+// Condition the agent sets after renewing its certificate (as OCM does).
+const (
+	ConditionClusterCertificateRotated = "ClusterCertificateRotated"
+	ReasonClientCertificateUpdated     = "ClientCertificateUpdated"
+	// ReasonCustomClusterClaimsTruncated is the Event reason when custom claims
+	// beyond the limit are left out.
+	ReasonCustomClusterClaimsTruncated = "CustomClusterClaimsTruncated"
+)
+
+// statusConflictRetries bounds immediate retries when the hub changed the
+// ManagedCluster between our read and our patch.
+const statusConflictRetries = 3
+
+// syncStatus reports the cluster's state on its ManagedCluster. Nothing is
+// written until the hub has accepted the cluster, and only when something
+// changed.
+func (s *session) syncStatus(ctx context.Context) error {
+	var err error
+	for range statusConflictRetries {
+		if err = s.syncStatusOnce(ctx); !apierrors.IsConflict(err) {
+			return err
+		}
+	}
+	return err
+}
+
+func (s *session) syncStatusOnce(ctx context.Context) error {
+	name := s.id.ClusterName
+	mc := &clusterv1.ManagedCluster{}
+	if err := s.hubClient.Get(ctx, client.ObjectKey{Name: name}, mc); err != nil {
+		return s.hubError("reading ManagedCluster "+name+" on the hub", err)
+	}
+	s.hubOK()
+
+	lease := mc.Spec.LeaseDurationSeconds
+	if lease <= 0 {
+		lease = DefaultLeaseDurationSeconds
+	}
+	if s.leaseSeconds.Swap(lease) != lease {
+		s.leaseWake.notify()
+	}
+	accepted := meta.IsStatusConditionTrue(mc.Status.Conditions, clusterv1.ManagedClusterConditionHubAccepted)
+	if s.accepted.Swap(accepted) != accepted {
+		s.leaseWake.notify()
+	}
+	s.a.update(func(st *State) { st.Accepted = accepted })
+	if !accepted {
+		return nil
+	}
+
+	desired := mc.DeepCopy()
+	meta.SetStatusCondition(&desired.Status.Conditions, metav1.Condition{
+		Type:    clusterv1.ManagedClusterConditionJoined,
+		Status:  metav1.ConditionTrue,
+		Reason:  clusterv1.ConditionReasonManagedClusterJoined,
+		Message: "Managed cluster joined",
+	})
+	available := s.a.probeAPIServer(ctx)
+	meta.SetStatusCondition(&desired.Status.Conditions, available)
+	if available.Status == metav1.ConditionTrue {
+		if err := s.a.fillClusterInfo(ctx, &desired.Status); err != nil {
+			return err
+		}
+		if err := s.fillClaims(ctx, &desired.Status); err != nil {
+			return err
+		}
+	}
+	if c := s.rotatedCondition.Load(); c != nil {
+		meta.SetStatusCondition(&desired.Status.Conditions, *c)
+	}
+
+	if !equality.Semantic.DeepEqual(mc.Status, desired.Status) {
+		patch := client.MergeFromWithOptions(mc, client.MergeFromWithOptimisticLock{})
+		if err := s.hubClient.Status().Patch(ctx, desired, patch); err != nil {
+			if apierrors.IsConflict(err) {
+				return err
+			}
+			return s.hubError("updating status of ManagedCluster "+name+" on the hub", err)
+		}
+	}
+	s.a.update(func(st *State) { st.Joined = true })
+	return nil
+}
+
+// probeAPIServer checks the managed API server the way OCM's agent does:
+// /livez, falling back to /healthz on servers without it.
+func (a *Agent) probeAPIServer(ctx context.Context) metav1.Condition {
+	cond := metav1.Condition{Type: clusterv1.ManagedClusterConditionAvailable}
+	rc := a.managed.Discovery().RESTClient()
+	code := 0
+	result := rc.Get().AbsPath("/livez").Do(ctx).StatusCode(&code)
+	if code == http.StatusNotFound || code == http.StatusForbidden {
+		result = rc.Get().AbsPath("/healthz").Do(ctx).StatusCode(&code)
+	}
+	if code == http.StatusOK {
+		cond.Status = metav1.ConditionTrue
+		cond.Reason = clusterv1.ConditionReasonManagedClusterAvailable
+		cond.Message = "Managed cluster is available"
+		return cond
+	}
+	cond.Status = metav1.ConditionFalse
+	cond.Reason = clusterv1.ConditionReasonManagedClusterKubeAPIServerUnavailable
+	if body, err := result.Raw(); err == nil {
+		cond.Message = fmt.Sprintf("The kube-apiserver is not ok, status code: %d, %s", code, body)
+	} else {
+		cond.Message = fmt.Sprintf("The kube-apiserver is not ok, status code: %d, %v", code, err)
+	}
+	return cond
+}
+
+// fillClusterInfo sets the Kubernetes version and the node resource sums.
+func (a *Agent) fillClusterInfo(ctx context.Context, st *clusterv1.ManagedClusterStatus) error {
+	v, err := a.managed.Discovery().ServerVersion()
+	if err != nil {
+		return fmt.Errorf("reading the managed cluster's server version: %w", err)
+	}
+	st.Version.Kubernetes = v.GitVersion
+	nodes, err := a.managed.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("listing Nodes on the managed cluster: %w", err)
+	}
+	capacity, allocatable := SumNodeResources(nodes.Items)
+	// Other components may report extra capacity entries; keep those.
+	for k, q := range st.Capacity {
+		if _, ours := capacity[k]; !ours {
+			capacity[k] = q
+		}
+	}
+	st.Capacity, st.Allocatable = capacity, allocatable
+	return nil
+}
+
+// SumNodeResources adds up capacity over all nodes and allocatable over the
+// schedulable ones (an unschedulable node offers nothing to new workloads).
+func SumNodeResources(nodes []corev1.Node) (capacity, allocatable clusterv1.ResourceList) {
+	capacity, allocatable = clusterv1.ResourceList{}, clusterv1.ResourceList{}
+	add := func(into clusterv1.ResourceList, from corev1.ResourceList) {
+		for k, q := range from {
+			sum := into[clusterv1.ResourceName(k)]
+			sum.Add(q)
+			into[clusterv1.ResourceName(k)] = sum
+		}
+	}
+	for i := range nodes {
+		add(capacity, nodes[i].Status.Capacity)
+		if !nodes[i].Spec.Unschedulable {
+			add(allocatable, nodes[i].Status.Allocatable)
+		}
+	}
+	return capacity, allocatable
+}
+
+// fillClaims sets status.clusterClaims and reports custom claims cut by the limit.
+func (s *session) fillClaims(ctx context.Context, st *clusterv1.ManagedClusterStatus) error {
+	defaults := map[string]string{clusterv1alpha1.ClusterClaimKubeVersion: st.Version.Kubernetes}
+	uid, err := s.a.clusterID(ctx)
+	if err != nil {
+		return err
+	}
+	defaults[clusterv1alpha1.ClusterClaimID] = uid
+
+	var objects []clusterv1alpha1.ClusterClaim
+	list := &clusterv1alpha1.ClusterClaimList{}
+	switch err := s.a.managedClient.List(ctx, list); {
+	case err == nil:
+		objects = list.Items
+	case meta.IsNoMatchError(err):
+		// Without the CRD there are no custom claims; the reserved ones still count.
+	default:
+		return fmt.Errorf("listing ClusterClaims on the managed cluster: %w", err)
+	}
+	set := CollectClaims(objects, defaults, s.a.cfg.MaxCustomClusterClaims)
+	st.ClusterClaims = set.Claims
+	if set.Dropped != s.droppedClaims {
+		s.droppedClaims = set.Dropped
+		if set.Dropped > 0 {
+			s.reportTruncatedClaims(ctx, set)
+		}
+	}
+	return nil
+}
+
+// clusterID is the UID of kube-system, stable for the life of the cluster.
+func (a *Agent) clusterID(ctx context.Context) (string, error) {
+	a.mu.Lock()
+	uid := a.kubeSystemUID
+	a.mu.Unlock()
+	if uid != "" {
+		return uid, nil
+	}
+	ns, err := a.managed.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("reading namespace kube-system on the managed cluster for claim %s: %w", clusterv1alpha1.ClusterClaimID, err)
+	}
+	a.mu.Lock()
+	a.kubeSystemUID = string(ns.UID)
+	a.mu.Unlock()
+	return string(ns.UID), nil
+}
+
+// reportTruncatedClaims logs and records an Event on the hub, in the cluster
+// namespace, about claims cut by the limit. Failing to record is only logged.
+func (s *session) reportTruncatedClaims(ctx context.Context, set ClaimSet) {
+	limit := max(s.a.cfg.MaxCustomClusterClaims, 0)
+	msg := fmt.Sprintf("%d custom cluster claims found, more than the limit of %d (max-custom-cluster-claims); %d are not reported",
+		set.CustomFound, limit, set.Dropped)
+	s.a.log.Info("Custom cluster claims truncated", "managedCluster", s.id.ClusterName,
+		"found", set.CustomFound, "limit", limit, "dropped", set.Dropped)
+	ns := s.id.ClusterName
+	ev := &eventsv1.Event{
+		ObjectMeta:          metav1.ObjectMeta{GenerateName: s.id.ClusterName + ".", Namespace: ns},
+		EventTime:           metav1.NewMicroTime(s.a.cfg.Clock.Now()),
+		ReportingController: "open-cluster-management.io/registration-agent",
+		ReportingInstance:   s.id.CommonName(),
+		Action:              "SyncClusterClaims",
+		Reason:              ReasonCustomClusterClaimsTruncated,
+		Type:                corev1.EventTypeWarning,
+		Note:                msg,
+		Regarding: corev1.ObjectReference{
+			APIVersion: clusterv1.GroupVersion.String(),
+			Kind:       "ManagedCluster",
+			Name:       s.id.ClusterName,
+			Namespace:  ns,
+		},
+	}
+	if _, err := s.hubKube.EventsV1().Events(ns).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+		s.a.log.Info("Could not record event on the hub", "namespace", ns, "reason", ReasonCustomClusterClaimsTruncated, "error", err.Error())
+	}
+}
+
+// renewLease bumps the renew time of the cluster's Lease on the hub, creating
+// the Lease when the hub has not yet.
+func (s *session) renewLease(ctx context.Context) error {
+	ns := s.id.ClusterName
+	leases := s.hubKube.CoordinationV1().Leases(ns)
+	now := metav1.NewMicroTime(s.a.cfg.Clock.Now())
+	lease, err := leases.Get(ctx, LeaseName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		seconds := s.leaseSeconds.Load()
+		_, err = leases.Create(ctx, &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{
+				Name: LeaseName, Namespace: ns,
+				Labels: map[string]string{clusterv1.ClusterNameLabelKey: s.id.ClusterName},
+			},
+			Spec: coordinationv1.LeaseSpec{LeaseDurationSeconds: &seconds, RenewTime: &now},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			return s.hubError("creating Lease "+ns+"/"+LeaseName+" on the hub", err)
+		}
+		s.hubOK()
+		return nil
+	}
+	if err != nil {
+		return s.hubError("reading Lease "+ns+"/"+LeaseName+" on the hub", err)
+	}
+	lease.Spec.RenewTime = &now
+	if _, err := leases.Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
+		return s.hubError("renewing Lease "+ns+"/"+LeaseName+" on the hub", err)
+	}
+	s.hubOK()
+	return nil
+}
