@@ -1,0 +1,103 @@
+package commands
+
+import (
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
+
+	"github.com/flotilla-dev/flotilla/klusterlet"
+	"github.com/flotilla-dev/flotilla/klusterlet/registration"
+)
+
+func newKlusterletCommand() *cobra.Command {
+	var (
+		opts                klusterlet.Options
+		managedKubeconfig   string
+		bootstrapKubeconfig string
+	)
+	cmd := &cobra.Command{
+		Use:   "klusterlet",
+		Short: "Run the agent on a managed cluster: register it with a hub and keep it registered",
+		Long: `Run the klusterlet registration agent for one managed cluster.
+
+Registration is a double opt-in handshake (as in Open Cluster Management):
+
+  1. With the bootstrap kubeconfig (--bootstrap-kubeconfig, or key "kubeconfig" of the
+     secret bootstrap-hub-kubeconfig in --agent-namespace) the agent creates the
+     ManagedCluster <cluster-name> on the hub with spec.hubAcceptsClient=false, and a
+     CertificateSigningRequest named <cluster-name>-<digest> for signer
+     kubernetes.io/kube-apiserver-client with subject
+       O=system:open-cluster-management:<cluster-name>,
+       O=system:open-cluster-management:managed-clusters,
+       CN=system:open-cluster-management:<cluster-name>:<agent-name>
+     The private key is generated here and stays in the managed cluster.
+  2. A hub admin approves the CSR and sets hubAcceptsClient=true
+     (flotilla accept --clusters <cluster-name>).
+  3. The agent stores kubeconfig, tls.crt, tls.key, cluster-name and agent-name in the
+     secret --hub-kubeconfig-secret, switches to that identity, sets ManagedClusterJoined
+     and from then on reports the Kubernetes version, node capacity/allocatable, the
+     Available condition and ClusterClaims, and renews the Lease managed-cluster-lease in
+     the cluster namespace every spec.leaseDurationSeconds.
+
+The client certificate is renewed when 20% of its lifetime remains, without interrupting
+requests. While the hub is unreachable or refuses the agent, it retries with capped
+backoff and never exits. Deleting the hub kubeconfig secret makes it register again.
+Cluster and agent names are kept in the secret, so restarts keep the same identity.`,
+		Example: `  # Join the cluster of ~/.kube/config using a bootstrap kubeconfig file
+  flotilla klusterlet --cluster-name cluster1 --bootstrap-kubeconfig bootstrap.kubeconfig
+
+  # Bootstrap kubeconfig from the secret open-cluster-management-agent/bootstrap-hub-kubeconfig
+  flotilla klusterlet --kubeconfig managed.kubeconfig --cluster-name cluster1`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadRESTConfig(managedKubeconfig)
+			if err != nil {
+				return err
+			}
+			opts.ManagedConfig = cfg
+			opts.BootstrapKubeconfigFile = bootstrapKubeconfig
+			opts.Logger = logr.FromSlogHandler(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return klusterlet.Run(ctx, opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.ClusterName, "cluster-name", "",
+		"name of the ManagedCluster on the hub, a DNS label unique on the hub (default: the name stored in the hub kubeconfig secret, else a generated UUID)")
+	f.StringVar(&opts.AgentName, "agent-name", "",
+		"agent part of the certificate common name (default: the agent-name stored in the hub kubeconfig secret, else generated once and stored)")
+	f.StringVar(&managedKubeconfig, "kubeconfig", "",
+		"kubeconfig of the managed cluster the agent runs for (default: $KUBECONFIG or ~/.kube/config)")
+	f.StringVar(&bootstrapKubeconfig, "bootstrap-kubeconfig", "",
+		"file with the bootstrap kubeconfig for the hub (default: key \"kubeconfig\" of the secret "+registration.DefaultBootstrapKubeconfigSecret+" in --agent-namespace)")
+	f.StringVar(&opts.AgentNamespace, "agent-namespace", registration.DefaultAgentNamespace,
+		"namespace on the managed cluster for the agent's secrets; created if missing")
+	f.StringVar(&opts.HubKubeconfigSecret, "hub-kubeconfig-secret", registration.DefaultHubKubeconfigSecret,
+		"secret in --agent-namespace that stores the hub kubeconfig, tls.crt, tls.key, cluster-name and agent-name")
+	f.IntVar(&opts.MaxCustomClusterClaims, "max-custom-cluster-claims", 20,
+		"most custom (non-reserved) ClusterClaims reported to the hub, sorted by name; 0 reports none. Claims labelled open-cluster-management.io/spoke-only are never reported")
+	f.Int32Var(&opts.LeaseDurationSeconds, "lease-duration-seconds", registration.DefaultLeaseDurationSeconds,
+		"spec.leaseDurationSeconds of a ManagedCluster the agent creates; the agent always renews at the value on the hub")
+	f.DurationVar(&opts.StatusSyncPeriod, "status-sync-period", registration.DefaultStatusSyncPeriod,
+		"periodic status resync; changes to nodes, ClusterClaims and the ManagedCluster are pushed immediately")
+	f.Int32Var(&opts.CSRExpirationSeconds, "csr-expiration-seconds", 0,
+		"requested client certificate lifetime (at least 600; 0 leaves it to the hub's signer)")
+	f.DurationVar(&opts.RetryMax, "max-retry-interval", registration.DefaultRetryMax,
+		"longest wait between retries while the hub or managed API server fails")
+	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
+		// The flag's 0 means "no custom claims", the library's 0 means "default".
+		if opts.MaxCustomClusterClaims == 0 {
+			opts.MaxCustomClusterClaims = -1
+		}
+		if opts.RetryMax <= 0 {
+			opts.RetryMax = registration.DefaultRetryMax
+		}
+		return nil
+	}
+	return cmd
+}
