@@ -1,0 +1,97 @@
+package v1
+
+// Condition types on ManifestWork status (work level).
+const (
+	// WorkProgressing: the agent is still applying the workload.
+	WorkProgressing = "Progressing"
+	// WorkApplied: every manifest was applied for the current generation.
+	WorkApplied = "Applied"
+	// WorkAvailable: every manifest exists on the managed cluster.
+	WorkAvailable = "Available"
+	// WorkDegraded: the live state has not matched the desired state for a while.
+	WorkDegraded = "Degraded"
+	// WorkDeleted: the agent removed everything the work applied. Reported by
+	// transports that keep a status after the hub object is gone.
+	WorkDeleted = "Deleted"
+)
+
+// Condition types on each entry of status.resourceStatus.manifests.
+const (
+	// ManifestProgressing: the manifest is being applied.
+	ManifestProgressing = "Progressing"
+	// ManifestApplied: the manifest was applied.
+	ManifestApplied = "Applied"
+	// ManifestAvailable: the object exists on the managed cluster.
+	ManifestAvailable = "Available"
+	// ManifestDegraded: the object has not matched the manifest for a while.
+	ManifestDegraded = "Degraded"
+	// ManifestComplete: a condition rule found the object finished; it is no
+	// longer updated.
+	ManifestComplete = "Complete"
+	// ManifestStatusFeedbackSynced: the feedback rules of the manifest were read.
+	ManifestStatusFeedbackSynced = "StatusFeedbackSynced"
+)
+
+// Reasons the work agent writes on the conditions above.
+const (
+	// WorkAppliedReasonComplete: Applied=True on the work.
+	WorkAppliedReasonComplete = "AppliedManifestWorkComplete"
+	// WorkAppliedReasonFailed: Applied=False on the work.
+	WorkAppliedReasonFailed = "AppliedManifestWorkFailed"
+	// WorkAvailableReasonAvailable: Available=True on the work.
+	WorkAvailableReasonAvailable = "ResourcesAvailable"
+	// WorkAvailableReasonNotAvailable: Available=False on the work.
+	WorkAvailableReasonNotAvailable = "ResourcesNotAvailable"
+	// WorkAvailableReasonStatusUnknown: availability of some resource is unknown.
+	WorkAvailableReasonStatusUnknown = "ResourcesStatusUnknown"
+
+	// ManifestAppliedReasonComplete: Applied=True on a manifest.
+	ManifestAppliedReasonComplete = "AppliedManifestComplete"
+	// ManifestAppliedReasonFailed: Applied=False on a manifest.
+	ManifestAppliedReasonFailed = "AppliedManifestFailed"
+	// ManifestAppliedReasonApplyConflict: server-side apply hit a field owned by
+	// another manager.
+	ManifestAppliedReasonApplyConflict = "ApplyConflict"
+	// ManifestAvailableReasonAvailable: Available=True on a manifest.
+	ManifestAvailableReasonAvailable = "ResourceAvailable"
+	// ManifestAvailableReasonNotAvailable: Available=False on a manifest.
+	ManifestAvailableReasonNotAvailable = "ResourceNotAvailable"
+	// ManifestAvailableReasonStatusUnknown: availability could not be determined.
+	ManifestAvailableReasonStatusUnknown = "ResourceStatusUnknown"
+)
+
+// Finalizers.
+const (
+	// ManifestWorkFinalizer holds a ManifestWork on the hub until its
+	// AppliedManifestWork on the managed cluster is gone.
+	ManifestWorkFinalizer = "cluster.open-cluster-management.io/manifest-work-cleanup"
+	// AppliedManifestWorkFinalizer holds an AppliedManifestWork until every resource
+	// it applied is deleted from the managed cluster.
+	AppliedManifestWorkFinalizer = "cluster.open-cluster-management.io/applied-manifest-work-cleanup"
+)
+
+// Annotations.
+const (
+	// ManifestConfigSpecHashAnnotationKey on a ManifestWork records the hash of the
+	// configurations it was rendered from.
+	ManifestConfigSpecHashAnnotationKey = "open-cluster-management.io/config-spec-hash"
+	// ObjectSpecHash on an applied resource records the hash of its manifest.
+	ObjectSpecHash = "open-cluster-management.io/object-hash"
+)
+
+// Names reported by a WellKnownStatus feedback rule, per kind.
+const (
+	// Deployment (apps/v1): .status.readyReplicas, .status.replicas,
+	// .status.availableReplicas.
+	WellKnownReadyReplicas     = "ReadyReplicas"
+	WellKnownReplicas          = "Replicas"
+	WellKnownAvailableReplicas = "AvailableReplicas"
+
+	// Job (batch/v1): status of the Complete condition and .status.succeeded.
+	WellKnownJobComplete  = "JobComplete"
+	WellKnownJobSucceeded = "JobSucceeded"
+
+	// Pod (v1): status of the Ready condition and .status.phase.
+	WellKnownPodReady = "PodReady"
+	WellKnownPodPhase = "PodPhase"
+)
