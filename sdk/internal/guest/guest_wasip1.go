@@ -1,0 +1,209 @@
+//go:build wasip1
+
+package guest
+
+import (
+	"errors"
+	"strconv"
+
+	"github.com/flotilla-dev/flotilla/sdk"
+	"github.com/flotilla-dev/flotilla/sdk/abi"
+)
+
+// Extism kernel functions. Offsets and lengths are in the kernel's memory, not
+// the guest's linear memory; data moves through load/store calls.
+
+//go:wasmimport extism:host/env input_length
+func inputLength() uint64
+
+//go:wasmimport extism:host/env input_load_u8
+func inputLoadU8(off uint64) uint32
+
+//go:wasmimport extism:host/env input_load_u64
+func inputLoadU64(off uint64) uint64
+
+//go:wasmimport extism:host/env alloc
+func alloc(n uint64) uint64
+
+//go:wasmimport extism:host/env free
+func free(off uint64)
+
+//go:wasmimport extism:host/env length
+func length(off uint64) uint64
+
+//go:wasmimport extism:host/env load_u8
+func loadU8(off uint64) uint32
+
+//go:wasmimport extism:host/env load_u64
+func loadU64(off uint64) uint64
+
+//go:wasmimport extism:host/env store_u8
+func storeU8(off uint64, v uint32)
+
+//go:wasmimport extism:host/env store_u64
+func storeU64(off uint64, v uint64)
+
+//go:wasmimport extism:host/env output_set
+func outputSet(off, n uint64)
+
+//go:wasmimport extism:host/env error_set
+func errorSet(off uint64)
+
+//go:wasmimport extism:host/env config_get
+func configGet(off uint64) uint64
+
+//go:wasmimport extism:host/env log_debug
+func logDebug(off uint64)
+
+//go:wasmimport extism:host/env log_info
+func logInfo(off uint64)
+
+//go:wasmimport extism:host/env log_warn
+func logWarn(off uint64)
+
+//go:wasmimport extism:host/env log_error
+func logError(off uint64)
+
+// inputBuf is reused across calls: a Go guest's memory never shrinks, so keeping
+// the largest buffer costs nothing more and saves garbage.
+var inputBuf []byte
+
+// Input returns the call's input. The slice is reused by the next call.
+func Input() []byte {
+	n := int(inputLength())
+	if cap(inputBuf) < n {
+		inputBuf = make([]byte, n)
+	}
+	b := inputBuf[:n]
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		v := inputLoadU64(uint64(i))
+		b[i], b[i+1], b[i+2], b[i+3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
+		b[i+4], b[i+5], b[i+6], b[i+7] = byte(v>>32), byte(v>>40), byte(v>>48), byte(v>>56)
+	}
+	for ; i < n; i++ {
+		b[i] = byte(inputLoadU8(uint64(i)))
+	}
+	return b
+}
+
+// store copies b into a new kernel block and returns its offset.
+func store(b []byte) uint64 {
+	off := alloc(uint64(len(b)))
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		v := uint64(b[i]) | uint64(b[i+1])<<8 | uint64(b[i+2])<<16 | uint64(b[i+3])<<24 |
+			uint64(b[i+4])<<32 | uint64(b[i+5])<<40 | uint64(b[i+6])<<48 | uint64(b[i+7])<<56
+		storeU64(off+uint64(i), v)
+	}
+	for ; i < len(b); i++ {
+		storeU8(off+uint64(i), uint32(b[i]))
+	}
+	return off
+}
+
+func load(off uint64) []byte {
+	n := int(length(off))
+	b := make([]byte, n)
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		v := loadU64(off + uint64(i))
+		b[i], b[i+1], b[i+2], b[i+3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
+		b[i+4], b[i+5], b[i+6], b[i+7] = byte(v>>32), byte(v>>40), byte(v>>48), byte(v>>56)
+	}
+	for ; i < n; i++ {
+		b[i] = byte(loadU8(off + uint64(i)))
+	}
+	return b
+}
+
+// Output sets the call's output.
+func Output(b []byte) { outputSet(store(b), uint64(len(b))) }
+
+// OutputInt64s sets the output to little-endian int64s without an intermediate buffer.
+func OutputInt64s(v []int64) {
+	off := alloc(uint64(8 * len(v)))
+	for i, x := range v {
+		storeU64(off+uint64(8*i), uint64(x))
+	}
+	outputSet(off, uint64(8*len(v)))
+}
+
+// SetError reports msg as the call's error.
+func SetError(msg string) { errorSet(store([]byte(msg))) }
+
+// Host is the sdk.Host of a guest instance.
+type Host struct {
+	config     []byte
+	configRead bool
+}
+
+// Config reads pluginConfig once per instance; the host never changes an
+// instance's configuration (a new configuration means new instances).
+func (h *Host) Config() []byte {
+	if !h.configRead {
+		key := store([]byte(abi.ConfigKey))
+		if off := configGet(key); off != 0 {
+			h.config = load(off)
+			free(off)
+		}
+		free(key)
+		h.configRead = true
+	}
+	return h.config
+}
+
+// Log sends msg to the host log; the host frees the block.
+func (h *Host) Log(level sdk.LogLevel, msg string) {
+	off := store([]byte(msg))
+	switch level {
+	case sdk.LogDebug:
+		logDebug(off)
+	case sdk.LogWarn:
+		logWarn(off)
+	case sdk.LogError:
+		logError(off)
+	default:
+		logInfo(off)
+	}
+}
+
+// TheHost is the single Host of this instance.
+var TheHost = &Host{}
+
+// Run calls fn, turning an error or a panic into an Extism error (return code 1).
+func Run(fn func() error) (rc int32) {
+	defer func() {
+		if v := recover(); v != nil {
+			SetError("plugin panicked: " + PanicMessage(v))
+			rc = 1
+		}
+	}()
+	if err := fn(); err != nil {
+		SetError(err.Error())
+		return 1
+	}
+	return 0
+}
+
+// PanicMessage renders a recovered value without fmt.
+func PanicMessage(v any) string {
+	switch x := v.(type) {
+	case error:
+		return x.Error()
+	case string:
+		return x
+	case interface{ String() string }:
+		return x.String()
+	}
+	return "(a value that is neither error nor string)"
+}
+
+// ErrNotRegistered is returned when an export is called before a plugin registered.
+var ErrNotRegistered = errors.New("no plugin registered: call Register from an init function of the plugin's main package")
+
+// ABIVersion answers flotilla_abi_version.
+func ABIVersion() int32 {
+	Output([]byte(strconv.Itoa(abi.Version)))
+	return 0
+}
