@@ -1,0 +1,55 @@
+// Package scheme assembles the runtime.Scheme every Flotilla client and
+// controller uses: the built-in Kubernetes kinds plus all Flotilla API groups.
+package scheme
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	addonv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/addon/v1alpha1"
+	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
+	clusterv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1alpha1"
+	clusterv1beta1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta1"
+	clusterv1beta2 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta2"
+	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
+	workv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/work/v1alpha1"
+)
+
+// groups lists every API group version Flotilla serves, with its AddToScheme.
+var groups = []struct {
+	name string
+	add  func(*runtime.Scheme) error
+}{
+	{"client-go kubernetes", clientgoscheme.AddToScheme},
+	{"cluster.open-cluster-management.io/v1", clusterv1.AddToScheme},
+	{"cluster.open-cluster-management.io/v1beta1", clusterv1beta1.AddToScheme},
+	{"cluster.open-cluster-management.io/v1beta2", clusterv1beta2.AddToScheme},
+	{"cluster.open-cluster-management.io/v1alpha1", clusterv1alpha1.AddToScheme},
+	{"work.open-cluster-management.io/v1", workv1.AddToScheme},
+	{"work.open-cluster-management.io/v1alpha1", workv1alpha1.AddToScheme},
+	{"addon.open-cluster-management.io/v1alpha1", addonv1alpha1.AddToScheme},
+}
+
+// AddToScheme registers the Kubernetes built-in kinds and every Flotilla API
+// group version with s.
+func AddToScheme(s *runtime.Scheme) error {
+	for _, g := range groups {
+		if err := g.add(s); err != nil {
+			return fmt.Errorf("adding %s to scheme: %w", g.name, err)
+		}
+	}
+	return nil
+}
+
+// New returns a fresh scheme holding everything AddToScheme registers.
+// Registration of these static types cannot fail short of a programming error
+// (two packages claiming the same kind), so New panics in that case.
+func New() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}

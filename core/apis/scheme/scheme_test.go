@@ -1,0 +1,87 @@
+package scheme
+
+import (
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	addonv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/addon/v1alpha1"
+	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
+	clusterv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1alpha1"
+	clusterv1beta1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta1"
+	clusterv1beta2 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta2"
+	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
+	workv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/work/v1alpha1"
+)
+
+func TestNewRegistersEveryGroup(t *testing.T) {
+	s := New()
+	for _, gv := range []schema.GroupVersion{
+		corev1.SchemeGroupVersion,
+		clusterv1.GroupVersion, clusterv1beta1.GroupVersion, clusterv1beta2.GroupVersion, clusterv1alpha1.GroupVersion,
+		workv1.GroupVersion, workv1alpha1.GroupVersion,
+		addonv1alpha1.GroupVersion,
+	} {
+		if !s.IsVersionRegistered(gv) {
+			t.Errorf("%s is not registered", gv)
+		}
+	}
+}
+
+func TestClusterKindsRoundTripThroughScheme(t *testing.T) {
+	s := New()
+	objs := []runtime.Object{
+		&clusterv1.ManagedCluster{}, &clusterv1.ManagedClusterList{},
+		&clusterv1beta1.Placement{}, &clusterv1beta1.PlacementList{},
+		&clusterv1beta1.PlacementDecision{}, &clusterv1beta1.PlacementDecisionList{},
+		&clusterv1beta2.ManagedClusterSet{}, &clusterv1beta2.ManagedClusterSetList{},
+		&clusterv1beta2.ManagedClusterSetBinding{}, &clusterv1beta2.ManagedClusterSetBindingList{},
+		&clusterv1alpha1.ClusterClaim{}, &clusterv1alpha1.ClusterClaimList{},
+		&clusterv1alpha1.AddOnPlacementScore{}, &clusterv1alpha1.AddOnPlacementScoreList{},
+	}
+	for _, o := range objs {
+		gvks, _, err := s.ObjectKinds(o)
+		if err != nil {
+			t.Errorf("%T: %v", o, err)
+			continue
+		}
+		if len(gvks) != 1 || gvks[0].Group != "cluster.open-cluster-management.io" {
+			t.Errorf("%T registered as %v, want exactly one cluster.open-cluster-management.io kind", o, gvks)
+			continue
+		}
+		n, err := s.New(gvks[0])
+		if err != nil {
+			t.Errorf("%s: %v", gvks[0], err)
+			continue
+		}
+		if got, want := typeName(n), typeName(o); got != want {
+			t.Errorf("%s creates %s, want %s", gvks[0], got, want)
+		}
+	}
+}
+
+func TestNewReturnsIndependentSchemes(t *testing.T) {
+	a, b := New(), New()
+	extra := schema.GroupVersion{Group: "example.flotilla.dev", Version: "v1"}
+	a.AddKnownTypes(extra, &corev1.ConfigMap{})
+	if b.IsVersionRegistered(extra) {
+		t.Fatal("registering a type in one scheme leaked into another")
+	}
+}
+
+func TestAddToSchemeTwiceIsHarmless(t *testing.T) {
+	s := runtime.NewScheme()
+	if err := AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := AddToScheme(s); err != nil {
+		t.Fatalf("second AddToScheme: %v", err)
+	}
+}
+
+func typeName(o runtime.Object) string {
+	return fmt.Sprintf("%T", o)
+}
