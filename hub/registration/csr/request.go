@@ -16,6 +16,7 @@ import (
 
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
 	"github.com/flotilla-dev/flotilla/hub/registration/rbac"
+	"github.com/flotilla-dev/flotilla/sdk/abi"
 )
 
 const (
@@ -28,25 +29,10 @@ const (
 )
 
 // Subject is the parsed subject of the requested certificate.
-type Subject struct {
-	CommonName    string   `json:"commonName"`
-	Organizations []string `json:"organizations"`
-}
+type Subject = abi.CSRSubject
 
-// Request is what a CSRApproval plugin is shown (the review_csr input of the Wasm ABI).
-type Request struct {
-	Name            string   `json:"name"`
-	SignerName      string   `json:"signerName"`
-	Username        string   `json:"username"`
-	UID             string   `json:"uid"`
-	Groups          []string `json:"groups"`
-	Usages          []string `json:"usages"`
-	Subject         Subject  `json:"subject"`
-	ClusterName     string   `json:"clusterName"`
-	ClusterExists   bool     `json:"clusterExists"`
-	ClusterAccepted bool     `json:"clusterAccepted"`
-	Renewal         bool     `json:"renewal"`
-}
+// Request is what a CSRApproval plugin is shown: the review_csr input of the Wasm ABI.
+type Request = abi.CSRReview
 
 // IsRegistrationCSR reports whether csr belongs to a registration agent: it carries the
 // cluster-name label, is not an add-on CSR, and asks the kube-apiserver client signer.

@@ -37,7 +37,9 @@ const (
 func ClusterRoleName(cluster string) string { return rolePrefix + cluster }
 
 // RegistrationRoleBindingName is the RoleBinding granting the registration role in the cluster namespace.
-func RegistrationRoleBindingName(cluster string) string { return rolePrefix + cluster + ":registration" }
+func RegistrationRoleBindingName(cluster string) string {
+	return rolePrefix + cluster + ":registration"
+}
 
 // WorkRoleBindingName is the RoleBinding granting the work role in the cluster namespace.
 func WorkRoleBindingName(cluster string) string { return rolePrefix + cluster + ":work" }

@@ -1,0 +1,184 @@
+// Package managedcluster is the hub side of the double opt-in: when the hub admin sets
+// spec.hubAcceptsClient it creates the cluster namespace and the agent's RBAC, when the admin
+// flips it back it revokes that access, and when the ManagedCluster is deleted its finalizer
+// cleans up everything the hub created for the cluster.
+package managedcluster
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
+	"github.com/flotilla-dev/flotilla/hub/registration/rbac"
+)
+
+// CleanupHook runs when a ManagedCluster is being deleted, before its namespace is removed.
+// It returns done=false while it is still waiting (for example for ManifestWorks to be
+// cleaned from the managed cluster); the cluster is then looked at again after a short delay.
+type CleanupHook func(ctx context.Context, cluster string) (done bool, err error)
+
+// cleanupRetry is how soon a deletion waiting for a hook is retried.
+const cleanupRetry = 2 * time.Second
+
+// Reconciler reconciles ManagedClusters.
+type Reconciler struct {
+	Client client.Client
+	// Hooks run in order on deletion; later issues (work) add theirs.
+	Hooks []CleanupHook
+}
+
+// SetupWithManager registers the reconciler.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("registration-managedcluster").
+		For(&clusterv1.ManagedCluster{}).
+		Complete(r)
+}
+
+// Reconcile applies the hub-side consequences of one ManagedCluster's acceptance state.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	mc := &clusterv1.ManagedCluster{}
+	if err := r.Client.Get(ctx, req.NamespacedName, mc); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !mc.DeletionTimestamp.IsZero() {
+		return r.cleanup(ctx, mc)
+	}
+	if !controllerutil.ContainsFinalizer(mc, clusterv1.ManagedClusterFinalizer) {
+		orig := mc.DeepCopy()
+		controllerutil.AddFinalizer(mc, clusterv1.ManagedClusterFinalizer)
+		if err := r.Client.Patch(ctx, mc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+			return reconcile.Result{}, fmt.Errorf("ManagedCluster %s: adding finalizer %s: %w", mc.Name, clusterv1.ManagedClusterFinalizer, err)
+		}
+	}
+	if !mc.Spec.HubAcceptsClient {
+		return reconcile.Result{}, r.deny(ctx, mc)
+	}
+	return reconcile.Result{}, r.accept(ctx, mc)
+}
+
+func (r *Reconciler) accept(ctx context.Context, mc *clusterv1.ManagedCluster) error {
+	name := mc.Name
+	objs := []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{clusterv1.ClusterNameLabelKey: name}}},
+		rbac.ClusterRole(name, true),
+		rbac.ClusterRoleBinding(name),
+		rbac.RegistrationRoleBinding(name),
+		rbac.WorkRoleBinding(name),
+	}
+	var applyErr error
+	for _, o := range objs {
+		if err := rbac.Apply(ctx, r.Client, o); err != nil {
+			applyErr = fmt.Errorf("ManagedCluster %s: accepting: %w", name, err)
+			break
+		}
+	}
+	cond := metav1.Condition{
+		Type:    clusterv1.ManagedClusterConditionHubAccepted,
+		Status:  metav1.ConditionTrue,
+		Reason:  clusterv1.ConditionReasonHubClusterAdminAccepted,
+		Message: "Accepted by hub cluster admin",
+	}
+	if applyErr != nil {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "Error", applyErr.Error()
+	}
+	if err := setCondition(ctx, r.Client, mc, cond); err != nil {
+		return err
+	}
+	return applyErr
+}
+
+// deny revokes an agent's access when the cluster is not (or no longer) accepted. The
+// per-cluster ClusterRole shrinks to reading its own ManagedCluster and the namespace
+// RoleBindings go, so the agent can no longer write status, heartbeat, rotate its
+// certificate or touch the cluster namespace.
+func (r *Reconciler) deny(ctx context.Context, mc *clusterv1.ManagedCluster) error {
+	name := mc.Name
+	for _, o := range []client.Object{rbac.ClusterRole(name, false), rbac.ClusterRoleBinding(name)} {
+		if err := rbac.Apply(ctx, r.Client, o); err != nil {
+			return fmt.Errorf("ManagedCluster %s: revoking access: %w", name, err)
+		}
+	}
+	for _, o := range []client.Object{rbac.RegistrationRoleBinding(name), rbac.WorkRoleBinding(name)} {
+		if err := rbac.Delete(ctx, r.Client, o); err != nil {
+			return fmt.Errorf("ManagedCluster %s: revoking access: %w", name, err)
+		}
+	}
+	// Only a cluster that was accepted before is reported as denied; a new one stays silent.
+	if meta.FindStatusCondition(mc.Status.Conditions, clusterv1.ManagedClusterConditionHubAccepted) == nil {
+		return nil
+	}
+	return setCondition(ctx, r.Client, mc, metav1.Condition{
+		Type:    clusterv1.ManagedClusterConditionHubAccepted,
+		Status:  metav1.ConditionFalse,
+		Reason:  clusterv1.ConditionReasonHubClusterAdminDenied,
+		Message: "Denied by hub cluster admin",
+	})
+}
+
+func (r *Reconciler) cleanup(ctx context.Context, mc *clusterv1.ManagedCluster) (reconcile.Result, error) {
+	if !controllerutil.ContainsFinalizer(mc, clusterv1.ManagedClusterFinalizer) {
+		return reconcile.Result{}, nil
+	}
+	name := mc.Name
+	// Access goes first so a deleted cluster's agent is cut off at once.
+	for _, o := range []client.Object{
+		rbac.RegistrationRoleBinding(name),
+		rbac.WorkRoleBinding(name),
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: rbac.ClusterRoleName(name)}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: rbac.ClusterRoleName(name)}},
+	} {
+		if err := rbac.Delete(ctx, r.Client, o); err != nil {
+			return reconcile.Result{}, fmt.Errorf("ManagedCluster %s: cleanup: %w", name, err)
+		}
+	}
+	if err := r.Client.DeleteAllOf(ctx, &certificatesv1.CertificateSigningRequest{},
+		client.MatchingLabels{clusterv1.ClusterNameLabelKey: name}); err != nil && !apierrors.IsNotFound(err) {
+		return reconcile.Result{}, fmt.Errorf("ManagedCluster %s: cleanup: deleting its CertificateSigningRequests: %w", name, err)
+	}
+	for i, hook := range r.Hooks {
+		done, err := hook(ctx, name)
+		if err != nil {
+			return reconcile.Result{}, fmt.Errorf("ManagedCluster %s: cleanup hook %d: %w", name, i, err)
+		}
+		if !done {
+			log.FromContext(ctx).V(1).Info("waiting for cleanup hook", "cluster", name, "hook", i)
+			return reconcile.Result{RequeueAfter: cleanupRetry}, nil
+		}
+	}
+	if err := rbac.Delete(ctx, r.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+		return reconcile.Result{}, fmt.Errorf("ManagedCluster %s: cleanup: %w", name, err)
+	}
+	orig := mc.DeepCopy()
+	controllerutil.RemoveFinalizer(mc, clusterv1.ManagedClusterFinalizer)
+	if err := r.Client.Patch(ctx, mc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("ManagedCluster %s: removing finalizer: %w", name, err))
+	}
+	return reconcile.Result{}, nil
+}
+
+// setCondition patches one status condition, guarded by resourceVersion so that conditions the
+// agent writes concurrently are never overwritten.
+func setCondition(ctx context.Context, c client.Client, mc *clusterv1.ManagedCluster, cond metav1.Condition) error {
+	orig := mc.DeepCopy()
+	if !meta.SetStatusCondition(&mc.Status.Conditions, cond) {
+		return nil
+	}
+	if err := c.Status().Patch(ctx, mc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("ManagedCluster %s: setting condition %s=%s: %w", mc.Name, cond.Type, cond.Status, err)
+	}
+	return nil
+}
