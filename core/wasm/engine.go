@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,15 +28,15 @@ import (
 
 // Defaults and hub-wide maxima, used when EngineOptions or Limits leave a field zero.
 const (
-	DefaultMaxMemoryBytes  uint64 = 256 << 20
-	DefaultMaxCallTimeout         = 30 * time.Second
-	DefaultMaxModuleBytes         = 32 << 20
-	DefaultMaxPoolSize            = 16
-	DefaultMemoryBytes     uint64 = 64 << 20
-	DefaultCallTimeout            = 2 * time.Second
-	DefaultGuestLogPerSec         = 20
-	DefaultGuestLogBurst          = 100
-	minMemoryBytes         uint64 = 1 << 20
+	DefaultMaxMemoryBytes uint64 = 256 << 20
+	DefaultMaxCallTimeout        = 30 * time.Second
+	DefaultMaxModuleBytes        = 32 << 20
+	DefaultMaxPoolSize           = 16
+	DefaultMemoryBytes    uint64 = 64 << 20
+	DefaultCallTimeout           = 2 * time.Second
+	DefaultGuestLogPerSec        = 20
+	DefaultGuestLogBurst         = 100
+	minMemoryBytes        uint64 = 1 << 20
 )
 
 // EngineOptions configures an Engine. Zero values pick the defaults above.
@@ -76,6 +77,9 @@ type ModuleSpec struct {
 	Type abi.PluginType
 	// Wasm is the uncompressed module.
 	Wasm []byte
+	// SHA256, when set, is the expected hex digest of Wasm (spec.sha256); a mismatch
+	// refuses the module with ReasonDigestMismatch.
+	SHA256 string
 	// Config is spec.pluginConfig as JSON; empty means none (the config key is then absent).
 	Config []byte
 	Limits Limits
@@ -132,9 +136,11 @@ func NewEngine(ctx context.Context, opts EngineOptions) (*Engine, error) {
 		return nil, fmt.Errorf("wasm engine: GuestLogLevel: %w", err)
 	}
 	// Extism keeps the level that guests see (get_log_level) and that gates its log host
-	// functions in a process-wide variable. Open it fully and gate per engine in
-	// guestLogger, so two engines with different levels do not interfere.
-	extism.SetLogLevel(extism.LogLevelTrace)
+	// functions in a process-wide variable. Open it down to debug and gate per engine in
+	// guestLogger, so two engines with different levels do not interfere. Not trace:
+	// Extism logs its own trace lines while creating an instance, before our logger is
+	// attached, to the standard library logger.
+	extism.SetLogLevel(extism.LogLevelDebug)
 
 	var cache wazero.CompilationCache
 	if opts.CacheDir != "" {
@@ -237,8 +243,11 @@ func (e *Engine) Load(ctx context.Context, spec ModuleSpec) (*Module, error) {
 		return nil, loadErr(name, ReasonInvalidModule, nil, "engine is closed")
 	}
 
-	limits, warnings := e.effectiveLimits(spec.Limits)
 	digest := Digest(spec.Wasm)
+	if spec.SHA256 != "" && !strings.EqualFold(spec.SHA256, digest) {
+		return nil, loadErr(name, ReasonDigestMismatch, nil, "spec.sha256 is %s but the module's sha256 is %s", spec.SHA256, digest)
+	}
+	limits, warnings := e.effectiveLimits(spec.Limits)
 	manifest := extism.Manifest{
 		Wasm: []extism.Wasm{extism.WasmData{Data: spec.Wasm, Name: "main"}},
 		// Zero disables Extism vars and caps HTTP bodies; with no AllowedHosts every
@@ -320,7 +329,7 @@ func (e *Engine) forget(m *Module) {
 
 // newModuleConfig is the WASI view of one instance: nothing from the host but clocks and
 // randomness (Go's runtime needs both to start), stderr captured for trap messages.
-func newModuleConfig(stderr *tailBuffer) wazero.ModuleConfig {
+func newModuleConfig(stderr *headBuffer) wazero.ModuleConfig {
 	return wazero.NewModuleConfig().
 		WithSysWalltime().
 		WithSysNanotime().

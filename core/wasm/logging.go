@@ -14,7 +14,6 @@ import (
 type LogLevel string
 
 const (
-	LogTrace LogLevel = "trace"
 	LogDebug LogLevel = "debug"
 	LogInfo  LogLevel = "info"
 	LogWarn  LogLevel = "warn"
@@ -24,8 +23,6 @@ const (
 
 func (l LogLevel) extism() (extism.LogLevel, error) {
 	switch strings.ToLower(string(l)) {
-	case "trace":
-		return extism.LogLevelTrace, nil
 	case "debug":
 		return extism.LogLevelDebug, nil
 	case "", "info":
@@ -37,7 +34,7 @@ func (l LogLevel) extism() (extism.LogLevel, error) {
 	case "off":
 		return extism.LogLevelOff, nil
 	}
-	return 0, fmt.Errorf("unknown guest log level %q (want trace, debug, info, warn, error or off)", l)
+	return 0, fmt.Errorf("unknown guest log level %q (want debug, info, warn, error or off)", l)
 }
 
 // logr verbosity per guest level: warnings and infos at V(0)/V(1) so a default hub

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	extism "github.com/extism/go-sdk"
 	"github.com/tetratelabs/wazero/experimental"
@@ -41,7 +42,11 @@ type Module struct {
 
 	mu       sync.Mutex
 	closed   bool
+	pins     int // Registry.Acquire leases; a pinned module keeps serving while draining
 	inflight sync.WaitGroup
+	// aborted is set when Close gave up waiting and closed the runtime under running
+	// calls; their results are meaningless (wazero reports a clean exit).
+	aborted atomic.Bool
 }
 
 // Name is the WasmPlugin name.
@@ -72,14 +77,14 @@ func (m *Module) FailurePolicy() FailurePolicy { return m.failurePolicy }
 type instance struct {
 	plugin *extism.Plugin
 	budget *memoryBudget
-	stderr *tailBuffer
+	stderr *headBuffer
 }
 
 func (in *instance) close(ctx context.Context) { _ = in.plugin.Close(ctx) }
 
 func (m *Module) newInstance(ctx context.Context) (*instance, error) {
 	budget := newMemoryBudget(m.limits.MemoryBytes)
-	stderr := newTailBuffer(2048)
+	stderr := newHeadBuffer(1024)
 	// wazero reads the allocator from the instantiation context; both the Extism kernel
 	// and the guest draw from the same budget.
 	ictx := experimental.WithMemoryAllocator(ctx, experimental.MemoryAllocatorFunc(budget.Allocate))
@@ -144,11 +149,12 @@ func (m *Module) validate(ctx context.Context, required []string, config []byte)
 	return nil
 }
 
-// acquire registers an in-flight user; false once Close has begun.
+// acquire registers an in-flight call; false once Close has begun, unless a lease still
+// pins the module (its holder may make further calls until it releases).
 func (m *Module) acquire() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.closed {
+	if m.closed && m.pins == 0 {
 		return false
 	}
 	m.inflight.Add(1)
@@ -156,6 +162,25 @@ func (m *Module) acquire() bool {
 }
 
 func (m *Module) release() { m.inflight.Done() }
+
+// pin is acquire for a lease that spans several calls.
+func (m *Module) pin() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return false
+	}
+	m.pins++
+	m.inflight.Add(1)
+	return true
+}
+
+func (m *Module) unpin() {
+	m.mu.Lock()
+	m.pins--
+	m.mu.Unlock()
+	m.inflight.Done()
+}
 
 // Call runs export with input on a pooled instance under the plugin's timeout and
 // memory limit. The instance is discarded after any failure, so a trapped or
@@ -205,6 +230,10 @@ func (m *Module) callOn(ctx context.Context, in *instance, export string, input 
 	in.budget.hit.Store(false)
 	in.stderr.Reset()
 	rc, out, err := in.plugin.CallWithContext(cctx, export, input)
+	if m.aborted.Load() {
+		in.close(context.WithoutCancel(ctx))
+		return nil, &CallError{Plugin: m.name, Export: export, Kind: KindClosed, Err: err, Message: "module was closed while the call was running"}
+	}
 	if err == nil && rc == 0 {
 		return out, nil
 	}
@@ -244,8 +273,8 @@ func (m *Module) classify(ctx, cctx context.Context, in *instance, export string
 			ce.Message = firstLine(err.Error())
 		}
 	}
-	if tail := strings.TrimSpace(in.stderr.String()); tail != "" && ce.Kind != KindGuestError {
-		ce.Message += "; guest stderr: " + tail
+	if msg := in.stderr.Summary(); msg != "" && ce.Kind != KindGuestError {
+		ce.Message += "; guest stderr: " + msg
 	}
 	return ce
 }
@@ -286,6 +315,7 @@ func (m *Module) Close(ctx context.Context) error {
 	select {
 	case <-done:
 	case <-ctx.Done():
+		m.aborted.Store(true)
 	}
 	m.engine.forget(m)
 	return m.shutdown(context.WithoutCancel(ctx))
@@ -307,36 +337,41 @@ func (m *Module) shutdown(ctx context.Context) error {
 	return nil
 }
 
-// tailBuffer keeps the last n bytes written (guest stderr), so a panicking guest's
-// message reaches the error without letting a guest fill host memory.
-type tailBuffer struct {
+// headBuffer keeps the first n bytes written to guest stderr: a panicking or aborting
+// guest prints its reason first (Go's goroutine dump follows), and a guest cannot grow
+// host memory by writing more.
+type headBuffer struct {
 	mu  sync.Mutex
 	n   int
 	buf []byte
 }
 
-func newTailBuffer(n int) *tailBuffer { return &tailBuffer{n: n} }
+func newHeadBuffer(n int) *headBuffer { return &headBuffer{n: n} }
 
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if over := len(t.buf) - t.n; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
+func (h *headBuffer) Write(p []byte) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if room := h.n - len(h.buf); room > 0 {
+		h.buf = append(h.buf, p[:min(room, len(p))]...)
 	}
 	return len(p), nil
 }
 
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.buf)
+// Summary is the first paragraph written, trimmed: enough to say why the guest died.
+func (h *headBuffer) Summary() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := string(h.buf)
+	if i := strings.Index(s, "\n\n"); i >= 0 {
+		s = s[:i]
+	}
+	return strings.TrimSpace(s)
 }
 
-func (t *tailBuffer) Reset() {
-	t.mu.Lock()
-	t.buf = t.buf[:0]
-	t.mu.Unlock()
+func (h *headBuffer) Reset() {
+	h.mu.Lock()
+	h.buf = h.buf[:0]
+	h.mu.Unlock()
 }
 
 func truncate(b []byte, n int) string {

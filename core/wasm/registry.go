@@ -61,7 +61,9 @@ func (r *Registry) List(t abi.PluginType) []*Module {
 }
 
 // Acquire pins the module serving name until release is called, so a sequence of calls
-// (declare_inputs then score) runs against one module even across a hot reload.
+// (declare_inputs then score) runs against one module even across a hot reload: the
+// replaced module keeps serving its lease holders and closes when the last releases.
+// Holders must release promptly (Set and Remove wait for them).
 func (r *Registry) Acquire(name string) (m *Module, release func(), err error) {
 	for {
 		r.mu.RLock()
@@ -70,8 +72,12 @@ func (r *Registry) Acquire(name string) (m *Module, release func(), err error) {
 		if !ok {
 			return nil, nil, fmt.Errorf("wasm plugin %q: %w", name, ErrNotLoaded)
 		}
-		if m.acquire() {
-			return m, m.release, nil
+		if m.pin() {
+			var once sync.Once
+			return m, func() { once.Do(m.unpin) }, nil
+		}
+		if err := r.closedInPlace(name, m); err != nil {
+			return nil, nil, err
 		}
 		// Close began after a swap or removal: the map already holds the successor.
 	}
@@ -79,12 +85,32 @@ func (r *Registry) Acquire(name string) (m *Module, release func(), err error) {
 
 // Call calls export on the module currently serving name.
 func (r *Registry) Call(ctx context.Context, name, export string, input []byte) ([]byte, error) {
-	m, release, err := r.Acquire(name)
-	if err != nil {
-		return nil, err
+	for {
+		r.mu.RLock()
+		m, ok := r.modules[name]
+		r.mu.RUnlock()
+		if !ok {
+			return nil, fmt.Errorf("wasm plugin %q: %w", name, ErrNotLoaded)
+		}
+		if m.acquire() {
+			defer m.release()
+			return m.call(ctx, export, input)
+		}
+		if err := r.closedInPlace(name, m); err != nil {
+			return nil, err
+		}
 	}
-	defer release()
-	return m.call(ctx, export, input)
+}
+
+// closedInPlace reports a module that was closed while still registered (by its owner or
+// Engine.Close) instead of retrying forever.
+func (r *Registry) closedInPlace(name string, m *Module) error {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.modules[name] == m {
+		return &CallError{Plugin: name, Kind: KindClosed, Message: "module was closed while still registered"}
+	}
+	return nil
 }
 
 // Set makes m serve its name, closes the module it replaces (after in-flight calls, or
