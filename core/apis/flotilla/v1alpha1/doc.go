@@ -1,0 +1,7 @@
+// Package v1alpha1 holds the flotilla.dev/v1alpha1 API: Flotilla's own additions to the
+// OCM API surface. WasmPlugin registers a sandboxed Wasm module for one extension point
+// (placement prioritizer, CSR approval, status feedback extraction, add-on template).
+//
+// +kubebuilder:object:generate=true
+// +groupName=flotilla.dev
+package v1alpha1
