@@ -24,16 +24,23 @@ const (
 )
 
 // BinDir returns $FLOTILLA_BIN_DIR, or else the bin/ directory of the repository root
-// found by walking up from the working directory.
+// found by walking up from the working directory, or else the directory of the running
+// executable if it holds kube-apiserver (bin/flotilla run from outside the checkout).
 func BinDir() (string, error) {
 	if dir := os.Getenv(BinDirEnv); dir != "" {
 		return filepath.Abs(dir)
 	}
 	root, err := RepoRoot()
-	if err != nil {
-		return "", fmt.Errorf("locating control-plane binaries: $%s is unset and %w", BinDirEnv, err)
+	if err == nil {
+		return filepath.Join(root, "bin"), nil
 	}
-	return filepath.Join(root, "bin"), nil
+	if exe, exeErr := os.Executable(); exeErr == nil {
+		dir := filepath.Dir(exe)
+		if _, statErr := os.Stat(filepath.Join(dir, KubeAPIServerBinary)); statErr == nil {
+			return dir, nil
+		}
+	}
+	return "", fmt.Errorf("locating control-plane binaries: $%s is unset, the executable's directory has no %s, and %w", BinDirEnv, KubeAPIServerBinary, err)
 }
 
 // RepoRoot walks up from the working directory to the directory whose go.mod declares

@@ -225,8 +225,21 @@ func (cp *ControlPlane) prepare() error {
 	if err != nil {
 		return err
 	}
+	// The front-proxy CA authenticates the API server to aggregated API servers. Without
+	// it kube-controller-manager logs an error for the missing requestheader bundle
+	// several times a second.
+	frontProxy, err := newAuthority(cp.Name + "-front-proxy-ca")
+	if err != nil {
+		return err
+	}
+	proxyCert, proxyKey, err := frontProxy.issue(certSpec{commonName: "front-proxy-client", client: true})
+	if err != nil {
+		return err
+	}
 	files := map[string][]byte{
 		"ca.crt": cp.ca.certPEM, "ca.key": cp.ca.keyPEM,
+		"front-proxy-ca.crt":     frontProxy.certPEM,
+		"front-proxy-client.crt": proxyCert, "front-proxy-client.key": proxyKey,
 		"apiserver.crt": apiCert, "apiserver.key": apiKey,
 		"kcm.crt": kcmCert, "kcm.key": kcmKey,
 		"sa.key": saKey, "sa.pub": saPub,
@@ -311,6 +324,13 @@ func (cp *ControlPlane) start(ctx context.Context) error {
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-cluster-ip-range=" + serviceCIDR,
 		"--authorization-mode=Node,RBAC",
+		"--requestheader-client-ca-file=" + pki("front-proxy-ca.crt"),
+		"--requestheader-allowed-names=front-proxy-client",
+		"--requestheader-username-headers=X-Remote-User",
+		"--requestheader-group-headers=X-Remote-Group",
+		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+		"--proxy-client-cert-file=" + pki("front-proxy-client.crt"),
+		"--proxy-client-key-file=" + pki("front-proxy-client.key"),
 		"--allow-privileged=true",
 		// The kubernetes service would point at a loopback address, which Endpoints
 		// validation rejects; nothing in Flotilla reaches the API server through it.

@@ -378,3 +378,18 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// BenchmarkStartFleet measures starting a hub and two managed clusters (the `make run`
+// shape) and stopping them again.
+func BenchmarkStartFleet(b *testing.B) {
+	for b.Loop() {
+		f, err := Start(b.Context(), Options{ManagedClusters: 2})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(f.StartDuration.Seconds(), "start-s/op")
+		if err := f.Stop(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

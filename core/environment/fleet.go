@@ -56,6 +56,14 @@ func Start(ctx context.Context, opts Options) (*Fleet, error) {
 		return nil, fmt.Errorf("fleet: ManagedClusters %d must not be negative", opts.ManagedClusters)
 	}
 	begin := time.Now()
+	if opts.BinDir == "" {
+		// Resolved once so that a missing binary is reported once, not per cluster.
+		dir, err := BinDir()
+		if err != nil {
+			return nil, err
+		}
+		opts.BinDir = dir
+	}
 	var log io.Writer = io.Discard
 	if opts.Log != nil {
 		log = &lockedWriter{w: opts.Log}

@@ -1,0 +1,140 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flotilla-dev/flotilla/core/environment"
+)
+
+// DevComponent is a long-running part of Flotilla that `flotilla dev` runs in-process once
+// every control plane is ready: the hub controllers, a klusterlet agent per managed
+// cluster, and so on. Run must block until ctx is cancelled and then return nil; an error
+// (or an early return) ends the whole dev session.
+type DevComponent struct {
+	Name string
+	Run  func(ctx context.Context, fleet *environment.Fleet, log io.Writer) error
+}
+
+// devDefaultDir is where `flotilla dev` keeps its control planes unless --dir is given:
+// stable, so the printed KUBECONFIG line stays valid across restarts.
+const devDefaultDir = ".flotilla/dev"
+
+func newDevCommand(components ...DevComponent) *cobra.Command {
+	var (
+		managed         int
+		dir             string
+		signingDuration time.Duration
+		startTimeout    time.Duration
+		keep            bool
+	)
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Run a local hub and managed clusters until interrupted",
+		Long: `Start a local Flotilla fleet: a hub and --managed-clusters managed clusters, each a real
+etcd, kube-apiserver and kube-controller-manager on loopback ports, plus the Flotilla
+components, all in this process.
+
+The hub serves every Flotilla/OCM CustomResourceDefinition; each managed cluster serves
+the agent-side ones (ClusterClaim, AppliedManifestWork). Each cluster has its own CA, and
+kube-controller-manager signs approved CertificateSigningRequests with it for
+--signing-duration, so agent certificate rotation can be watched with a short duration.
+
+Admin kubeconfigs are written to <dir>/<cluster>/kubeconfig and printed with a
+ready-to-paste KUBECONFIG line (contexts are named after the clusters). Ctrl-C stops
+everything and removes <dir>/<cluster> unless --keep is given; the next run reuses the
+same paths. Component logs are in <dir>/<cluster>/*.log.
+
+The control-plane binaries come from $FLOTILLA_BIN_DIR or the checkout's bin/ directory
+(make controlplane).`,
+		Example: `  flotilla dev --managed-clusters 2
+  flotilla dev --managed-clusters 1 --signing-duration 10m --dir /tmp/fleet`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if managed < 0 {
+				return fmt.Errorf("--managed-clusters %d must not be negative", managed)
+			}
+			if signingDuration <= 0 {
+				return fmt.Errorf("--signing-duration %s must be positive", signingDuration)
+			}
+			absDir, err := filepath.Abs(dir)
+			if err != nil {
+				return fmt.Errorf("--dir %q: %w", dir, err)
+			}
+			return runDev(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), environment.Options{
+				ManagedClusters: managed,
+				SigningDuration: signingDuration,
+				StartTimeout:    startTimeout,
+				Dir:             absDir,
+				Keep:            keep,
+			}, components)
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&managed, "managed-clusters", 2, "number of managed clusters (named cluster1, cluster2, ...)")
+	f.StringVar(&dir, "dir", devDefaultDir, "directory for certificates, etcd data, kubeconfigs and logs, one subdirectory per cluster")
+	f.DurationVar(&signingDuration, "signing-duration", 24*time.Hour, "lifetime of certificates signed from approved CSRs (kube-controller-manager --cluster-signing-duration)")
+	f.DurationVar(&startTimeout, "start-timeout", environment.DefaultStartTimeout, "how long each control-plane component may take to become ready")
+	f.BoolVar(&keep, "keep", false, "keep the cluster directories (logs, etcd data) after exit")
+	return cmd
+}
+
+// runDev starts the fleet, prints how to reach it, runs the components and tears it all
+// down when ctx ends or a component fails.
+func runDev(ctx context.Context, out, logw io.Writer, opts environment.Options, components []DevComponent) (err error) {
+	opts.Log = logw
+	fmt.Fprintf(logw, "starting hub and %d managed clusters in %s\n", opts.ManagedClusters, opts.Dir)
+	fleet, err := environment.Start(ctx, opts)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		fmt.Fprintln(logw, "stopping control planes")
+		err = errors.Join(err, fleet.Stop())
+	}()
+
+	paths := make([]string, 0, len(fleet.Managed)+1)
+	fmt.Fprintf(out, "\nFleet ready in %s:\n", fleet.StartDuration.Round(100*time.Millisecond))
+	for _, cp := range fleet.ControlPlanes() {
+		fmt.Fprintf(out, "  %-10s %s  kubeconfig %s\n", cp.Name, cp.URL, cp.KubeconfigPath)
+		paths = append(paths, cp.KubeconfigPath)
+	}
+	fmt.Fprintf(out, "\nexport KUBECONFIG=%s\n", strings.Join(paths, ":"))
+	fmt.Fprintf(out, "# then e.g.: kubectl --context %s get managedclusters\n\nPress Ctrl-C to stop.\n", environment.HubName)
+
+	return runComponents(ctx, fleet, logw, components)
+}
+
+// runComponents runs every component until ctx ends or one of them fails, then cancels
+// the rest and waits for them.
+func runComponents(ctx context.Context, fleet *environment.Fleet, logw io.Writer, components []DevComponent) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	errs := make([]error, len(components))
+	for i, c := range components {
+		fmt.Fprintf(logw, "starting %s\n", c.Name)
+		wg.Go(func() {
+			err := c.Run(ctx, fleet, logw)
+			if err == nil && ctx.Err() == nil {
+				err = errors.New("returned before shutdown")
+			}
+			if err != nil {
+				errs[i] = fmt.Errorf("component %s: %w", c.Name, err)
+				cancel(errs[i])
+			}
+		})
+	}
+	<-ctx.Done()
+	cancel(nil)
+	wg.Wait()
+	return errors.Join(errs...)
+}
