@@ -19,6 +19,7 @@ prioritizers, CSR approval, status feedback, add-on templates) are sandboxed Was
 	}
 	root.AddCommand(
 		newCRDsCommand(),
+		newDevCommand(),
 		newKlusterletCommand(),
 	)
 	return root
