@@ -1,0 +1,128 @@
+// Package sdktest runs plugin logic on the host, from plain `go test`, through the
+// same wire formats the Wasm host uses: inputs are encoded the way the host
+// encodes them, decoded by the SDK code that runs inside the module, and answers
+// are decoded and validated by the host-side decoders. Only the Extism memory
+// transfer is skipped. To run a built .wasm through the real host, see package
+// sdktest/wasmrun.
+package sdktest
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/flotilla-dev/flotilla/sdk"
+	"github.com/flotilla-dev/flotilla/sdk/abi"
+	"github.com/flotilla-dev/flotilla/sdk/addontemplate"
+	"github.com/flotilla-dev/flotilla/sdk/csrapproval"
+	"github.com/flotilla-dev/flotilla/sdk/feedback"
+	"github.com/flotilla-dev/flotilla/sdk/prioritizer"
+)
+
+// LogLine is one line a plugin logged.
+type LogLine struct {
+	Level   sdk.LogLevel
+	Message string
+}
+
+// Host is an sdk.Host with a fixed pluginConfig that records log lines.
+type Host struct {
+	// PluginConfig is returned by Config (nil: no pluginConfig).
+	PluginConfig []byte
+
+	mu   sync.Mutex
+	logs []LogLine
+}
+
+// NewHost returns a Host whose pluginConfig is config (a JSON string, "" for none).
+func NewHost(config string) *Host {
+	h := &Host{}
+	if config != "" {
+		h.PluginConfig = []byte(config)
+	}
+	return h
+}
+
+func (h *Host) Config() []byte { return h.PluginConfig }
+
+func (h *Host) Log(level sdk.LogLevel, msg string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.logs = append(h.logs, LogLine{Level: level, Message: msg})
+}
+
+// Logs returns the lines logged so far.
+func (h *Host) Logs() []LogLine {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]LogLine(nil), h.logs...)
+}
+
+// ValidateConfig runs the plugin's validate_config logic on the Host's pluginConfig.
+func ValidateConfig(p any, h *Host) error { return sdk.ValidateConfig(p, h.PluginConfig) }
+
+// DeclareInputs runs declare_inputs and decodes its JSON answer as the host does.
+func DeclareInputs(p prioritizer.Plugin, h sdk.Host) (abi.PrioritizerInputs, error) {
+	out, err := prioritizer.DeclareInputs(p, h)
+	if err != nil {
+		return abi.PrioritizerInputs{}, err
+	}
+	var decl abi.PrioritizerInputs
+	if err := decl.DecodeJSON(out); err != nil {
+		return decl, err
+	}
+	return decl, decl.Validate()
+}
+
+// Score runs a scheduling cycle over clusters: declare_inputs, the binary score
+// input, the plugin's Score, and the host's decoding (which clamps to [-100, 100]).
+func Score(p prioritizer.Plugin, h sdk.Host, clusters abi.ClusterSource) ([]int64, error) {
+	decl, err := DeclareInputs(p, h)
+	if err != nil {
+		return nil, err
+	}
+	input, err := abi.EncodeScoreInput(nil, &decl, clusters)
+	if err != nil {
+		return nil, err
+	}
+	s := prioritizer.Scorer{P: p}
+	scores, err := s.Score(h, input)
+	if err != nil {
+		return nil, err
+	}
+	return abi.DecodeScores(abi.AppendScores(nil, scores), clusters.Len(), nil)
+}
+
+// ReviewCSR runs review_csr: the request is encoded with encoding/json, as the hub
+// does, and the answer decoded and validated with the ABI decoder.
+func ReviewCSR(a csrapproval.Approver, h sdk.Host, req abi.CSRReview) (abi.CSRDecision, error) {
+	var d abi.CSRDecision
+	err := roundTrip(req, func(in []byte) ([]byte, error) { return csrapproval.Review(a, h, in) }, d.DecodeJSON)
+	return d, err
+}
+
+// ExtractFeedback runs extract_feedback.
+func ExtractFeedback(e feedback.Extractor, h sdk.Host, req abi.FeedbackRequest) (abi.FeedbackResult, error) {
+	var r abi.FeedbackResult
+	err := roundTrip(req, func(in []byte) ([]byte, error) { return feedback.Extract(e, h, in) }, r.DecodeJSON)
+	return r, err
+}
+
+// RenderAddOn runs render_addon.
+func RenderAddOn(t addontemplate.Template, h sdk.Host, req abi.AddOnRequest) (abi.AddOnResult, error) {
+	var r abi.AddOnResult
+	err := roundTrip(req, func(in []byte) ([]byte, error) { return addontemplate.Render(t, h, in) }, r.DecodeJSON)
+	return r, err
+}
+
+func roundTrip(req any, call func([]byte) ([]byte, error), decode func([]byte) error) error {
+	in, err := json.Marshal(req)
+	if err != nil {
+		return fmt.Errorf("encoding the request: %w", err)
+	}
+	out, err := call(in)
+	if err != nil {
+		return err
+	}
+	return decode(out)
+}
