@@ -1,0 +1,510 @@
+package registration
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	certificatesv1 "k8s.io/api/certificates/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
+	clusterv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1alpha1"
+	clusterv1beta2 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta2"
+	"github.com/flotilla-dev/flotilla/hub/admin"
+	"github.com/flotilla-dev/flotilla/hub/manager"
+	"github.com/flotilla-dev/flotilla/hub/registration/csr"
+	"github.com/flotilla-dev/flotilla/hub/registration/lease"
+	"github.com/flotilla-dev/flotilla/hub/registration/rbac"
+)
+
+const (
+	cluster1 = "cluster1"
+	cluster2 = "cluster2"
+	// spokeOnlyLabel keeps a ClusterClaim on the managed cluster.
+	spokeOnlyLabel = "open-cluster-management.io/spoke-only"
+)
+
+func managedCluster(name string) *clusterv1.ManagedCluster {
+	mc := &clusterv1.ManagedCluster{}
+	ExpectWithOffset(1, hubClient.Get(suiteCtx, client.ObjectKey{Name: name}, mc)).To(Succeed())
+	return mc
+}
+
+func condition(name, t string) func(g Gomega) *metav1.Condition {
+	return func(g Gomega) *metav1.Condition {
+		mc := &clusterv1.ManagedCluster{}
+		g.Expect(hubClient.Get(suiteCtx, client.ObjectKey{Name: name}, mc)).To(Succeed())
+		return meta.FindStatusCondition(mc.Status.Conditions, t)
+	}
+}
+
+func haveStatus(s metav1.ConditionStatus) OmegaMatcher {
+	return And(Not(BeNil()), HaveField("Status", s))
+}
+
+func managedClient(cfg *rest.Config) client.Client {
+	scheme, err := manager.NewScheme()
+	Expect(err).NotTo(HaveOccurred())
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	Expect(err).NotTo(HaveOccurred())
+	return c
+}
+
+// agentHubConfig is the hub identity an agent holds: its signed certificate and key, read from
+// hub-kubeconfig-secret on its managed cluster.
+func agentHubConfig(a *runningAgent) *rest.Config {
+	s := &corev1.Secret{}
+	Expect(managedClient(a.managed).Get(suiteCtx, client.ObjectKey{Namespace: a.namespace, Name: "hub-kubeconfig-secret"}, s)).To(Succeed())
+	Expect(s.Data).To(HaveKey("tls.crt"))
+	return &rest.Config{Host: fleet.Hub.URL, TLSClientConfig: rest.TLSClientConfig{
+		CAData: fleet.Hub.CAData, CertData: s.Data["tls.crt"], KeyData: s.Data["tls.key"]}}
+}
+
+func certNotAfter(a *runningAgent) func(g Gomega) int64 {
+	return func(g Gomega) int64 {
+		s := &corev1.Secret{}
+		g.Expect(managedClient(a.managed).Get(suiteCtx, client.ObjectKey{Namespace: a.namespace, Name: "hub-kubeconfig-secret"}, s)).To(Succeed())
+		block, _ := pem.Decode(s.Data["tls.crt"])
+		g.Expect(block).NotTo(BeNil())
+		cert, err := x509.ParseCertificate(block.Bytes)
+		g.Expect(err).NotTo(HaveOccurred())
+		return cert.NotAfter.Unix()
+	}
+}
+
+func bootstrapConfig() *rest.Config {
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(bootstrapKC)
+	Expect(err).NotTo(HaveOccurred())
+	return cfg
+}
+
+// csrFor returns the registration CSRs of cluster name.
+func csrsFor(g Gomega, name string) []certificatesv1.CertificateSigningRequest {
+	list := &certificatesv1.CertificateSigningRequestList{}
+	g.Expect(hubClient.List(suiteCtx, list, client.MatchingLabels{csr.ClusterNameLabel: name})).To(Succeed())
+	return list.Items
+}
+
+func csrCondition(c certificatesv1.CertificateSigningRequest, t certificatesv1.RequestConditionType) *certificatesv1.CertificateSigningRequestCondition {
+	for i := range c.Status.Conditions {
+		if c.Status.Conditions[i].Type == t {
+			return &c.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// newCSRRequest returns a PEM certificate request for cn and orgs.
+func newCSRRequest(cn string, orgs ...string) []byte {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	Expect(err).NotTo(HaveOccurred())
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
+		Subject: pkix.Name{CommonName: cn, Organization: orgs}}, key)
+	Expect(err).NotTo(HaveOccurred())
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
+}
+
+func registrationCSR(name, cluster, cn string, orgs ...string) *certificatesv1.CertificateSigningRequest {
+	return &certificatesv1.CertificateSigningRequest{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{csr.ClusterNameLabel: cluster}},
+		Spec: certificatesv1.CertificateSigningRequestSpec{
+			Request:    newCSRRequest(cn, orgs...),
+			SignerName: certificatesv1.KubeAPIServerClientSignerName,
+			Usages:     []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth},
+		},
+	}
+}
+
+func failureCount(plugin string) float64 {
+	families, err := ctrlmetrics.Registry.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	for _, f := range families {
+		if f.GetName() != csr.PluginFailuresMetric {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "plugin" && l.GetValue() == plugin {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
+
+var _ = Describe("Registration", Ordered, func() {
+	It("joins both clusters once the hub admin accepts them", func() {
+		Eventually(func(g Gomega) {
+			_, err := admin.Accept(suiteCtx, hubClient, hubKube, []string{cluster1, cluster2})
+			g.Expect(err).NotTo(HaveOccurred())
+		}).Should(Succeed())
+		for _, name := range []string{cluster1, cluster2} {
+			Eventually(condition(name, clusterv1.ManagedClusterConditionHubAccepted)).Should(
+				And(haveStatus(metav1.ConditionTrue), HaveField("Reason", clusterv1.ConditionReasonHubClusterAdminAccepted)))
+			Eventually(condition(name, clusterv1.ManagedClusterConditionJoined)).Should(haveStatus(metav1.ConditionTrue))
+			Eventually(condition(name, clusterv1.ManagedClusterConditionAvailable)).Should(haveStatus(metav1.ConditionTrue))
+			mc := managedCluster(name)
+			Expect(mc.Finalizers).To(ContainElement(clusterv1.ManagedClusterFinalizer))
+			Expect(mc.Status.Version.Kubernetes).NotTo(BeEmpty())
+			Expect(mc.Status.Capacity).To(HaveKey(clusterv1.ResourceName("cpu")))
+			// Namespace and RBAC exist.
+			Expect(hubClient.Get(suiteCtx, client.ObjectKey{Name: name}, &corev1.Namespace{})).To(Succeed())
+			Expect(hubClient.Get(suiteCtx, client.ObjectKey{Name: rbac.ClusterRoleName(name)}, &rbacv1.ClusterRole{})).To(Succeed())
+			Expect(hubClient.Get(suiteCtx, client.ObjectKey{Namespace: name, Name: rbac.RegistrationRoleBindingName(name)}, &rbacv1.RoleBinding{})).To(Succeed())
+			Expect(hubClient.Get(suiteCtx, client.ObjectKey{Namespace: name, Name: rbac.WorkRoleBindingName(name)}, &rbacv1.RoleBinding{})).To(Succeed())
+			// Available clusters carry no built-in taint.
+			Eventually(func(g Gomega) []clusterv1.Taint {
+				mc := &clusterv1.ManagedCluster{}
+				g.Expect(hubClient.Get(suiteCtx, client.ObjectKey{Name: name}, mc)).To(Succeed())
+				return mc.Spec.Taints
+			}).Should(BeEmpty())
+		}
+		rows, err := admin.ClusterRows(suiteCtx, hubClient)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(rows).To(ContainElement(And(HaveField("Name", cluster1), HaveField("Accepted", "true"),
+			HaveField("Joined", "True"), HaveField("Available", "True"), HaveField("ClusterSet", "default"))))
+	})
+
+	It("puts clusters into the default and global sets and binds sets to namespaces", func() {
+		for _, name := range []string{clusterv1beta2.DefaultClusterSetName, clusterv1beta2.GlobalClusterSetName} {
+			Eventually(func(g Gomega) {
+				set := &clusterv1beta2.ManagedClusterSet{}
+				g.Expect(hubClient.Get(suiteCtx, client.ObjectKey{Name: name}, set)).To(Succeed())
+				clusters := &clusterv1.ManagedClusterList{}
+				g.Expect(hubClient.List(suiteCtx, clusters)).To(Succeed())
+				c := meta.FindStatusCondition(set.Status.Conditions, clusterv1beta2.ManagedClusterSetConditionEmpty)
+				g.Expect(c).NotTo(BeNil())
+				g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+				g.Expect(c.Reason).To(Equal(clusterv1beta2.ConditionReasonClustersSelected))
+				g.Expect(c.Message).To(Equal(fmt.Sprintf("%d ManagedClusters selected", len(clusters.Items))))
+			}).Should(Succeed())
+		}
+		empty := &clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "empty"}}
+		Expect(hubClient.Create(suiteCtx, empty)).To(Succeed())
+		Eventually(func(g Gomega) *metav1.Condition {
+			g.Expect(hubClient.Get(suiteCtx, client.ObjectKeyFromObject(empty), empty)).To(Succeed())
+			return meta.FindStatusCondition(empty.Status.Conditions, clusterv1beta2.ManagedClusterSetConditionEmpty)
+		}).Should(And(haveStatus(metav1.ConditionTrue), HaveField("Reason", clusterv1beta2.ConditionReasonNoClusterMatched),
+			HaveField("Message", "No ManagedCluster selected")))
+
+		Expect(hubClient.Create(suiteCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "workspace"}})).To(Succeed())
+		bound := &clusterv1beta2.ManagedClusterSetBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "workspace", Name: "default"},
+			Spec: clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: "default"}}
+		missing := &clusterv1beta2.ManagedClusterSetBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "workspace", Name: "nosuchset"},
+			Spec: clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: "nosuchset"}}
+		Expect(hubClient.Create(suiteCtx, bound)).To(Succeed())
+		Expect(hubClient.Create(suiteCtx, missing)).To(Succeed())
+		boundCond := func(b *clusterv1beta2.ManagedClusterSetBinding) func(g Gomega) *metav1.Condition {
+			return func(g Gomega) *metav1.Condition {
+				g.Expect(hubClient.Get(suiteCtx, client.ObjectKeyFromObject(b), b)).To(Succeed())
+				return meta.FindStatusCondition(b.Status.Conditions, clusterv1beta2.ClusterSetBindingBoundType)
+			}
+		}
+		Eventually(boundCond(bound)).Should(And(haveStatus(metav1.ConditionTrue), HaveField("Reason", clusterv1beta2.ConditionReasonClusterSetBound)))
+		Eventually(boundCond(missing)).Should(And(haveStatus(metav1.ConditionFalse), HaveField("Reason", clusterv1beta2.ConditionReasonClusterSetNotFound)))
+		// Creating the set binds the binding.
+		Expect(hubClient.Create(suiteCtx, &clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "nosuchset"}})).To(Succeed())
+		Eventually(boundCond(missing)).Should(haveStatus(metav1.ConditionTrue))
+
+		rows, err := admin.ClusterSetRows(suiteCtx, hubClient)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(rows).To(ContainElement(And(HaveField("Name", "default"), HaveField("BoundNamespaces", ConsistOf("workspace")),
+			HaveField("Clusters", ContainElements(cluster1, cluster2)))))
+	})
+
+	It("syncs cluster claims, skipping spoke-only ones", func() {
+		mc1 := managedClient(fleet.Managed[0].Config)
+		claim := func(name, value string, labels map[string]string) *clusterv1alpha1.ClusterClaim {
+			return &clusterv1alpha1.ClusterClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+				Spec: clusterv1alpha1.ClusterClaimSpec{Value: value}}
+		}
+		claims := func(g Gomega) map[string]string {
+			mc := &clusterv1.ManagedCluster{}
+			g.Expect(hubClient.Get(suiteCtx, client.ObjectKey{Name: cluster1}, mc)).To(Succeed())
+			out := map[string]string{}
+			for _, c := range mc.Status.ClusterClaims {
+				out[c.Name] = c.Value
+			}
+			return out
+		}
+		region := claim("region.example.com", "eu-west", nil)
+		Expect(mc1.Create(suiteCtx, region)).To(Succeed())
+		Expect(mc1.Create(suiteCtx, claim("secret.example.com", "local", map[string]string{spokeOnlyLabel: ""}))).To(Succeed())
+		Eventually(claims).Should(And(HaveKeyWithValue("region.example.com", "eu-west"), Not(HaveKey("secret.example.com"))))
+
+		Expect(mc1.Get(suiteCtx, client.ObjectKeyFromObject(region), region)).To(Succeed())
+		region.Spec.Value = "eu-central"
+		Expect(mc1.Update(suiteCtx, region)).To(Succeed())
+		Eventually(claims).Should(HaveKeyWithValue("region.example.com", "eu-central"))
+
+		Expect(mc1.Delete(suiteCtx, region)).To(Succeed())
+		Eventually(claims).ShouldNot(HaveKey("region.example.com"))
+		Expect(claims(Default)).NotTo(HaveKey("secret.example.com"))
+	})
+
+	It("limits the number of custom claims to --max-custom-cluster-claims", func() {
+		// A separate agent with a limit of 2, sharing cluster1's API server.
+		m := fleet.Managed[0]
+		mc := managedClient(m.Config)
+		for _, n := range []string{"a.limit.example.com", "b.limit.example.com", "c.limit.example.com"} {
+			Expect(mc.Create(suiteCtx, &clusterv1alpha1.ClusterClaim{ObjectMeta: metav1.ObjectMeta{Name: n},
+				Spec: clusterv1alpha1.ClusterClaimSpec{Value: "v"}})).To(Succeed())
+		}
+		Expect(mc.Create(suiteCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "agent-limited"}})).To(Succeed())
+		a := startAgent("limited", m.Config, "agent-limited", 2)
+		Eventually(func(g Gomega) {
+			_, err := admin.Accept(suiteCtx, hubClient, hubKube, []string{"limited"})
+			g.Expect(err).NotTo(HaveOccurred())
+		}).Should(Succeed())
+		Eventually(condition("limited", clusterv1.ManagedClusterConditionJoined)).Should(haveStatus(metav1.ConditionTrue))
+		Eventually(func(g Gomega) []string {
+			mc := &clusterv1.ManagedCluster{}
+			g.Expect(hubClient.Get(suiteCtx, client.ObjectKey{Name: "limited"}, mc)).To(Succeed())
+			var custom []string
+			for _, c := range mc.Status.ClusterClaims {
+				if strings.HasSuffix(c.Name, ".limit.example.com") {
+					custom = append(custom, c.Name)
+				}
+			}
+			return custom
+		}).Should(HaveLen(2))
+		a.stop()
+		Expect(hubClient.Delete(suiteCtx, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "limited"}})).To(Succeed())
+	})
+
+	It("keeps isolating one cluster's agent from another cluster's objects", func() {
+		a1 := managedAgent(cluster1)
+		c1 := managedClient(agentHubConfig(a1))
+		// Its own cluster is readable and its lease writable...
+		Expect(c1.Get(suiteCtx, client.ObjectKey{Name: cluster1}, &clusterv1.ManagedCluster{})).To(Succeed())
+		own := &coordinationv1.Lease{}
+		Expect(c1.Get(suiteCtx, client.ObjectKey{Namespace: cluster1, Name: lease.Name}, own)).To(Succeed())
+		// ...the other cluster's are not.
+		other := &clusterv1.ManagedCluster{}
+		Expect(apierrors.IsForbidden(c1.Get(suiteCtx, client.ObjectKey{Name: cluster2}, other))).To(BeTrue())
+		patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"evil":"yes"}}}`))
+		Expect(apierrors.IsForbidden(c1.Patch(suiteCtx, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: cluster2}}, patch))).To(BeTrue())
+		Expect(apierrors.IsForbidden(c1.Status().Patch(suiteCtx, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: cluster2}}, patch))).To(BeTrue())
+		Expect(apierrors.IsForbidden(c1.Get(suiteCtx, client.ObjectKey{Namespace: cluster2, Name: lease.Name}, &coordinationv1.Lease{}))).To(BeTrue())
+		Expect(apierrors.IsForbidden(c1.Patch(suiteCtx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: cluster2, Name: lease.Name}}, patch))).To(BeTrue())
+		Expect(apierrors.IsForbidden(c1.List(suiteCtx, &corev1.ConfigMapList{}, client.InNamespace(cluster2)))).To(BeTrue())
+		Expect(apierrors.IsForbidden(c1.Create(suiteCtx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: cluster2, Name: "x"}}))).To(BeTrue())
+		Expect(apierrors.IsForbidden(c1.Get(suiteCtx, client.ObjectKey{Name: cluster2}, &corev1.Namespace{}))).To(BeTrue())
+	})
+
+	It("denies a CSR in which one cluster's agent asks for another cluster's identity", func() {
+		k1 := kubernetes.NewForConfigOrDie(agentHubConfig(managedAgent(cluster1)))
+		req := registrationCSR("steal-cluster2", cluster2, rbac.AgentUser(cluster2, "evil"), rbac.ClusterGroup(cluster2))
+		_, err := k1.CertificatesV1().CertificateSigningRequests().Create(suiteCtx, req, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func(g Gomega) *certificatesv1.CertificateSigningRequestCondition {
+			got, err := hubKube.CertificatesV1().CertificateSigningRequests().Get(suiteCtx, req.Name, metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			return csrCondition(*got, certificatesv1.CertificateDenied)
+		}).Should(And(Not(BeNil()), HaveField("Reason", csr.ReasonIdentityRejected), HaveField("Message", ContainSubstring(cluster1))))
+	})
+
+	It("does not let the bootstrap identity approve its CSR or accept its cluster", func() {
+		bk := kubernetes.NewForConfigOrDie(bootstrapConfig())
+		bc := managedClient(bootstrapConfig())
+		req := registrationCSR("bootstrap-self", "sneaky", rbac.AgentUser("sneaky", "a"), rbac.ClusterGroup("sneaky"))
+		created, err := bk.CertificatesV1().CertificateSigningRequests().Create(suiteCtx, req, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		created.Status.Conditions = append(created.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+			Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "Self"})
+		_, err = bk.CertificatesV1().CertificateSigningRequests().UpdateApproval(suiteCtx, created.Name, created, metav1.UpdateOptions{})
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "approving its own CSR: %v", err)
+
+		// Creating an already-accepted cluster is refused by the admission policy (which the
+		// API server may take a moment to load), updating one by RBAC.
+		Eventually(func() error {
+			return bc.Create(suiteCtx, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "sneaky"},
+				Spec: clusterv1.ManagedClusterSpec{HubAcceptsClient: true}})
+		}).Should(Satisfy(apierrors.IsForbidden))
+		Expect(bc.Create(suiteCtx, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "sneaky"}})).To(Succeed())
+		patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"hubAcceptsClient":true}}`))
+		Expect(apierrors.IsForbidden(bc.Patch(suiteCtx, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "sneaky"}}, patch))).To(BeTrue())
+		Expect(managedCluster("sneaky").Spec.HubAcceptsClient).To(BeFalse())
+		Expect(hubClient.Delete(suiteCtx, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "sneaky"}})).To(Succeed())
+	})
+
+	It("denies CSRs a plugin denies, naming the plugin", func() {
+		loadPlugin("blocklist", `"deny:blocked"`)
+		DeferCleanup(unloadPlugin, "blocklist")
+		m := fleet.Managed[1]
+		Expect(managedClient(m.Config).Create(suiteCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "agent-blocked"}})).To(Succeed())
+		a := startAgent("blocked1", m.Config, "agent-blocked", 0)
+		DeferCleanup(a.stop)
+		Eventually(func(g Gomega) {
+			items := csrsFor(g, "blocked1")
+			g.Expect(items).NotTo(BeEmpty())
+			c := csrCondition(items[0], certificatesv1.CertificateDenied)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Reason).To(Equal(csr.ReasonPluginDenied))
+			g.Expect(c.Message).To(ContainSubstring("blocklist"))
+			g.Expect(c.Message).To(ContainSubstring("cluster blocked1 is blocked"))
+		}).Should(Succeed())
+	})
+
+	It("approves first-time CSRs a plugin auto-approves, without the admin", func() {
+		loadPlugin("autoapprove", `"approve:auto"`)
+		DeferCleanup(unloadPlugin, "autoapprove")
+		m := fleet.Managed[1]
+		Expect(managedClient(m.Config).Create(suiteCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "agent-auto"}})).To(Succeed())
+		a := startAgent("auto1", m.Config, "agent-auto", 0)
+		DeferCleanup(a.stop)
+		Eventually(func(g Gomega) {
+			items := csrsFor(g, "auto1")
+			g.Expect(items).NotTo(BeEmpty())
+			c := csrCondition(items[0], certificatesv1.CertificateApproved)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Reason).To(Equal(csr.ReasonPluginApproved))
+			g.Expect(c.Message).To(ContainSubstring("autoapprove"))
+			g.Expect(items[0].Status.Certificate).NotTo(BeEmpty())
+		}).Should(Succeed())
+		// CSR approval is only half of the opt-in: the cluster is not accepted by it.
+		Expect(managedCluster("auto1").Spec.HubAcceptsClient).To(BeFalse())
+	})
+
+	It("takes no decision when a plugin traps, and records an Event and a metric", func() {
+		loadPlugin("crashy", `"trap:trap"`)
+		DeferCleanup(unloadPlugin, "crashy")
+		// An approving plugin for other clusters shows that the failure gives no decision either way.
+		before := failureCount("crashy")
+		m := fleet.Managed[1]
+		Expect(managedClient(m.Config).Create(suiteCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "agent-trap"}})).To(Succeed())
+		a := startAgent("trap1", m.Config, "agent-trap", 0)
+		DeferCleanup(a.stop)
+		var name string
+		Eventually(func(g Gomega) {
+			items := csrsFor(g, "trap1")
+			g.Expect(items).NotTo(BeEmpty())
+			name = items[0].Name
+			evs, err := hubKube.EventsV1().Events("").List(suiteCtx, metav1.ListOptions{FieldSelector: "regarding.name=" + name})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(evs.Items).To(ContainElement(And(HaveField("Reason", "CSRApprovalPluginFailed"), HaveField("Note", ContainSubstring("crashy")))))
+		}).Should(Succeed())
+		Expect(failureCount("crashy")).To(BeNumerically(">", before))
+		got, err := hubKube.CertificatesV1().CertificateSigningRequests().Get(suiteCtx, name, metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(csr.IsPending(got)).To(BeTrue(), "a trapping plugin must leave the CSR pending: %+v", got.Status)
+	})
+
+	It("rotates the agent's certificate before it expires and keeps working", func() {
+		a := managedAgent(cluster1)
+		first := certNotAfter(a)(Default)
+		Eventually(certNotAfter(a), 3*signingDuration).Should(BeNumerically(">", first))
+		// The renewal CSR was approved by the renewal plugin, and the cluster stayed healthy.
+		Eventually(func(g Gomega) {
+			approved := 0
+			for _, c := range csrsFor(g, cluster1) {
+				if cond := csrCondition(c, certificatesv1.CertificateApproved); cond != nil && cond.Reason == csr.ReasonPluginApproved {
+					approved++
+				}
+			}
+			g.Expect(approved).To(BeNumerically(">=", 1))
+		}).Should(Succeed())
+		Eventually(condition(cluster1, clusterv1.ManagedClusterConditionAvailable)).Should(haveStatus(metav1.ConditionTrue))
+		c1 := managedClient(agentHubConfig(a))
+		Expect(c1.Get(suiteCtx, client.ObjectKey{Name: cluster1}, &clusterv1.ManagedCluster{})).To(Succeed())
+	})
+
+	It("marks a cluster whose lease stops Unknown and unreachable, and recovers it", func() {
+		a := managedAgent(cluster2)
+		a.stop()
+		Eventually(condition(cluster2, clusterv1.ManagedClusterConditionAvailable)).Should(
+			And(haveStatus(metav1.ConditionUnknown), HaveField("Reason", clusterv1.ConditionReasonManagedClusterLeaseUpdateStopped)))
+		var added metav1.Time
+		Eventually(func(g Gomega) {
+			mc := &clusterv1.ManagedCluster{}
+			g.Expect(hubClient.Get(suiteCtx, client.ObjectKey{Name: cluster2}, mc)).To(Succeed())
+			g.Expect(mc.Spec.Taints).To(ConsistOf(And(HaveField("Key", clusterv1.ManagedClusterTaintUnreachable),
+				HaveField("Effect", clusterv1.TaintEffectNoSelect), HaveField("Value", ""))))
+			added = mc.Spec.Taints[0].TimeAdded
+			g.Expect(added.IsZero()).To(BeFalse())
+		}).Should(Succeed())
+
+		startAgent(cluster2, a.managed, "", 0)
+		Eventually(condition(cluster2, clusterv1.ManagedClusterConditionAvailable)).Should(haveStatus(metav1.ConditionTrue))
+		Eventually(func(g Gomega) []clusterv1.Taint {
+			mc := &clusterv1.ManagedCluster{}
+			g.Expect(hubClient.Get(suiteCtx, client.ObjectKey{Name: cluster2}, mc)).To(Succeed())
+			return mc.Spec.Taints
+		}).Should(BeEmpty())
+	})
+
+	It("revokes access when hubAcceptsClient is set back to false, and restores it on accept", func() {
+		a := managedAgent(cluster2)
+		c2 := managedClient(agentHubConfig(a))
+		deny := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"hubAcceptsClient":false}}`))
+		Expect(hubClient.Patch(suiteCtx, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: cluster2}}, deny)).To(Succeed())
+		Eventually(condition(cluster2, clusterv1.ManagedClusterConditionHubAccepted)).Should(
+			And(haveStatus(metav1.ConditionFalse), HaveField("Reason", clusterv1.ConditionReasonHubClusterAdminDenied)))
+		Eventually(func() bool {
+			l := &coordinationv1.Lease{}
+			return apierrors.IsForbidden(c2.Get(suiteCtx, client.ObjectKey{Namespace: cluster2, Name: lease.Name}, l))
+		}).Should(BeTrue())
+		patch := client.RawPatch(types.MergePatchType, []byte(`{"status":{"conditions":[]}}`))
+		Expect(apierrors.IsForbidden(c2.Status().Patch(suiteCtx, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: cluster2}}, patch))).To(BeTrue())
+		// The lease goes stale: Unknown and unreachable.
+		Eventually(condition(cluster2, clusterv1.ManagedClusterConditionAvailable)).Should(haveStatus(metav1.ConditionUnknown))
+
+		_, err := admin.Accept(suiteCtx, hubClient, hubKube, []string{cluster2})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(condition(cluster2, clusterv1.ManagedClusterConditionHubAccepted)).Should(haveStatus(metav1.ConditionTrue))
+		Eventually(condition(cluster2, clusterv1.ManagedClusterConditionAvailable)).Should(haveStatus(metav1.ConditionTrue))
+	})
+
+	It("cleans up and revokes everything when a ManagedCluster is deleted", func() {
+		a := managedAgent(cluster2)
+		cfg := agentHubConfig(a)
+		// Stop the agent first: a live agent would register the cluster again right away.
+		a.stop()
+		Expect(hubClient.Delete(suiteCtx, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: cluster2}})).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(hubClient.Get(suiteCtx, client.ObjectKey{Name: cluster2}, &clusterv1.ManagedCluster{}))
+		}).Should(BeTrue())
+		Expect(apierrors.IsNotFound(hubClient.Get(suiteCtx, client.ObjectKey{Name: rbac.ClusterRoleName(cluster2)}, &rbacv1.ClusterRole{}))).To(BeTrue())
+		Expect(apierrors.IsNotFound(hubClient.Get(suiteCtx, client.ObjectKey{Name: rbac.ClusterRoleName(cluster2)}, &rbacv1.ClusterRoleBinding{}))).To(BeTrue())
+		Eventually(func(g Gomega) []certificatesv1.CertificateSigningRequest { return csrsFor(g, cluster2) }).Should(BeEmpty())
+		Eventually(func() bool {
+			ns := &corev1.Namespace{}
+			err := hubClient.Get(suiteCtx, client.ObjectKey{Name: cluster2}, ns)
+			return apierrors.IsNotFound(err) || (err == nil && !ns.DeletionTimestamp.IsZero())
+		}).Should(BeTrue())
+		c2 := managedClient(cfg)
+		Expect(apierrors.IsForbidden(c2.Get(suiteCtx, client.ObjectKey{Name: cluster2}, &clusterv1.ManagedCluster{}))).To(BeTrue())
+		Expect(apierrors.IsForbidden(c2.Create(suiteCtx, registrationCSRObject()))).To(BeTrue())
+	})
+})
+
+// registrationCSRObject is a well-formed CSR the revoked agent may no longer create.
+func registrationCSRObject() *certificatesv1.CertificateSigningRequest {
+	return registrationCSR("revoked-renewal", cluster2, rbac.AgentUser(cluster2, "x"), rbac.ClusterGroup(cluster2))
+}
+
+func managedAgent(name string) *runningAgent {
+	a, ok := agents[name+"/open-cluster-management-agent"]
+	ExpectWithOffset(1, ok).To(BeTrue(), "no agent for %s", name)
+	return a
+}

@@ -1,0 +1,170 @@
+// Package registration is the end-to-end suite of cluster registration: a real hub and two real
+// managed clusters (etcd + kube-apiserver + kube-controller-manager each), the hub controllers
+// and one in-process klusterlet per managed cluster.
+package registration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flotilla-dev/flotilla/core/environment"
+	"github.com/flotilla-dev/flotilla/core/wasm"
+	"github.com/flotilla-dev/flotilla/hub/manager"
+	"github.com/flotilla-dev/flotilla/hub/registration/bootstrap"
+	"github.com/flotilla-dev/flotilla/klusterlet"
+	"github.com/flotilla-dev/flotilla/sdk/abi"
+)
+
+func TestRegistration(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Registration e2e")
+}
+
+const (
+	// leaseSeconds keeps lease-expiry tests short: the hub's grace period is 5× this.
+	leaseSeconds = 2
+	// signingDuration makes the agents rotate their certificates during the suite.
+	signingDuration = 90 * time.Second
+)
+
+var (
+	suiteCtx    context.Context
+	suiteCancel context.CancelFunc
+	fleet       *environment.Fleet
+	hubClient   client.Client
+	hubKube     kubernetes.Interface
+	hub         *manager.Hub
+	engine      *wasm.Engine
+	rulesWasm   []byte
+	bootstrapKC []byte
+	agents      = map[string]*runningAgent{}
+	logger      logr.Logger
+)
+
+var _ = BeforeSuite(func() {
+	suiteCtx, suiteCancel = context.WithCancel(context.Background())
+	logger = funcr.New(func(prefix, args string) { fmt.Fprintln(GinkgoWriter, prefix, args) }, funcr.Options{Verbosity: 0})
+
+	var err error
+	fleet, err = environment.Start(suiteCtx, environment.Options{
+		ManagedClusters: 2, SigningDuration: signingDuration, Log: GinkgoWriter,
+	})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { Expect(fleet.Stop()).To(Succeed()) })
+
+	scheme, err := manager.NewScheme()
+	Expect(err).NotTo(HaveOccurred())
+	hubClient, err = client.New(fleet.Hub.Config, client.Options{Scheme: scheme})
+	Expect(err).NotTo(HaveOccurred())
+	hubKube = kubernetes.NewForConfigOrDie(fleet.Hub.Config)
+
+	engine, err = wasm.NewEngine(suiteCtx, wasm.EngineOptions{Logger: logger.WithName("wasm")})
+	Expect(err).NotTo(HaveOccurred())
+	rulesWasm = buildRules()
+
+	hub, err = manager.New(manager.Options{Config: fleet.Hub.Config, SkipCRDInstall: true, Logger: logger.WithName("hub")})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(hub.Prepare(suiteCtx)).To(Succeed())
+	hubDone := make(chan struct{})
+	go func() {
+		defer close(hubDone)
+		defer GinkgoRecover()
+		Expect(hub.Manager().Start(suiteCtx)).To(Succeed())
+	}()
+	// The stand-in for the default renewal rule, so rotations are approved.
+	loadPlugin("renewal", `"renewal"`)
+
+	bootstrapKC, err = bootstrap.Kubeconfig(suiteCtx, fleet.Hub.Config, time.Hour)
+	Expect(err).NotTo(HaveOccurred())
+	for i, m := range fleet.Managed {
+		startAgent(environment.ManagedClusterName(i), m.Config, "", 0)
+	}
+	DeferCleanup(func() {
+		for _, a := range agents {
+			a.stop()
+		}
+		suiteCancel()
+		<-hubDone
+		Expect(engine.Close(context.Background())).To(Succeed())
+	})
+})
+
+// buildRules compiles testdata/rules for wasip1.
+func buildRules() []byte {
+	out := filepath.Join(GinkgoT().TempDir(), "rules.wasm")
+	cmd := exec.Command("go", "build", "-trimpath", "-buildmode=c-shared", "-o", out, "./testdata/rules")
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	b, err := cmd.CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), "building the rules test plugin: %s", b)
+	wasmBytes, err := os.ReadFile(out)
+	Expect(err).NotTo(HaveOccurred())
+	return wasmBytes
+}
+
+// loadPlugin makes the rules module with config serve as CSRApproval plugin name.
+func loadPlugin(name, config string) {
+	m, err := engine.Load(suiteCtx, wasm.ModuleSpec{
+		Name: name, Type: abi.TypeCSRApproval, Wasm: rulesWasm, Config: []byte(config),
+		Limits: wasm.Limits{CallTimeout: 5 * time.Second},
+	})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(hub.Registry().Set(suiteCtx, m)).To(Succeed())
+}
+
+func unloadPlugin(name string) {
+	_, err := hub.Registry().Remove(suiteCtx, name)
+	Expect(err).NotTo(HaveOccurred())
+}
+
+type runningAgent struct {
+	name, namespace string
+	managed         *rest.Config
+	cancel          context.CancelFunc
+	done            chan struct{}
+}
+
+func (a *runningAgent) stop() {
+	a.cancel()
+	<-a.done
+}
+
+// startAgent runs a klusterlet for cluster name against the managed API server managed, its
+// secrets in namespace ns (default when empty), until stopped.
+func startAgent(name string, managed *rest.Config, ns string, maxClaims int) *runningAgent {
+	ctx, cancel := context.WithCancel(suiteCtx)
+	a := &runningAgent{name: name, namespace: ns, managed: managed, cancel: cancel, done: make(chan struct{})}
+	if a.namespace == "" {
+		a.namespace = "open-cluster-management-agent"
+	}
+	opts := klusterlet.Options{
+		ClusterName:            name,
+		ManagedConfig:          managed,
+		BootstrapKubeconfig:    bootstrapKC,
+		AgentNamespace:         a.namespace,
+		LeaseDurationSeconds:   leaseSeconds,
+		MaxCustomClusterClaims: maxClaims,
+		RetryInitial:           200 * time.Millisecond,
+		RetryMax:               2 * time.Second,
+		Logger:                 logger.WithName("klusterlet").WithValues("cluster", name),
+	}
+	go func() {
+		defer close(a.done)
+		defer GinkgoRecover()
+		Expect(klusterlet.Run(ctx, opts)).To(Succeed())
+	}()
+	agents[fmt.Sprintf("%s/%s", name, a.namespace)] = a
+	return a
+}
