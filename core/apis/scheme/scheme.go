@@ -13,6 +13,7 @@ import (
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1alpha1"
 	clusterv1beta1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta1"
 	clusterv1beta2 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta2"
+	flotillav1alpha1 "github.com/flotilla-dev/flotilla/core/apis/flotilla/v1alpha1"
 	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/work/v1alpha1"
 )
@@ -30,6 +31,7 @@ var groups = []struct {
 	{"work.open-cluster-management.io/v1", workv1.AddToScheme},
 	{"work.open-cluster-management.io/v1alpha1", workv1alpha1.AddToScheme},
 	{"addon.open-cluster-management.io/v1alpha1", addonv1alpha1.AddToScheme},
+	{"flotilla.dev/v1alpha1", flotillav1alpha1.AddToScheme},
 }
 
 // AddToScheme registers the Kubernetes built-in kinds and every Flotilla API
