@@ -66,7 +66,8 @@ const (
 
 // InstallStrategy says where an add-on is installed automatically.
 type InstallStrategy struct {
-	// Type is Manual or Placements.
+	// Type is Manual or Placements. The tag has no omitempty (as in OCM), so Go
+	// clients must set it: an empty string is sent and fails the enum.
 	// +kubebuilder:validation:Enum=Manual;Placements
 	// +kubebuilder:default:=Manual
 	// +optional

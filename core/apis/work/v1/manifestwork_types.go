@@ -82,6 +82,8 @@ type DeleteOption struct {
 	// PropagationPolicy is Foreground, Orphan or SelectivelyOrphan. SelectivelyOrphan
 	// exists to hand a resource over to another ManifestWork without an outage:
 	// create the new work, orphan the resource in the old one, then drop it there.
+	// The tag has no omitempty (as in OCM): Go clients setting a DeleteOption must
+	// set the policy too, as an empty string fails the enum.
 	// +kubebuilder:default=Foreground
 	PropagationPolicy DeletePropagationPolicyType `json:"propagationPolicy"`
 

@@ -2,32 +2,45 @@ package v1_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
+	"github.com/flotilla-dev/flotilla/core/apis/work/seedcheck"
 	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
 )
 
 // seedDir holds the documented example objects, relative to this package.
 const seedDir = "../../../../e2e/testdata/seeds"
 
-// TestSeedsDecodeStrictly decodes every work.open-cluster-management.io/v1 seed into
-// the typed objects, rejecting unknown fields, and checks nothing was lost on the way.
+func newValidator(t *testing.T) *seedcheck.Validator {
+	t.Helper()
+	s := runtime.NewScheme()
+	if err := workv1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	v, err := seedcheck.New(s, "../../../crds/bases/work.open-cluster-management.io_*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// TestSeedsDecodeStrictly decodes every work.open-cluster-management.io/v1 seed
+// strictly into the Go types and validates it against the generated CRD as the
+// API server would.
 func TestSeedsDecodeStrictly(t *testing.T) {
 	paths, err := filepath.Glob(filepath.Join(seedDir, "work-*.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	decoded := 0
+	v := newValidator(t)
+	kinds := map[string]int{}
 	for _, path := range paths {
 		data, err := os.ReadFile(path)
 		if err != nil {
@@ -43,30 +56,22 @@ func TestSeedsDecodeStrictly(t *testing.T) {
 			continue
 		}
 		if tm.APIVersion != workv1.GroupVersion.String() {
-			continue // other versions of the group are decoded by their own package's test
-		}
-		var obj runtime.Object
-		switch tm.Kind {
-		case "ManifestWork":
-			obj = &workv1.ManifestWork{}
-		case "AppliedManifestWork":
-			obj = &workv1.AppliedManifestWork{}
-		default:
-			t.Errorf("%s: kind %q is not a %s kind", path, tm.Kind, workv1.GroupVersion)
-			continue
+			continue // other versions of the group are checked by their own package's test
 		}
 		t.Run(filepath.Base(path), func(t *testing.T) {
-			if err := yaml.UnmarshalStrict(data, obj); err != nil {
-				t.Fatalf("strict decoding: %v", err)
+			obj, err := v.Check(data)
+			if err != nil {
+				t.Fatal(err)
 			}
-			if lost := lostFields(t, data, obj); len(lost) > 0 {
-				t.Errorf("fields not preserved by the typed object: %s", strings.Join(lost, ", "))
+			kind := obj.GetObjectKind().GroupVersionKind().Kind
+			if want := "-" + strings.ToLower(kind) + ".yaml"; !strings.HasSuffix(path, want) {
+				t.Errorf("file holds a %s; its name must end in %s", kind, want)
 			}
+			kinds[kind]++
 		})
-		decoded++
 	}
-	if decoded == 0 {
-		t.Fatalf("no %s seed found in %s", workv1.GroupVersion, seedDir)
+	if kinds["ManifestWork"] == 0 {
+		t.Fatalf("no ManifestWork seed found in %s", seedDir)
 	}
 }
 
@@ -119,7 +124,67 @@ func TestSeedManifestWorkShapes(t *testing.T) {
 	}
 }
 
-// TestStrictDecodingRejectsMisnamedFields shows the seed test would catch a typo.
+// TestValidatorRejects shows the seed check has teeth: each broken document must
+// be refused for the stated reason, as the API server would refuse it.
+func TestValidatorRejects(t *testing.T) {
+	v := newValidator(t)
+	const head = "apiVersion: work.open-cluster-management.io/v1\nkind: ManifestWork\nmetadata: {name: w, namespace: cluster1}\n"
+	for _, tc := range []struct{ name, doc, want string }{
+		{"misnamed field", head + "spec:\n  workload: {manifest: []}", "spec.workload.manifest"},
+		{"propagation policy outside the enum", head + "spec: {deleteOption: {propagationPolicy: Later}}", "spec.deleteOption.propagationPolicy"},
+		{"update strategy outside the enum", head + "spec:\n  manifestConfigs: [{resourceIdentifier: {resource: jobs, name: pi}, updateStrategy: {type: Replace}}]", "spec.manifestConfigs[0].updateStrategy.type"},
+		{"field manager without the work-agent prefix", head + "spec:\n  manifestConfigs: [{resourceIdentifier: {resource: jobs, name: pi}, updateStrategy: {type: ServerSideApply, serverSideApply: {fieldManager: me}}}]", "fieldManager"},
+		{"resource identifier without name", head + "spec:\n  manifestConfigs: [{resourceIdentifier: {resource: jobs}}]", "spec.manifestConfigs[0].resourceIdentifier.name"},
+		{"CEL condition rule without condition", head + "spec:\n  manifestConfigs: [{resourceIdentifier: {resource: jobs, name: pi}, conditionRules: [{type: CEL, celExpressions: [{expression: 'true'}]}]}]", "Condition is required for CEL rules"},
+		{"manifest without apiVersion", head + "spec:\n  workload: {manifests: [{kind: ConfigMap, metadata: {name: c}}]}", "spec.workload.manifests[0].apiVersion"},
+		{"executor service account name not a DNS name", head + "spec: {executor: {subject: {type: ServiceAccount, serviceAccount: {namespace: default, name: Exec_1}}}}", "spec.executor.subject.serviceAccount.name"},
+		{"ManifestWork without namespace", "apiVersion: work.open-cluster-management.io/v1\nkind: ManifestWork\nmetadata: {name: w}\nspec: {}", "metadata.namespace"},
+		{"AppliedManifestWork with namespace", "apiVersion: work.open-cluster-management.io/v1\nkind: AppliedManifestWork\nmetadata: {name: h-w, namespace: default}\nspec: {hubHash: h, agentID: a, manifestWorkName: w}", "metadata.namespace"},
+		{"feedback value of unknown type", head + "spec: {}\nstatus:\n  resourceStatus:\n    manifests: [{resourceMeta: {ordinal: 0}, conditions: [], statusFeedback: {values: [{name: r, fieldValue: {type: Float}}]}}]", "fieldValue.type"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := v.Check([]byte(tc.doc))
+			if err == nil {
+				t.Fatalf("document accepted, want an error mentioning %q", tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %q does not mention %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestCRDDefaults checks the defaults OCM declares are filled in by the API server.
+func TestCRDDefaults(t *testing.T) {
+	v := newValidator(t)
+	u, err := v.Defaulted([]byte(`apiVersion: work.open-cluster-management.io/v1
+kind: ManifestWork
+metadata: {name: w, namespace: cluster1}
+spec:
+  deleteOption: {}
+  manifestConfigs:
+  - resourceIdentifier: {resource: deployments, name: hello}
+    updateStrategy:
+      serverSideApply:
+        ignoreFields: [{jsonPaths: [.spec.replicas]}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := u["spec"].(map[string]any)
+	if got := spec["deleteOption"].(map[string]any)["propagationPolicy"]; got != "Foreground" {
+		t.Errorf("deleteOption.propagationPolicy defaults to %v, want Foreground", got)
+	}
+	us := spec["manifestConfigs"].([]any)[0].(map[string]any)["updateStrategy"].(map[string]any)
+	ssa := us["serverSideApply"].(map[string]any)
+	if us["type"] != "Update" || ssa["fieldManager"] != workv1.DefaultFieldManager ||
+		ssa["ignoreFields"].([]any)[0].(map[string]any)["condition"] != string(workv1.IgnoreFieldsConditionOnSpokePresent) {
+		t.Errorf("updateStrategy defaults: got %v", us)
+	}
+}
+
+// TestStrictDecodingRejectsMisnamedFields: the Go types alone, decoded with
+// sigs.k8s.io/yaml UnmarshalStrict, refuse a misnamed field of a seed.
 func TestStrictDecodingRejectsMisnamedFields(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join(seedDir, "work-concepts-5-manifestwork.yaml"))
 	if err != nil {
@@ -132,8 +197,8 @@ func TestStrictDecodingRejectsMisnamedFields(t *testing.T) {
 	} {
 		bad := strings.Replace(string(data), tc.from, tc.to, 1)
 		err := yaml.UnmarshalStrict([]byte(bad), &workv1.ManifestWork{})
-		if err == nil || !strings.Contains(err.Error(), strings.TrimSuffix(tc.to, ":")) {
-			t.Errorf("renaming %q to %q: got error %v, want an unknown-field error naming it", tc.from, tc.to, err)
+		if want := `unknown field "` + strings.TrimSuffix(tc.to, ":") + `"`; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("renaming %q to %q: got error %v, want %s", tc.from, tc.to, err, want)
 		}
 	}
 }
@@ -149,109 +214,4 @@ func decodeWork(t *testing.T, name string) *workv1.ManifestWork {
 		t.Fatalf("%s: %v", name, err)
 	}
 	return mw
-}
-
-// lostFields lists the paths of non-empty values in the YAML document that are
-// missing or different once obj is encoded again.
-func lostFields(t *testing.T, doc []byte, obj any) []string {
-	t.Helper()
-	var want any
-	if err := yaml.Unmarshal(doc, &want); err != nil {
-		t.Fatalf("generic decoding: %v", err)
-	}
-	out, err := json.Marshal(obj)
-	if err != nil {
-		t.Fatalf("encoding typed object: %v", err)
-	}
-	var got any
-	if err := json.Unmarshal(out, &got); err != nil {
-		t.Fatal(err)
-	}
-	var lost []string
-	compareSubset(want, got, "", &lost)
-	return lost
-}
-
-func compareSubset(want, got any, path string, lost *[]string) {
-	switch w := want.(type) {
-	case map[string]any:
-		g, _ := got.(map[string]any)
-		for k, wv := range w {
-			if isEmpty(wv) {
-				continue
-			}
-			gv, ok := g[k]
-			if !ok {
-				*lost = append(*lost, path+"."+k)
-				continue
-			}
-			compareSubset(wv, gv, path+"."+k, lost)
-		}
-	case []any:
-		g, _ := got.([]any)
-		if len(g) != len(w) {
-			*lost = append(*lost, fmt.Sprintf("%s (%d items, got %d)", path, len(w), len(g)))
-			return
-		}
-		for i := range w {
-			compareSubset(w[i], g[i], fmt.Sprintf("%s[%d]", path, i), lost)
-		}
-	default:
-		if reflect.DeepEqual(want, got) || sameDuration(want, got) {
-			return
-		}
-		*lost = append(*lost, fmt.Sprintf("%s (%v, got %v)", path, want, got))
-	}
-}
-
-// sameDuration accepts "5m" coming back as "5m0s" from metav1.Duration.
-func sameDuration(a, b any) bool {
-	as, ok1 := a.(string)
-	bs, ok2 := b.(string)
-	if !ok1 || !ok2 {
-		return false
-	}
-	ad, err1 := time.ParseDuration(as)
-	bd, err2 := time.ParseDuration(bs)
-	return err1 == nil && err2 == nil && ad == bd
-}
-
-func isEmpty(v any) bool {
-	switch x := v.(type) {
-	case nil:
-		return true
-	case string:
-		return x == ""
-	case bool:
-		return !x
-	case float64:
-		return x == 0
-	case map[string]any:
-		return len(x) == 0
-	case []any:
-		return len(x) == 0
-	}
-	return false
-}
-
-// TestLostFieldsReportsDroppedValues keeps the preservation check honest: a value
-// the typed object does not carry must be reported.
-func TestLostFieldsReportsDroppedValues(t *testing.T) {
-	doc := []byte("metadata:\n  name: a\nspec:\n  deleteOption:\n    propagationPolicy: Orphan\n    ttlSecondsAfterFinished: 5\n")
-	mw := &workv1.ManifestWork{}
-	if err := yaml.UnmarshalStrict(doc, mw); err != nil {
-		t.Fatal(err)
-	}
-	if lost := lostFields(t, doc, mw); len(lost) != 0 {
-		t.Fatalf("faithful decode reported lost fields: %v", lost)
-	}
-	mw.Spec.DeleteOption.TTLSecondsAfterFinished = nil
-	mw.Spec.DeleteOption.PropagationPolicy = workv1.DeletePropagationPolicyTypeForeground
-	lost := lostFields(t, doc, mw)
-	want := []string{".spec.deleteOption.propagationPolicy (Orphan, got Foreground)", ".spec.deleteOption.ttlSecondsAfterFinished"}
-	for _, w := range want {
-		if !strings.Contains(strings.Join(lost, "\n"), w) {
-			t.Errorf("lost fields %q do not mention %q", lost, w)
-		}
-	}
 }

@@ -1,0 +1,230 @@
+package v1alpha1_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/yaml"
+
+	addonv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/addon/v1alpha1"
+	clusterv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1alpha1"
+	"github.com/flotilla-dev/flotilla/core/apis/work/seedcheck"
+)
+
+// seedDir holds the documented example objects, relative to this package.
+const seedDir = "../../../../e2e/testdata/seeds"
+
+// seedKinds are the kinds the add-on seeds must cover.
+var seedKinds = []string{"ClusterManagementAddOn", "ManagedClusterAddOn", "AddOnDeploymentConfig", "AddOnTemplate"}
+
+func newValidator(t *testing.T) *seedcheck.Validator {
+	t.Helper()
+	s := runtime.NewScheme()
+	if err := addonv1alpha1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	v, err := seedcheck.New(s, "../../../crds/bases/addon.open-cluster-management.io_*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// TestSeedsDecodeStrictly decodes every addon seed strictly into the Go types and
+// validates it against the generated CRD as the API server would.
+func TestSeedsDecodeStrictly(t *testing.T) {
+	paths, err := filepath.Glob(filepath.Join(seedDir, "addon-*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := newValidator(t)
+	seen := map[string]int{}
+	for _, path := range paths {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			var tm metav1.TypeMeta
+			if err := yaml.Unmarshal(data, &tm); err != nil {
+				t.Fatalf("reading apiVersion/kind: %v", err)
+			}
+			if tm.APIVersion != addonv1alpha1.GroupVersion.String() {
+				t.Fatalf("apiVersion %q, want %s", tm.APIVersion, addonv1alpha1.GroupVersion)
+			}
+			obj, err := v.Check(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			kind := obj.GetObjectKind().GroupVersionKind().Kind
+			if want := "-" + strings.ToLower(kind) + ".yaml"; !strings.HasSuffix(path, want) {
+				t.Errorf("file holds a %s; its name must end in %s", kind, want)
+			}
+			seen[kind]++
+		})
+	}
+	for _, k := range seedKinds {
+		if seen[k] == 0 {
+			t.Errorf("no seed document of kind %s", k)
+		}
+	}
+}
+
+func decode[T any](t *testing.T, name string, obj *T) *T {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(seedDir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.UnmarshalStrict(data, obj); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return obj
+}
+
+// TestSeedShapes pins decoded values where inline members (ConfigGroupResource,
+// ConfigReferent, PlacementRef, RolloutConfig) could put a field in the wrong place.
+func TestSeedShapes(t *testing.T) {
+	cma := decode(t, "addon-addon-management-4-clustermanagementaddon.yaml", &addonv1alpha1.ClusterManagementAddOn{})
+	if cma.Annotations[addonv1alpha1.AddonLifecycleAnnotationKey] != addonv1alpha1.AddonLifecycleAddonManagerAnnotationValue {
+		t.Errorf("lifecycle annotation: got %v", cma.Annotations)
+	}
+	is := cma.Spec.InstallStrategy
+	if is.Type != addonv1alpha1.AddonInstallStrategyPlacements || len(is.Placements) != 1 {
+		t.Fatalf("installStrategy: got %+v", is)
+	}
+	pl := is.Placements[0]
+	if pl.Name != "placement-aws" || pl.Namespace != "default" || len(pl.Configs) != 1 ||
+		pl.Configs[0].Resource != "addondeploymentconfigs" || pl.Configs[0].Name != "deploy-config" ||
+		pl.Configs[0].Namespace != "open-cluster-management" {
+		t.Errorf("placements[0]: got %+v", pl)
+	}
+	p := pl.RolloutStrategy.Progressive
+	if pl.RolloutStrategy.Type != clusterv1alpha1.Progressive || p == nil || p.MaxConcurrency != intstr.FromString("25%") ||
+		p.MaxFailures != intstr.FromInt32(2) || p.MinSuccessTime.Duration.Minutes() != 5 || p.ProgressDeadline != "10m" ||
+		len(p.MandatoryDecisionGroups.MandatoryDecisionGroups) != 2 {
+		t.Errorf("rolloutStrategy: got %+v", pl.RolloutStrategy)
+	}
+
+	defaults := decode(t, "addon-concepts-5-clustermanagementaddon.yaml", &addonv1alpha1.ClusterManagementAddOn{})
+	sc := defaults.Spec.SupportedConfigs
+	if len(sc) != 2 || sc[1].Group != "example.open-cluster-management.io" || sc[1].Resource != "exampleconfigs" ||
+		sc[1].DefaultConfig == nil || sc[1].DefaultConfig.Name != "default-example-config" {
+		t.Errorf("supportedConfigs: got %+v", sc)
+	}
+
+	mca := decode(t, "addon-scenarios-2-managedclusteraddon.yaml", &addonv1alpha1.ManagedClusterAddOn{})
+	if mca.Spec.InstallNamespace != "open-cluster-management-agent-addon" || len(mca.Spec.Configs) != 1 ||
+		mca.Spec.Configs[0].Name != "addon-proxy-settings" || mca.Spec.Configs[0].Group != "addon.open-cluster-management.io" {
+		t.Errorf("ManagedClusterAddOn spec: got %+v", mca.Spec)
+	}
+
+	adc := decode(t, "addon-scenarios-1-addondeploymentconfig.yaml", &addonv1alpha1.AddOnDeploymentConfig{})
+	if adc.Spec.ProxyConfig.NoProxy != ".cluster.local,.svc," || string(adc.Spec.ProxyConfig.CABundle) != "------\n" {
+		t.Errorf("proxyConfig: got %+v", adc.Spec.ProxyConfig)
+	}
+
+	tmpl := decode(t, "addon-addon-gitops-upgrades-2-addontemplate.yaml", &addonv1alpha1.AddOnTemplate{})
+	if tmpl.Spec.AddonName != "hello-template" || len(tmpl.Spec.AgentSpec.Workload.Manifests) != 3 {
+		t.Fatalf("AddOnTemplate spec: got %+v", tmpl.Spec)
+	}
+	var sa struct {
+		Kind     string            `json:"kind"`
+		Metadata metav1.ObjectMeta `json:"metadata"`
+	}
+	if err := json.Unmarshal(tmpl.Spec.AgentSpec.Workload.Manifests[1].Raw, &sa); err != nil || sa.Kind != "ServiceAccount" ||
+		sa.Metadata.Name != "hello-template-agent-sa" {
+		t.Errorf("agentSpec manifest 1: got %+v (%v)", sa, err)
+	}
+}
+
+// TestValidatorRejects shows the seed check has teeth, including for the seed
+// mistakes the repairs in e2e/testdata/seeds fixed.
+func TestValidatorRejects(t *testing.T) {
+	v := newValidator(t)
+	const cma = "apiVersion: addon.open-cluster-management.io/v1alpha1\nkind: ClusterManagementAddOn\nmetadata: {name: a}\n"
+	const mca = "apiVersion: addon.open-cluster-management.io/v1alpha1\nkind: ManagedClusterAddOn\nmetadata: {name: a, namespace: cluster1}\n"
+	const adc = "apiVersion: addon.open-cluster-management.io/v1alpha1\nkind: AddOnDeploymentConfig\nmetadata: {name: c, namespace: cluster1}\n"
+	const tpl = "apiVersion: addon.open-cluster-management.io/v1alpha1\nkind: AddOnTemplate\nmetadata: {name: t}\n"
+	for _, tc := range []struct{ name, doc, want string }{
+		{"install strategy type Placement (seed typo)", cma + "spec: {installStrategy: {type: Placement}}", "spec.installStrategy.type"},
+		{"misnamed field", cma + "spec: {addonMeta: {displayName: x}}", "spec.addonMeta"},
+		{"placement without namespace", cma + "spec: {installStrategy: {type: Placements, placements: [{name: p}]}}", "spec.installStrategy.placements[0].namespace"},
+		{"duplicate placement", cma + "spec: {installStrategy: {type: Placements, placements: [{name: p, namespace: d}, {name: p, namespace: d}]}}", "spec.installStrategy.placements[1]"},
+		{"duplicate supported config", cma + "spec: {supportedConfigs: [{group: g, resource: r}, {group: g, resource: r}]}", "spec.supportedConfigs[1]"},
+		{"config without resource", mca + "spec: {configs: [{group: g, name: cfg}]}", "spec.configs[0].resource"},
+		{"install namespace not a DNS label", mca + "spec: {installNamespace: Agent_NS}", "spec.installNamespace"},
+		{"ManagedClusterAddOn without namespace", "apiVersion: addon.open-cluster-management.io/v1alpha1\nkind: ManagedClusterAddOn\nmetadata: {name: a}\nspec: {}", "metadata.namespace"},
+		{"caBundle elided with ... (seed as written)", adc + "spec: {proxyConfig: {caBundle: LS0tLS...LS0tCg==}}", "spec.proxyConfig.caBundle"},
+		{"customized variable name with a dash", adc + "spec: {customizedVariables: [{name: my-var, value: x}]}", "spec.customizedVariables[0].name"},
+		{"container ID of an unknown resource type", adc + "spec: {resourceRequirements: [{containerID: 'services:a:b', resources: {}}]}", "spec.resourceRequirements[0].containerID"},
+		{"AddOnTemplate without addonName (seed as written)", tpl + "spec: {agentSpec: {}}", "spec.addonName"},
+		{"registration type outside the enum", tpl + "spec: {addonName: a, agentSpec: {}, registration: [{type: Token}]}", "spec.registration[0].type"},
+		{"custom signer without signingCA", tpl + "spec: {addonName: a, agentSpec: {}, registration: [{type: CustomSigner, customSigner: {signerName: example.com/signer}}]}", "signingCA"},
+		{"manifest without apiVersion (seed as written)", tpl + "spec: {addonName: a, agentSpec: {workload: {manifests: [{kind: Deployment, metadata: {name: d}}]}}}", "spec.agentSpec.workload.manifests[0].apiVersion"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := v.Check([]byte(tc.doc))
+			if err == nil {
+				t.Fatalf("document accepted, want an error mentioning %q", tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %q does not mention %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestCRDDefaults checks OCM's defaults are filled in by the API server.
+func TestCRDDefaults(t *testing.T) {
+	v := newValidator(t)
+	u, err := v.Defaulted([]byte("apiVersion: addon.open-cluster-management.io/v1alpha1\nkind: ClusterManagementAddOn\n" +
+		"metadata: {name: a}\nspec:\n  supportedConfigs: [{resource: addondeploymentconfigs}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := u["spec"].(map[string]any)
+	if got := spec["installStrategy"].(map[string]any)["type"]; got != addonv1alpha1.AddonInstallStrategyManual {
+		t.Errorf("installStrategy.type defaults to %v, want Manual", got)
+	}
+	if got, ok := spec["supportedConfigs"].([]any)[0].(map[string]any)["group"]; !ok || got != "" {
+		t.Errorf("supportedConfigs[0].group defaults to %v (set %v), want \"\"", got, ok)
+	}
+
+	u, err = v.Defaulted([]byte("apiVersion: addon.open-cluster-management.io/v1alpha1\nkind: ClusterManagementAddOn\n" +
+		"metadata: {name: a}\nspec:\n  installStrategy:\n    type: Placements\n    placements: [{name: p, namespace: default}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl := u["spec"].(map[string]any)["installStrategy"].(map[string]any)["placements"].([]any)[0].(map[string]any)
+	if got := pl["rolloutStrategy"].(map[string]any)["type"]; got != "All" {
+		t.Errorf("placements[0].rolloutStrategy.type defaults to %v, want All", got)
+	}
+
+	u, err = v.Defaulted([]byte("apiVersion: addon.open-cluster-management.io/v1alpha1\nkind: ManagedClusterAddOn\n" +
+		"metadata: {name: a, namespace: cluster1}\nspec: {}\nstatus: {healthCheck: {}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := u["spec"].(map[string]any)["installNamespace"]; got != "open-cluster-management-agent-addon" {
+		t.Errorf("installNamespace defaults to %v", got)
+	}
+	if got := u["status"].(map[string]any)["healthCheck"].(map[string]any)["mode"]; got != string(addonv1alpha1.HealthCheckModeLease) {
+		t.Errorf("healthCheck.mode defaults to %v, want Lease", got)
+	}
+
+	u, err = v.Defaulted([]byte("apiVersion: addon.open-cluster-management.io/v1alpha1\nkind: AddOnDeploymentConfig\n" +
+		"metadata: {name: c, namespace: cluster1}\nspec: {}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := u["spec"].(map[string]any)["agentInstallNamespace"]; got != "open-cluster-management-agent-addon" {
+		t.Errorf("agentInstallNamespace defaults to %v", got)
+	}
+}

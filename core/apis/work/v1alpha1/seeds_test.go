@@ -1,0 +1,161 @@
+package v1alpha1_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/yaml"
+
+	clusterv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1alpha1"
+	"github.com/flotilla-dev/flotilla/core/apis/work/seedcheck"
+	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
+	workv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/work/v1alpha1"
+)
+
+// seedDir holds the documented example objects, relative to this package.
+const seedDir = "../../../../e2e/testdata/seeds"
+
+func newValidator(t *testing.T) *seedcheck.Validator {
+	t.Helper()
+	s := runtime.NewScheme()
+	if err := workv1alpha1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	v, err := seedcheck.New(s, "../../../crds/bases/work.open-cluster-management.io_manifestworkreplicasets.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// TestSeedsDecodeStrictly decodes every work.open-cluster-management.io/v1alpha1
+// seed strictly into the Go types and validates it against the generated CRD.
+func TestSeedsDecodeStrictly(t *testing.T) {
+	paths, err := filepath.Glob(filepath.Join(seedDir, "work-*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := newValidator(t)
+	checked := 0
+	for _, path := range paths {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tm metav1.TypeMeta
+		if err := yaml.Unmarshal(data, &tm); err != nil {
+			t.Errorf("%s: reading apiVersion/kind: %v", path, err)
+			continue
+		}
+		if tm.APIVersion != workv1alpha1.GroupVersion.String() {
+			continue // work/v1 seeds are checked by that package
+		}
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			obj, err := v.Check(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			kind := obj.GetObjectKind().GroupVersionKind().Kind
+			if want := "-" + strings.ToLower(kind) + ".yaml"; !strings.HasSuffix(path, want) {
+				t.Errorf("file holds a %s; its name must end in %s", kind, want)
+			}
+		})
+		checked++
+	}
+	if checked == 0 {
+		t.Fatalf("no %s seed found in %s", workv1alpha1.GroupVersion, seedDir)
+	}
+}
+
+// TestSeedReplicaSetShape pins the decoded rollout strategies of the documented
+// ManifestWorkReplicaSet, whose inline members are easy to get wrong.
+func TestSeedReplicaSetShape(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(seedDir, "work-concepts-13-manifestworkreplicaset.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := &workv1alpha1.ManifestWorkReplicaSet{}
+	if err := yaml.UnmarshalStrict(data, rs); err != nil {
+		t.Fatal(err)
+	}
+	refs := rs.Spec.PlacementRefs
+	if len(refs) != 3 {
+		t.Fatalf("placementRefs: got %d, want 3", len(refs))
+	}
+	if refs[0].RolloutStrategy.Type != clusterv1alpha1.All {
+		t.Errorf("placementRefs[0] rollout type: got %q", refs[0].RolloutStrategy.Type)
+	}
+	p := refs[1].RolloutStrategy.Progressive
+	if refs[1].RolloutStrategy.Type != clusterv1alpha1.Progressive || p == nil {
+		t.Fatalf("placementRefs[1] rollout: got %+v", refs[1].RolloutStrategy)
+	}
+	if p.MinSuccessTime.Duration.Minutes() != 5 || p.ProgressDeadline != "10m" || p.MaxFailures != intstr.FromString("5%") {
+		t.Errorf("placementRefs[1] rollout config: got %+v", p.RolloutConfig)
+	}
+	if len(p.MandatoryDecisionGroups.MandatoryDecisionGroups) != 2 || p.MandatoryDecisionGroups.MandatoryDecisionGroups[1].GroupName != "prod-canary-east" {
+		t.Errorf("placementRefs[1] mandatory decision groups: got %+v", p.MandatoryDecisionGroups)
+	}
+	g := refs[2].RolloutStrategy.ProgressivePerGroup
+	if refs[2].RolloutStrategy.Type != clusterv1alpha1.ProgressivePerGroup || g == nil || g.MaxFailures != intstr.FromInt32(2) {
+		t.Errorf("placementRefs[2] rollout: got %+v", refs[2].RolloutStrategy)
+	}
+	tmpl := rs.Spec.ManifestWorkTemplate
+	if tmpl.DeleteOption == nil || tmpl.DeleteOption.PropagationPolicy != workv1.DeletePropagationPolicyTypeSelectivelyOrphan ||
+		len(tmpl.Workload.Manifests) != 2 || len(tmpl.ManifestConfigs[0].FeedbackRules[0].JsonPaths) != 2 {
+		t.Errorf("manifestWorkTemplate: got %+v", tmpl)
+	}
+}
+
+// TestValidatorRejects: broken replica sets must be refused for the stated reason.
+func TestValidatorRejects(t *testing.T) {
+	v := newValidator(t)
+	const head = "apiVersion: work.open-cluster-management.io/v1alpha1\nkind: ManifestWorkReplicaSet\nmetadata: {name: r, namespace: ocm-ns}\n"
+	for _, tc := range []struct{ name, doc, want string }{
+		// The seed's own spelling before repair: OCM's field is "type".
+		{"rolloutType instead of type", head + "spec:\n  manifestWorkTemplate: {}\n  placementRefs: [{name: p, rolloutStrategy: {rolloutType: All}}]", "spec.placementRefs[0].rolloutStrategy.rolloutType"},
+		{"no placementRefs", head + "spec: {manifestWorkTemplate: {}, placementRefs: []}", "spec.placementRefs"},
+		{"rollout type outside the enum", head + "spec:\n  manifestWorkTemplate: {}\n  placementRefs: [{name: p, rolloutStrategy: {type: Canary}}]", "spec.placementRefs[0].rolloutStrategy.type"},
+		{"maxFailures above 100%", head + "spec:\n  manifestWorkTemplate: {}\n  placementRefs: [{name: p, rolloutStrategy: {type: Progressive, progressive: {maxFailures: 150%}}}]", "maxFailures"},
+		{"progressDeadline without unit", head + "spec:\n  manifestWorkTemplate: {}\n  placementRefs: [{name: p, rolloutStrategy: {type: All, all: {progressDeadline: ten}}}]", "progressDeadline"},
+		{"cascade deletion policy outside the enum", head + "spec: {manifestWorkTemplate: {}, placementRefs: [{name: p}], cascadeDeletionPolicy: Orphan}", "spec.cascadeDeletionPolicy"},
+		{"empty placement name", head + "spec: {manifestWorkTemplate: {}, placementRefs: [{name: ''}]}", "spec.placementRefs[0].name"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := v.Check([]byte(tc.doc))
+			if err == nil {
+				t.Fatalf("document accepted, want an error mentioning %q", tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %q does not mention %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestCRDDefaults checks OCM's defaults for placement references and deletion.
+func TestCRDDefaults(t *testing.T) {
+	v := newValidator(t)
+	u, err := v.Defaulted([]byte("apiVersion: work.open-cluster-management.io/v1alpha1\nkind: ManifestWorkReplicaSet\n" +
+		"metadata: {name: r, namespace: ocm-ns}\nspec:\n  manifestWorkTemplate: {}\n  placementRefs:\n  - name: p\n  - name: q\n    rolloutStrategy: {type: Progressive, progressive: {}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := u["spec"].(map[string]any)
+	if spec["cascadeDeletionPolicy"] != string(workv1alpha1.Background) {
+		t.Errorf("cascadeDeletionPolicy defaults to %v, want Background", spec["cascadeDeletionPolicy"])
+	}
+	refs := spec["placementRefs"].([]any)
+	rs0 := refs[0].(map[string]any)["rolloutStrategy"].(map[string]any)
+	if rs0["type"] != "All" || rs0["all"].(map[string]any)["progressDeadline"] != "None" {
+		t.Errorf("placementRefs[0].rolloutStrategy defaults to %v, want type All with progressDeadline None", rs0)
+	}
+	prog := refs[1].(map[string]any)["rolloutStrategy"].(map[string]any)["progressive"].(map[string]any)
+	if prog["minSuccessTime"] != "0" || prog["progressDeadline"] != "None" || prog["maxFailures"] != "0" {
+		t.Errorf("progressive rollout config defaults: got %v", prog)
+	}
+}
