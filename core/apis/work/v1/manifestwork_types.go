@@ -16,7 +16,8 @@ type ManifestWork struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	// Spec is what should be applied and how.
+	// Spec is what should be applied and how. Not required by the schema, as in OCM.
+	// +optional
 	Spec ManifestWorkSpec `json:"spec"`
 
 	// Status is what the work agent observed.
