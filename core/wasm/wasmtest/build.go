@@ -16,7 +16,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"testing"
 )
 
 // Guest variants of the misbehave module (see testdata/guests/misbehave/main.go).
@@ -38,8 +37,14 @@ func GuestsDir() string {
 	return filepath.Join(filepath.Dir(file), "..", "testdata", "guests")
 }
 
+// TB is the part of testing.TB (or Ginkgo's GinkgoT()) the helpers use.
+type TB interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
 // Misbehave returns the misbehave module built for v.
-func Misbehave(tb testing.TB, v Variant) []byte {
+func Misbehave(tb TB, v Variant) []byte {
 	tb.Helper()
 	flags := fmt.Sprintf("-X main.version=%s -X main.abiVersion=%s", v.Version, v.ABIVersion)
 	b, err := Build("misbehave", flags)
