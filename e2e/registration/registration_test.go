@@ -166,7 +166,6 @@ var _ = Describe("Registration", Ordered, func() {
 			mc := managedCluster(name)
 			Expect(mc.Finalizers).To(ContainElement(clusterv1.ManagedClusterFinalizer))
 			Expect(mc.Status.Version.Kubernetes).NotTo(BeEmpty())
-			Expect(mc.Status.Capacity).To(HaveKey(clusterv1.ResourceName("cpu")))
 			// Namespace and RBAC exist.
 			Expect(hubClient.Get(suiteCtx, client.ObjectKey{Name: name}, &corev1.Namespace{})).To(Succeed())
 			Expect(hubClient.Get(suiteCtx, client.ObjectKey{Name: rbac.ClusterRoleName(name)}, &rbacv1.ClusterRole{})).To(Succeed())

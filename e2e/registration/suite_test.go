@@ -37,7 +37,9 @@ const (
 	// leaseSeconds keeps lease-expiry tests short: the hub's grace period is 5× this.
 	leaseSeconds = 2
 	// signingDuration makes the agents rotate their certificates during the suite.
-	signingDuration = 90 * time.Second
+	// The signer backdates certificates by five minutes, so the lifetime the agent sees is
+	// this plus five minutes and rotation (at 20% remaining) starts about half a minute in.
+	signingDuration = 2 * time.Minute
 )
 
 var (
@@ -56,6 +58,8 @@ var (
 
 var _ = BeforeSuite(func() {
 	suiteCtx, suiteCancel = context.WithCancel(context.Background())
+	SetDefaultEventuallyTimeout(90 * time.Second)
+	SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
 	logger = funcr.New(func(prefix, args string) { fmt.Fprintln(GinkgoWriter, prefix, args) }, funcr.Options{Verbosity: 0})
 
 	var err error
