@@ -29,8 +29,10 @@ import (
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1alpha1"
 	clusterv1beta2 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta2"
+	flotillav1alpha1 "github.com/flotilla-dev/flotilla/core/apis/flotilla/v1alpha1"
 	"github.com/flotilla-dev/flotilla/hub/admin"
 	"github.com/flotilla-dev/flotilla/hub/manager"
+	"github.com/flotilla-dev/flotilla/hub/plugininstall"
 	"github.com/flotilla-dev/flotilla/hub/registration/csr"
 	"github.com/flotilla-dev/flotilla/hub/registration/lease"
 	"github.com/flotilla-dev/flotilla/hub/registration/rbac"
@@ -153,6 +155,16 @@ func failureCount(plugin string) float64 {
 }
 
 var _ = Describe("Registration", Ordered, func() {
+	It("installs the hub's own plugins as WasmPlugins", func() {
+		for _, name := range []string{"csr-renewal", plugininstall.AutoApprovePlugin} {
+			Eventually(func(g Gomega) *metav1.Condition {
+				wp := &flotillav1alpha1.WasmPlugin{}
+				g.Expect(hubClient.Get(suiteCtx, client.ObjectKey{Name: name}, wp)).To(Succeed())
+				return meta.FindStatusCondition(wp.Status.Conditions, flotillav1alpha1.ConditionReady)
+			}).Should(haveStatus(metav1.ConditionTrue))
+		}
+	})
+
 	It("joins both clusters once the hub admin accepts them", func() {
 		Eventually(func(g Gomega) {
 			_, err := admin.Accept(suiteCtx, hubClient, hubKube, []string{cluster1, cluster2})
@@ -365,9 +377,7 @@ var _ = Describe("Registration", Ordered, func() {
 		}).Should(Succeed())
 	})
 
-	It("approves first-time CSRs a plugin auto-approves, without the admin", func() {
-		loadPlugin("autoapprove", `"approve:auto"`)
-		DeferCleanup(unloadPlugin, "autoapprove")
+	It("approves first-time CSRs the configured csr-autoapprove plugin approves, without the admin", func() {
 		m := fleet.Managed[1]
 		Expect(managedClient(m.Config).Create(suiteCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "agent-auto"}})).To(Succeed())
 		a := startAgent("auto1", m.Config, "agent-auto", 0)
@@ -378,7 +388,7 @@ var _ = Describe("Registration", Ordered, func() {
 			c := csrCondition(items[0], certificatesv1.CertificateApproved)
 			g.Expect(c).NotTo(BeNil())
 			g.Expect(c.Reason).To(Equal(csr.ReasonPluginApproved))
-			g.Expect(c.Message).To(ContainSubstring("autoapprove"))
+			g.Expect(c.Message).To(ContainSubstring(plugininstall.AutoApprovePlugin))
 			g.Expect(items[0].Status.Certificate).NotTo(BeEmpty())
 		}).Should(Succeed())
 		// CSR approval is only half of the opt-in: the cluster is not accepted by it.

@@ -23,6 +23,7 @@ import (
 	"github.com/flotilla-dev/flotilla/core/environment"
 	"github.com/flotilla-dev/flotilla/core/wasm"
 	"github.com/flotilla-dev/flotilla/hub/manager"
+	"github.com/flotilla-dev/flotilla/hub/plugininstall"
 	"github.com/flotilla-dev/flotilla/hub/registration/bootstrap"
 	"github.com/flotilla-dev/flotilla/klusterlet"
 	"github.com/flotilla-dev/flotilla/sdk/abi"
@@ -79,7 +80,12 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	rulesWasm = buildRules()
 
-	hub, err = manager.New(manager.Options{Config: fleet.Hub.Config, SkipCRDInstall: true, Logger: logger.WithName("hub")})
+	// The hub installs its own plugins: csr-renewal always, csr-autoapprove for clusters named auto*.
+	hub, err = manager.New(manager.Options{
+		Config: fleet.Hub.Config, SkipCRDInstall: true, Logger: logger.WithName("hub"),
+		PluginCacheDir: filepath.Join(os.TempDir(), "flotilla-e2e-registration-wasm-cache"),
+		AutoApprove:    plugininstall.AutoApprove{ClusterNamePatterns: []string{"auto*"}},
+	})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(hub.Prepare(suiteCtx)).To(Succeed())
 	hubDone := make(chan struct{})
@@ -88,8 +94,6 @@ var _ = BeforeSuite(func() {
 		defer GinkgoRecover()
 		Expect(hub.Manager().Start(suiteCtx)).To(Succeed())
 	}()
-	// The stand-in for the default renewal rule, so rotations are approved.
-	loadPlugin("renewal", `"renewal"`)
 
 	bootstrapKC, err = bootstrap.Kubeconfig(suiteCtx, fleet.Hub.Config, time.Hour)
 	Expect(err).NotTo(HaveOccurred())
@@ -118,7 +122,8 @@ func buildRules() []byte {
 	return wasmBytes
 }
 
-// loadPlugin makes the rules module with config serve as CSRApproval plugin name.
+// loadPlugin makes the rules test module with config serve as CSRApproval plugin name, loaded
+// straight into the hub's registry (the WasmPlugin path is covered by the hub's own plugins).
 func loadPlugin(name, config string) {
 	m, err := engine.Load(suiteCtx, wasm.ModuleSpec{
 		Name: name, Type: abi.TypeCSRApproval, Wasm: rulesWasm, Config: []byte(config),

@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/component-base/featuregate"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -22,12 +21,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
-	clusterv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1alpha1"
-	clusterv1beta2 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta2"
 	"github.com/flotilla-dev/flotilla/core/apis/featuregates"
+	apischeme "github.com/flotilla-dev/flotilla/core/apis/scheme"
 	"github.com/flotilla-dev/flotilla/core/crds"
 	"github.com/flotilla-dev/flotilla/core/wasm"
+	"github.com/flotilla-dev/flotilla/core/wasmplugin"
+	"github.com/flotilla-dev/flotilla/hub/plugininstall"
 	"github.com/flotilla-dev/flotilla/hub/registration/admission"
 	"github.com/flotilla-dev/flotilla/hub/registration/bootstrap"
 	"github.com/flotilla-dev/flotilla/hub/registration/clusterset"
@@ -51,6 +50,16 @@ type Options struct {
 	MetricsBindAddress string
 	// Registry holds the loaded Wasm plugins; nil means a new, empty registry.
 	Registry *wasm.Registry
+	// Engine compiles Wasm plugins; nil means a new engine caching compiled code in
+	// PluginCacheDir (when set), closed when the hub stops.
+	Engine         *wasm.Engine
+	PluginCacheDir string
+	// SkipWasmPluginController leaves loading WasmPlugins into Registry to the caller.
+	SkipWasmPluginController bool
+	// SkipPluginInstall does not install the built-in plugins (csr-renewal, ...).
+	SkipPluginInstall bool
+	// AutoApprove configures the csr-autoapprove plugin; it is installed only when set.
+	AutoApprove plugininstall.AutoApprove
 	// CleanupHooks run when a ManagedCluster is deleted, before its namespace goes.
 	CleanupHooks []managedcluster.CleanupHook
 	// Components are further controllers added to the same manager (the WasmPlugin
@@ -72,20 +81,18 @@ func (f ComponentFunc) SetupWithManager(mgr ctrl.Manager) error { return f(mgr) 
 
 // Hub is a configured, not yet started hub.
 type Hub struct {
-	opts     Options
-	mgr      ctrl.Manager
-	registry *wasm.Registry
+	opts      Options
+	mgr       ctrl.Manager
+	registry  *wasm.Registry
+	engine    *wasm.Engine
+	ownEngine bool
 }
 
-// NewScheme returns a scheme with client-go's types and the registration API groups.
+// NewScheme returns a scheme with client-go's types and every Flotilla API group.
 func NewScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{
-		clientgoscheme.AddToScheme, clusterv1.AddToScheme, clusterv1beta2.AddToScheme, clusterv1alpha1.AddToScheme,
-	} {
-		if err := add(s); err != nil {
-			return nil, err
-		}
+	if err := apischeme.AddToScheme(s); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
@@ -133,9 +140,16 @@ func New(opts Options) (*Hub, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hub: manager: %w", err)
 	}
-	h := &Hub{opts: opts, mgr: mgr, registry: opts.Registry}
+	h := &Hub{opts: opts, mgr: mgr, registry: opts.Registry, engine: opts.Engine}
+	if h.engine == nil && !opts.SkipWasmPluginController {
+		e, err := wasm.NewEngine(context.Background(), wasm.EngineOptions{CacheDir: opts.PluginCacheDir, Logger: opts.Logger.WithName("wasm")})
+		if err != nil {
+			return nil, fmt.Errorf("hub: wasm engine: %w", err)
+		}
+		h.engine, h.ownEngine = e, true
+	}
 	if err := h.setup(); err != nil {
-		return nil, err
+		return nil, errors.Join(err, h.closeEngine())
 	}
 	return h, nil
 }
@@ -163,6 +177,11 @@ func (h *Hub) setup() error {
 		components = append(components,
 			&clusterset.DefaultSetsReconciler{Client: c},
 			&clusterset.DefaultLabelReconciler{Client: c})
+	}
+	if !h.opts.SkipWasmPluginController {
+		components = append(components, ComponentFunc(func(mgr ctrl.Manager) error {
+			return wasmplugin.SetupWithManager(mgr, h.engine, h.registry)
+		}))
 	}
 	components = append(components, h.opts.Components...)
 	for _, comp := range components {
@@ -202,13 +221,26 @@ func (h *Hub) Prepare(ctx context.Context) error {
 	if err := admission.Ensure(ctx, c); err != nil {
 		return fmt.Errorf("hub: %w", err)
 	}
+	if !h.opts.SkipPluginInstall {
+		if err := plugininstall.Install(ctx, c, h.opts.AutoApprove); err != nil {
+			return fmt.Errorf("hub: %w", err)
+		}
+	}
 	return nil
 }
 
-// Start prepares the hub API server and runs the controllers until ctx ends.
+func (h *Hub) closeEngine() error {
+	if !h.ownEngine {
+		return nil
+	}
+	return h.engine.Close(context.Background())
+}
+
+// Start prepares the hub API server and runs the controllers until ctx ends. The engine the
+// hub created is closed when it returns; a Hub is started once.
 func (h *Hub) Start(ctx context.Context) error {
 	if err := h.Prepare(ctx); err != nil {
-		return err
+		return errors.Join(err, h.closeEngine())
 	}
-	return h.mgr.Start(ctx)
+	return errors.Join(h.mgr.Start(ctx), h.closeEngine())
 }

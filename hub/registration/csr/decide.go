@@ -21,6 +21,9 @@ type Reviewer interface {
 	Name() string
 	// ReviewCSR calls the plugin's review_csr export with the JSON Request and returns its JSON answer.
 	ReviewCSR(ctx context.Context, input []byte) ([]byte, error)
+	// FailClosed is true for failurePolicy Fail: when the plugin fails, no CSR is approved
+	// (a Deny from another plugin still denies). With Ignore the failure is skipped.
+	FailClosed() bool
 }
 
 // Reviewers lists the CSRApproval plugins that are currently ready, and tells when that set
@@ -37,6 +40,8 @@ type Verdict struct {
 	Decision string
 	Message  string
 	Err      error
+	// FailClosed carries the plugin's failure policy: a failure then blocks approval.
+	FailClosed bool
 }
 
 type output struct {
@@ -47,7 +52,7 @@ type output struct {
 // Review shows r to one plugin. Any failure (trap, bad JSON, unknown decision) is a Verdict
 // with Err set, which never counts as an approval.
 func Review(ctx context.Context, p Reviewer, r Request) Verdict {
-	v := Verdict{Plugin: p.Name()}
+	v := Verdict{Plugin: p.Name(), FailClosed: p.FailClosed()}
 	in, err := json.Marshal(r)
 	if err != nil {
 		v.Err = fmt.Errorf("encoding input: %w", err)
@@ -90,16 +95,18 @@ type Outcome struct {
 	Message string
 }
 
-// Combine folds verdicts: any Deny wins, otherwise any Approve approves, otherwise nothing is
-// decided. Failed plugins contribute nothing. Ties are broken by plugin name so the outcome is
-// deterministic.
+// Combine folds verdicts: any Deny wins; otherwise a failed fail-closed plugin leaves the CSR
+// undecided; otherwise any Approve approves; otherwise nothing is decided. A failed plugin never
+// approves. Ties are broken by plugin name so the outcome is deterministic.
 func Combine(verdicts []Verdict) Outcome {
 	vs := append([]Verdict(nil), verdicts...)
 	sort.SliceStable(vs, func(i, j int) bool { return vs[i].Plugin < vs[j].Plugin })
 	var approve *Verdict
+	blocked := false
 	for i := range vs {
 		v := &vs[i]
 		if v.Err != nil {
+			blocked = blocked || v.FailClosed
 			continue
 		}
 		switch v.Decision {
@@ -111,7 +118,7 @@ func Combine(verdicts []Verdict) Outcome {
 			}
 		}
 	}
-	if approve != nil {
+	if approve != nil && !blocked {
 		return Outcome{Decision: Approve, Plugin: approve.Plugin, Message: approve.Message}
 	}
 	return Outcome{}

@@ -17,7 +17,7 @@ func (r RegistryReviewers) Reviewers() []Reviewer {
 	mods := r.Registry.List(abi.TypeCSRApproval)
 	out := make([]Reviewer, 0, len(mods))
 	for _, m := range mods {
-		out = append(out, registryReviewer{name: m.Name(), reg: r.Registry})
+		out = append(out, registryReviewer{name: m.Name(), reg: r.Registry, failClosed: m.FailurePolicy() != wasm.FailurePolicyIgnore})
 	}
 	return out
 }
@@ -48,11 +48,14 @@ func (r RegistryReviewers) Changed(ctx context.Context) <-chan struct{} {
 }
 
 type registryReviewer struct {
-	name string
-	reg  *wasm.Registry
+	name       string
+	reg        *wasm.Registry
+	failClosed bool
 }
 
 func (r registryReviewer) Name() string { return r.name }
+
+func (r registryReviewer) FailClosed() bool { return r.failClosed }
 
 // ReviewCSR calls through the registry so a hot reload between listing and calling is served
 // by the successor module rather than failing.
