@@ -21,6 +21,7 @@ prioritizers, CSR approval, status feedback, add-on templates) are sandboxed Was
 		newCRDsCommand(),
 		newDevCommand(),
 		newKlusterletCommand(),
+		newPluginCommand(),
 	)
 	return root
 }

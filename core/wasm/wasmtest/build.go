@@ -54,6 +54,16 @@ func Misbehave(tb TB, v Variant) []byte {
 	return b
 }
 
+// CSR returns the csr module, a well-behaved CSRApproval plugin.
+func CSR(tb TB) []byte {
+	tb.Helper()
+	b, err := Build("csr", "")
+	if err != nil {
+		tb.Fatalf("building test guest: %v", err)
+	}
+	return b
+}
+
 // Build compiles package dir (relative to GuestsDir) with GOOS=wasip1 GOARCH=wasm
 // -buildmode=c-shared and the given -ldflags, returning the module bytes.
 func Build(dir, ldflags string) ([]byte, error) {

@@ -5,6 +5,8 @@ package main
 import (
 	"bytes"
 	"strconv"
+
+	"flotilla.test/guests/internal/xt"
 )
 
 // Overridden with -ldflags -X to build distinct modules from one source.
@@ -16,31 +18,31 @@ var (
 func main() {}
 
 //go:wasmexport flotilla_abi_version
-func flotillaABIVersion() int32 { output([]byte(abiVersion)); return 0 }
+func flotillaABIVersion() int32 { xt.Output([]byte(abiVersion)); return 0 }
 
 //go:wasmexport declare_inputs
-func declareInputs() int32 { output([]byte("{}")); return 0 }
+func declareInputs() int32 { xt.Output([]byte("{}")); return 0 }
 
 // score answers "<version>:<input>" so concurrent callers can check they got their own result.
 //
 //go:wasmexport score
-func score() int32 { output(append([]byte(version+":"), input()...)); return 0 }
+func score() int32 { xt.Output(append([]byte(version+":"), xt.Input()...)); return 0 }
 
 //go:wasmexport echo
-func echo() int32 { output(input()); return 0 }
+func echo() int32 { xt.Output(xt.Input()); return 0 }
 
 //go:wasmexport version
-func versionExport() int32 { output([]byte(version)); return 0 }
+func versionExport() int32 { xt.Output([]byte(version)); return 0 }
 
 //go:wasmexport config
-func configExport() int32 { output(config("pluginConfig")); return 0 }
+func configExport() int32 { xt.Output(xt.Config("pluginConfig")); return 0 }
 
 // validate_config rejects any config mentioning "reject".
 //
 //go:wasmexport validate_config
 func validateConfig() int32 {
-	if bytes.Contains(input(), []byte("reject")) {
-		return fail("config rejected: field reject is set")
+	if bytes.Contains(xt.Input(), []byte("reject")) {
+		return xt.Fail("config rejected: field reject is set")
 	}
 	return 0
 }
@@ -51,7 +53,7 @@ var sink uint64
 //
 //go:wasmexport loop
 func loop() int32 {
-	info("loop started")
+	xt.Info("loop started")
 	for i := uint64(0); ; i++ {
 		sink += i
 	}
@@ -72,16 +74,16 @@ func bomb() int32 {
 //
 //go:wasmexport grow
 func grow() int32 {
-	n, err := strconv.Atoi(string(input()))
+	n, err := strconv.Atoi(string(xt.Input()))
 	if err != nil {
-		return fail("grow: input is not a number")
+		return xt.Fail("grow: input is not a number")
 	}
 	for i := 0; i < n; i++ {
 		b := make([]byte, 1<<20)
 		b[0] = 1
 		hog = append(hog, b)
 	}
-	output([]byte(strconv.Itoa(len(hog))))
+	xt.Output([]byte(strconv.Itoa(len(hog))))
 	return 0
 }
 
@@ -91,7 +93,7 @@ var calls int
 //go:wasmexport calls
 func callsExport() int32 {
 	calls++
-	output([]byte(strconv.Itoa(calls)))
+	xt.Output([]byte(strconv.Itoa(calls)))
 	return 0
 }
 
@@ -99,10 +101,10 @@ func callsExport() int32 {
 func panicExport() int32 { panic("boom from guest") }
 
 //go:wasmexport garbage
-func garbage() int32 { output([]byte("\x00\xffnot json")); return 0 }
+func garbage() int32 { xt.Output([]byte("\x00\xffnot json")); return 0 }
 
 //go:wasmexport fail
-func failExport() int32 { return fail("nope: input rejected by guest") }
+func failExport() int32 { return xt.Fail("nope: input rejected by guest") }
 
 //go:wasmexport silentfail
 func silentFail() int32 { return 7 }
@@ -111,9 +113,9 @@ func silentFail() int32 { return 7 }
 //
 //go:wasmexport log
 func logExport() int32 {
-	n, _ := strconv.Atoi(string(input()))
+	n, _ := strconv.Atoi(string(xt.Input()))
 	for i := 0; i < n; i++ {
-		info("guest line " + strconv.Itoa(i))
+		xt.Info("guest line " + strconv.Itoa(i))
 	}
 	return 0
 }

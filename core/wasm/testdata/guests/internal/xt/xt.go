@@ -1,7 +1,6 @@
-package main
-
-// Raw imports of the Extism kernel; these guests deliberately avoid any PDK so the
-// host is tested against the bare ABI.
+// Package xt is a minimal binding of the Extism kernel for the test guests. They
+// deliberately avoid any PDK so the host is tested against the bare ABI.
+package xt
 
 //go:wasmimport extism:host/env input_length
 func inputLength() uint64
@@ -33,7 +32,7 @@ func configGet(offset uint64) uint64
 //go:wasmimport extism:host/env log_info
 func logInfo(offset uint64)
 
-func input() []byte {
+func Input() []byte {
 	n := inputLength()
 	b := make([]byte, n)
 	for i := uint64(0); i < n; i++ {
@@ -62,13 +61,13 @@ func get(off uint64) []byte {
 	return b
 }
 
-func output(b []byte) { outputSet(put(b), uint64(len(b))) }
+func Output(b []byte) { outputSet(put(b), uint64(len(b))) }
 
-func fail(msg string) int32 {
+func Fail(msg string) int32 {
 	errorSet(put([]byte(msg)))
 	return 1
 }
 
-func config(key string) []byte { return get(configGet(put([]byte(key)))) }
+func Config(key string) []byte { return get(configGet(put([]byte(key)))) }
 
-func info(msg string) { logInfo(put([]byte(msg))) }
+func Info(msg string) { logInfo(put([]byte(msg))) }
