@@ -8,13 +8,12 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 
 	addonv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/addon/v1alpha1"
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1alpha1"
-	"github.com/flotilla-dev/flotilla/core/apis/work/seedcheck"
+	"github.com/flotilla-dev/flotilla/core/apis/internal/seedcheck"
 )
 
 // seedDir holds the documented example objects, relative to this package.
@@ -25,15 +24,7 @@ var seedKinds = []string{"ClusterManagementAddOn", "ManagedClusterAddOn", "AddOn
 
 func newValidator(t *testing.T) *seedcheck.Validator {
 	t.Helper()
-	s := runtime.NewScheme()
-	if err := addonv1alpha1.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	v, err := seedcheck.New(s, "../../../crds/bases/addon.open-cluster-management.io_*.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
+	return seedcheck.ForTest(t, "../../../crds/bases/addon.open-cluster-management.io_*.yaml", addonv1alpha1.AddToScheme)
 }
 
 // TestSeedsDecodeStrictly decodes every addon seed strictly into the Go types and
@@ -152,33 +143,23 @@ func TestValidatorRejects(t *testing.T) {
 	const mca = "apiVersion: addon.open-cluster-management.io/v1alpha1\nkind: ManagedClusterAddOn\nmetadata: {name: a, namespace: cluster1}\n"
 	const adc = "apiVersion: addon.open-cluster-management.io/v1alpha1\nkind: AddOnDeploymentConfig\nmetadata: {name: c, namespace: cluster1}\n"
 	const tpl = "apiVersion: addon.open-cluster-management.io/v1alpha1\nkind: AddOnTemplate\nmetadata: {name: t}\n"
-	for _, tc := range []struct{ name, doc, want string }{
-		{"install strategy type Placement (seed typo)", cma + "spec: {installStrategy: {type: Placement}}", "spec.installStrategy.type"},
-		{"misnamed field", cma + "spec: {addonMeta: {displayName: x}}", "spec.addonMeta"},
-		{"placement without namespace", cma + "spec: {installStrategy: {type: Placements, placements: [{name: p}]}}", "spec.installStrategy.placements[0].namespace"},
-		{"duplicate placement", cma + "spec: {installStrategy: {type: Placements, placements: [{name: p, namespace: d}, {name: p, namespace: d}]}}", "spec.installStrategy.placements[1]"},
-		{"duplicate supported config", cma + "spec: {supportedConfigs: [{group: g, resource: r}, {group: g, resource: r}]}", "spec.supportedConfigs[1]"},
-		{"config without resource", mca + "spec: {configs: [{group: g, name: cfg}]}", "spec.configs[0].resource"},
-		{"install namespace not a DNS label", mca + "spec: {installNamespace: Agent_NS}", "spec.installNamespace"},
-		{"ManagedClusterAddOn without namespace", "apiVersion: addon.open-cluster-management.io/v1alpha1\nkind: ManagedClusterAddOn\nmetadata: {name: a}\nspec: {}", "metadata.namespace"},
-		{"caBundle elided with ... (seed as written)", adc + "spec: {proxyConfig: {caBundle: LS0tLS...LS0tCg==}}", "spec.proxyConfig.caBundle"},
-		{"customized variable name with a dash", adc + "spec: {customizedVariables: [{name: my-var, value: x}]}", "spec.customizedVariables[0].name"},
-		{"container ID of an unknown resource type", adc + "spec: {resourceRequirements: [{containerID: 'services:a:b', resources: {}}]}", "spec.resourceRequirements[0].containerID"},
-		{"AddOnTemplate without addonName (seed as written)", tpl + "spec: {agentSpec: {}}", "spec.addonName"},
-		{"registration type outside the enum", tpl + "spec: {addonName: a, agentSpec: {}, registration: [{type: Token}]}", "spec.registration[0].type"},
-		{"custom signer without signingCA", tpl + "spec: {addonName: a, agentSpec: {}, registration: [{type: CustomSigner, customSigner: {signerName: example.com/signer}}]}", "signingCA"},
-		{"manifest without apiVersion (seed as written)", tpl + "spec: {addonName: a, agentSpec: {workload: {manifests: [{kind: Deployment, metadata: {name: d}}]}}}", "spec.agentSpec.workload.manifests[0].apiVersion"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := v.Check([]byte(tc.doc))
-			if err == nil {
-				t.Fatalf("document accepted, want an error mentioning %q", tc.want)
-			}
-			if !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("error %q does not mention %q", err, tc.want)
-			}
-		})
-	}
+	seedcheck.ExpectRejected(t, v, []seedcheck.Rejection{
+		{Name: "install strategy type Placement (seed typo)", Doc: cma + "spec: {installStrategy: {type: Placement}}", Want: "spec.installStrategy.type"},
+		{Name: "misnamed field", Doc: cma + "spec: {addonMeta: {displayName: x}}", Want: "spec.addonMeta"},
+		{Name: "placement without namespace", Doc: cma + "spec: {installStrategy: {type: Placements, placements: [{name: p}]}}", Want: "spec.installStrategy.placements[0].namespace"},
+		{Name: "duplicate placement", Doc: cma + "spec: {installStrategy: {type: Placements, placements: [{name: p, namespace: d}, {name: p, namespace: d}]}}", Want: "spec.installStrategy.placements[1]"},
+		{Name: "duplicate supported config", Doc: cma + "spec: {supportedConfigs: [{group: g, resource: r}, {group: g, resource: r}]}", Want: "spec.supportedConfigs[1]"},
+		{Name: "config without resource", Doc: mca + "spec: {configs: [{group: g, name: cfg}]}", Want: "spec.configs[0].resource"},
+		{Name: "install namespace not a DNS label", Doc: mca + "spec: {installNamespace: Agent_NS}", Want: "spec.installNamespace"},
+		{Name: "ManagedClusterAddOn without namespace", Doc: "apiVersion: addon.open-cluster-management.io/v1alpha1\nkind: ManagedClusterAddOn\nmetadata: {name: a}\nspec: {}", Want: "metadata.namespace"},
+		{Name: "caBundle elided with ... (seed as written)", Doc: adc + "spec: {proxyConfig: {caBundle: LS0tLS...LS0tCg==}}", Want: "spec.proxyConfig.caBundle"},
+		{Name: "customized variable name with a dash", Doc: adc + "spec: {customizedVariables: [{name: my-var, value: x}]}", Want: "spec.customizedVariables[0].name"},
+		{Name: "container ID of an unknown resource type", Doc: adc + "spec: {resourceRequirements: [{containerID: 'services:a:b', resources: {}}]}", Want: "spec.resourceRequirements[0].containerID"},
+		{Name: "AddOnTemplate without addonName (seed as written)", Doc: tpl + "spec: {agentSpec: {}}", Want: "spec.addonName"},
+		{Name: "registration type outside the enum", Doc: tpl + "spec: {addonName: a, agentSpec: {}, registration: [{type: Token}]}", Want: "spec.registration[0].type"},
+		{Name: "custom signer without signingCA", Doc: tpl + "spec: {addonName: a, agentSpec: {}, registration: [{type: CustomSigner, customSigner: {signerName: example.com/signer}}]}", Want: "signingCA"},
+		{Name: "manifest without apiVersion (seed as written)", Doc: tpl + "spec: {addonName: a, agentSpec: {workload: {manifests: [{kind: Deployment, metadata: {name: d}}]}}}", Want: "spec.agentSpec.workload.manifests[0].apiVersion"},
+	})
 }
 
 // TestCRDDefaults checks OCM's defaults are filled in by the API server.

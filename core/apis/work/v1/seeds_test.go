@@ -8,10 +8,9 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
-	"github.com/flotilla-dev/flotilla/core/apis/work/seedcheck"
+	"github.com/flotilla-dev/flotilla/core/apis/internal/seedcheck"
 	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
 )
 
@@ -20,15 +19,7 @@ const seedDir = "../../../../e2e/testdata/seeds"
 
 func newValidator(t *testing.T) *seedcheck.Validator {
 	t.Helper()
-	s := runtime.NewScheme()
-	if err := workv1.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	v, err := seedcheck.New(s, "../../../crds/bases/work.open-cluster-management.io_*.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
+	return seedcheck.ForTest(t, "../../../crds/bases/work.open-cluster-management.io_*.yaml", workv1.AddToScheme)
 }
 
 // TestSeedsDecodeStrictly decodes every work.open-cluster-management.io/v1 seed
@@ -129,29 +120,19 @@ func TestSeedManifestWorkShapes(t *testing.T) {
 func TestValidatorRejects(t *testing.T) {
 	v := newValidator(t)
 	const head = "apiVersion: work.open-cluster-management.io/v1\nkind: ManifestWork\nmetadata: {name: w, namespace: cluster1}\n"
-	for _, tc := range []struct{ name, doc, want string }{
-		{"misnamed field", head + "spec:\n  workload: {manifest: []}", "spec.workload.manifest"},
-		{"propagation policy outside the enum", head + "spec: {deleteOption: {propagationPolicy: Later}}", "spec.deleteOption.propagationPolicy"},
-		{"update strategy outside the enum", head + "spec:\n  manifestConfigs: [{resourceIdentifier: {resource: jobs, name: pi}, updateStrategy: {type: Replace}}]", "spec.manifestConfigs[0].updateStrategy.type"},
-		{"field manager without the work-agent prefix", head + "spec:\n  manifestConfigs: [{resourceIdentifier: {resource: jobs, name: pi}, updateStrategy: {type: ServerSideApply, serverSideApply: {fieldManager: me}}}]", "fieldManager"},
-		{"resource identifier without name", head + "spec:\n  manifestConfigs: [{resourceIdentifier: {resource: jobs}}]", "spec.manifestConfigs[0].resourceIdentifier.name"},
-		{"CEL condition rule without condition", head + "spec:\n  manifestConfigs: [{resourceIdentifier: {resource: jobs, name: pi}, conditionRules: [{type: CEL, celExpressions: [{expression: 'true'}]}]}]", "Condition is required for CEL rules"},
-		{"manifest without apiVersion", head + "spec:\n  workload: {manifests: [{kind: ConfigMap, metadata: {name: c}}]}", "spec.workload.manifests[0].apiVersion"},
-		{"executor service account name not a DNS name", head + "spec: {executor: {subject: {type: ServiceAccount, serviceAccount: {namespace: default, name: Exec_1}}}}", "spec.executor.subject.serviceAccount.name"},
-		{"ManifestWork without namespace", "apiVersion: work.open-cluster-management.io/v1\nkind: ManifestWork\nmetadata: {name: w}\nspec: {}", "metadata.namespace"},
-		{"AppliedManifestWork with namespace", "apiVersion: work.open-cluster-management.io/v1\nkind: AppliedManifestWork\nmetadata: {name: h-w, namespace: default}\nspec: {hubHash: h, agentID: a, manifestWorkName: w}", "metadata.namespace"},
-		{"feedback value of unknown type", head + "spec: {}\nstatus:\n  resourceStatus:\n    manifests: [{resourceMeta: {ordinal: 0}, conditions: [], statusFeedback: {values: [{name: r, fieldValue: {type: Float}}]}}]", "fieldValue.type"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := v.Check([]byte(tc.doc))
-			if err == nil {
-				t.Fatalf("document accepted, want an error mentioning %q", tc.want)
-			}
-			if !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("error %q does not mention %q", err, tc.want)
-			}
-		})
-	}
+	seedcheck.ExpectRejected(t, v, []seedcheck.Rejection{
+		{Name: "misnamed field", Doc: head + "spec:\n  workload: {manifest: []}", Want: "spec.workload.manifest"},
+		{Name: "propagation policy outside the enum", Doc: head + "spec: {deleteOption: {propagationPolicy: Later}}", Want: "spec.deleteOption.propagationPolicy"},
+		{Name: "update strategy outside the enum", Doc: head + "spec:\n  manifestConfigs: [{resourceIdentifier: {resource: jobs, name: pi}, updateStrategy: {type: Replace}}]", Want: "spec.manifestConfigs[0].updateStrategy.type"},
+		{Name: "field manager without the work-agent prefix", Doc: head + "spec:\n  manifestConfigs: [{resourceIdentifier: {resource: jobs, name: pi}, updateStrategy: {type: ServerSideApply, serverSideApply: {fieldManager: me}}}]", Want: "fieldManager"},
+		{Name: "resource identifier without name", Doc: head + "spec:\n  manifestConfigs: [{resourceIdentifier: {resource: jobs}}]", Want: "spec.manifestConfigs[0].resourceIdentifier.name"},
+		{Name: "CEL condition rule without condition", Doc: head + "spec:\n  manifestConfigs: [{resourceIdentifier: {resource: jobs, name: pi}, conditionRules: [{type: CEL, celExpressions: [{expression: 'true'}]}]}]", Want: "Condition is required for CEL rules"},
+		{Name: "manifest without apiVersion", Doc: head + "spec:\n  workload: {manifests: [{kind: ConfigMap, metadata: {name: c}}]}", Want: "spec.workload.manifests[0].apiVersion"},
+		{Name: "executor service account name not a DNS name", Doc: head + "spec: {executor: {subject: {type: ServiceAccount, serviceAccount: {namespace: default, name: Exec_1}}}}", Want: "spec.executor.subject.serviceAccount.name"},
+		{Name: "ManifestWork without namespace", Doc: "apiVersion: work.open-cluster-management.io/v1\nkind: ManifestWork\nmetadata: {name: w}\nspec: {}", Want: "metadata.namespace"},
+		{Name: "AppliedManifestWork with namespace", Doc: "apiVersion: work.open-cluster-management.io/v1\nkind: AppliedManifestWork\nmetadata: {name: h-w, namespace: default}\nspec: {hubHash: h, agentID: a, manifestWorkName: w}", Want: "metadata.namespace"},
+		{Name: "feedback value of unknown type", Doc: head + "spec: {}\nstatus:\n  resourceStatus:\n    manifests: [{resourceMeta: {ordinal: 0}, conditions: [], statusFeedback: {values: [{name: r, fieldValue: {type: Float}}]}}]", Want: "fieldValue.type"},
+	})
 }
 
 // TestCRDDefaults checks the defaults OCM declares are filled in by the API server.

@@ -7,12 +7,11 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1alpha1"
-	"github.com/flotilla-dev/flotilla/core/apis/work/seedcheck"
+	"github.com/flotilla-dev/flotilla/core/apis/internal/seedcheck"
 	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/work/v1alpha1"
 )
@@ -22,15 +21,7 @@ const seedDir = "../../../../e2e/testdata/seeds"
 
 func newValidator(t *testing.T) *seedcheck.Validator {
 	t.Helper()
-	s := runtime.NewScheme()
-	if err := workv1alpha1.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	v, err := seedcheck.New(s, "../../../crds/bases/work.open-cluster-management.io_manifestworkreplicasets.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
+	return seedcheck.ForTest(t, "../../../crds/bases/work.open-cluster-management.io_manifestworkreplicasets.yaml", workv1alpha1.AddToScheme)
 }
 
 // TestSeedsDecodeStrictly decodes every work.open-cluster-management.io/v1alpha1
@@ -115,26 +106,16 @@ func TestSeedReplicaSetShape(t *testing.T) {
 func TestValidatorRejects(t *testing.T) {
 	v := newValidator(t)
 	const head = "apiVersion: work.open-cluster-management.io/v1alpha1\nkind: ManifestWorkReplicaSet\nmetadata: {name: r, namespace: ocm-ns}\n"
-	for _, tc := range []struct{ name, doc, want string }{
+	seedcheck.ExpectRejected(t, v, []seedcheck.Rejection{
 		// The seed's own spelling before repair: OCM's field is "type".
-		{"rolloutType instead of type", head + "spec:\n  manifestWorkTemplate: {}\n  placementRefs: [{name: p, rolloutStrategy: {rolloutType: All}}]", "spec.placementRefs[0].rolloutStrategy.rolloutType"},
-		{"no placementRefs", head + "spec: {manifestWorkTemplate: {}, placementRefs: []}", "spec.placementRefs"},
-		{"rollout type outside the enum", head + "spec:\n  manifestWorkTemplate: {}\n  placementRefs: [{name: p, rolloutStrategy: {type: Canary}}]", "spec.placementRefs[0].rolloutStrategy.type"},
-		{"maxFailures above 100%", head + "spec:\n  manifestWorkTemplate: {}\n  placementRefs: [{name: p, rolloutStrategy: {type: Progressive, progressive: {maxFailures: 150%}}}]", "maxFailures"},
-		{"progressDeadline without unit", head + "spec:\n  manifestWorkTemplate: {}\n  placementRefs: [{name: p, rolloutStrategy: {type: All, all: {progressDeadline: ten}}}]", "progressDeadline"},
-		{"cascade deletion policy outside the enum", head + "spec: {manifestWorkTemplate: {}, placementRefs: [{name: p}], cascadeDeletionPolicy: Orphan}", "spec.cascadeDeletionPolicy"},
-		{"empty placement name", head + "spec: {manifestWorkTemplate: {}, placementRefs: [{name: ''}]}", "spec.placementRefs[0].name"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := v.Check([]byte(tc.doc))
-			if err == nil {
-				t.Fatalf("document accepted, want an error mentioning %q", tc.want)
-			}
-			if !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("error %q does not mention %q", err, tc.want)
-			}
-		})
-	}
+		{Name: "rolloutType instead of type", Doc: head + "spec:\n  manifestWorkTemplate: {}\n  placementRefs: [{name: p, rolloutStrategy: {rolloutType: All}}]", Want: "spec.placementRefs[0].rolloutStrategy.rolloutType"},
+		{Name: "no placementRefs", Doc: head + "spec: {manifestWorkTemplate: {}, placementRefs: []}", Want: "spec.placementRefs"},
+		{Name: "rollout type outside the enum", Doc: head + "spec:\n  manifestWorkTemplate: {}\n  placementRefs: [{name: p, rolloutStrategy: {type: Canary}}]", Want: "spec.placementRefs[0].rolloutStrategy.type"},
+		{Name: "maxFailures above 100%", Doc: head + "spec:\n  manifestWorkTemplate: {}\n  placementRefs: [{name: p, rolloutStrategy: {type: Progressive, progressive: {maxFailures: 150%}}}]", Want: "maxFailures"},
+		{Name: "progressDeadline without unit", Doc: head + "spec:\n  manifestWorkTemplate: {}\n  placementRefs: [{name: p, rolloutStrategy: {type: All, all: {progressDeadline: ten}}}]", Want: "progressDeadline"},
+		{Name: "cascade deletion policy outside the enum", Doc: head + "spec: {manifestWorkTemplate: {}, placementRefs: [{name: p}], cascadeDeletionPolicy: Orphan}", Want: "spec.cascadeDeletionPolicy"},
+		{Name: "empty placement name", Doc: head + "spec: {manifestWorkTemplate: {}, placementRefs: [{name: ''}]}", Want: "spec.placementRefs[0].name"},
+	})
 }
 
 // TestCRDDefaults checks OCM's defaults for placement references and deletion.

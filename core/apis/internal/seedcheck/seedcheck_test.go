@@ -43,3 +43,17 @@ func TestMissingLeaves(t *testing.T) {
 		}
 	}
 }
+
+func TestMissingLeavesExact(t *testing.T) {
+	want := map[string]any{"spec": map[string]any{"minSuccessTime": "5m", "force": false, "name": "a"}}
+	got := map[string]any{"spec": map[string]any{"minSuccessTime": "5m0s", "name": "a"}}
+	lost := strings.Join(missingLeaves("", want, got, true), "\n")
+	for _, w := range []string{".spec.minSuccessTime (5m, got 5m0s)", ".spec.force (false, got <nil>)"} {
+		if !strings.Contains(lost, w) {
+			t.Errorf("differences %q do not mention %q", lost, w)
+		}
+	}
+	if strings.Contains(lost, ".spec.name") {
+		t.Errorf("equal leaf reported: %q", lost)
+	}
+}

@@ -1,9 +1,11 @@
 // Package seedcheck checks example objects (the documented seed YAML) the way the
-// API server would accept them, without running one: the document is decoded
-// strictly into its Go type, then defaulted, pruned and validated against the
-// generated CRD (OpenAPI schema, embedded resources, list-map keys, CEL rules), and
-// the Go type must carry every field the document sets. Tests of the API packages
-// use it; it has no other callers.
+// API server would accept them, without running one: the document is defaulted,
+// pruned and validated against the generated CRD (unknown fields, OpenAPI schema,
+// object metadata, embedded resources, list-map keys, CEL rules) and decoded
+// strictly into its Go type, and the Go type must carry every field the document
+// sets (and, with Validator.CompareDefaulted, every default the CRD adds). The
+// seed tests of every API group (cluster, work, addon) use it; it has no other
+// callers.
 package seedcheck
 
 import (
@@ -39,6 +41,13 @@ import (
 
 // Validator checks documents of the kinds whose CRDs it loaded.
 type Validator struct {
+	// CompareDefaulted makes Check also apply the CRD defaults to the typed
+	// object, as the API server would before storing it, and require it to hold
+	// every value of the defaulted document, compared exactly: no tolerance for
+	// absent zero values or duration spellings. A Go field that writes a zero
+	// value where the CRD declares a default fails this.
+	CompareDefaulted bool
+
 	scheme *runtime.Scheme
 	crds   map[schema.GroupVersionKind]*crdCheck
 }
@@ -108,8 +117,11 @@ func newCRDCheck(crd *apiextensionsv1.CustomResourceDefinition, ver apiextension
 
 // Check validates one YAML document against its CRD as on create followed by a
 // status update, decodes it strictly into its Go type (unknown fields and keys
-// differing only in case are errors) and returns the typed object. The typed
-// object must carry every value the document sets.
+// differing only in case are errors) and returns the typed object. When both the
+// CRD and the Go type refuse the document, the error carries both reasons. The
+// typed object must carry every value the document sets, and with
+// CompareDefaulted, once the CRD defaults are applied to both, every value the
+// API server would store.
 func (v *Validator) Check(data []byte) (runtime.Object, error) {
 	var tm metav1.TypeMeta
 	if err := yaml.Unmarshal(data, &tm); err != nil {
@@ -120,25 +132,11 @@ func (v *Validator) Check(data []byte) (runtime.Object, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", gvk, err)
 	}
-	// CRD validation first: its errors name the offending field path.
-	if _, err := v.Defaulted(data); err != nil {
-		return nil, err
-	}
-	if err := yaml.UnmarshalStrict(data, obj); err != nil {
-		return nil, fmt.Errorf("strict decoding into %T: %w", obj, err)
-	}
-	// encoding/json matches keys case-insensitively; sigs.k8s.io/json reports
-	// such near-misses as strict errors.
-	j, err := yaml.YAMLToJSONStrict(data)
-	if err != nil {
-		return nil, err
-	}
-	strictErrs, err := kjson.UnmarshalStrict(j, obj.DeepCopyObject())
-	if err != nil {
-		return nil, fmt.Errorf("decoding into %T: %w", obj, err)
-	}
-	if len(strictErrs) > 0 {
-		return nil, fmt.Errorf("strict decoding into %T: %w", obj, errors.Join(strictErrs...))
+	// CRD validation first: its errors name the offending field path; the Go
+	// type's errors name the field as written.
+	defaulted, crdErr := v.Defaulted(data)
+	if decodeErr := decodeStrict(data, obj); crdErr != nil || decodeErr != nil {
+		return nil, errors.Join(crdErr, decodeErr)
 	}
 	doc, err := toUnstructured(data)
 	if err != nil {
@@ -152,7 +150,38 @@ func (v *Validator) Check(data []byte) (runtime.Object, error) {
 		slices.Sort(lost)
 		return nil, fmt.Errorf("fields lost by %T: %s", obj, strings.Join(lost, ", "))
 	}
+	if v.CompareDefaulted {
+		c := v.crds[gvk]
+		structuraldefaulting.Default(typed, c.structural)
+		pruning.Prune(typed, c.structural, true)
+		if lost := missingLeaves("", defaulted, typed, true); len(lost) > 0 {
+			slices.Sort(lost)
+			return nil, fmt.Errorf("fields lost by %T once defaulted: %s", obj, strings.Join(lost, ", "))
+		}
+	}
 	return obj, nil
+}
+
+// decodeStrict decodes a YAML document into obj, refusing unknown fields and
+// keys that match a field only when case is ignored.
+func decodeStrict(data []byte, obj runtime.Object) error {
+	if err := yaml.UnmarshalStrict(data, obj); err != nil {
+		return fmt.Errorf("strict decoding into %T: %w", obj, err)
+	}
+	// encoding/json matches keys case-insensitively; sigs.k8s.io/json reports
+	// such near-misses as strict errors.
+	j, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
+		return err
+	}
+	strictErrs, err := kjson.UnmarshalStrict(j, obj.DeepCopyObject())
+	if err != nil {
+		return fmt.Errorf("decoding into %T: %w", obj, err)
+	}
+	if len(strictErrs) > 0 {
+		return fmt.Errorf("strict decoding into %T: %w", obj, errors.Join(strictErrs...))
+	}
+	return nil
 }
 
 // Defaulted validates a document against its CRD and returns it with the CRD
@@ -214,12 +243,18 @@ func toUnstructured(data []byte) (map[string]any, error) {
 // by metav1.Duration, and a zero value may be absent from got, as omitempty
 // fields leave it out on the wire.
 func MissingLeaves(prefix string, want, got any) []string {
+	return missingLeaves(prefix, want, got, false)
+}
+
+// missingLeaves is MissingLeaves; with exact set, leaves must print the same:
+// durations are not compared by value, and zero values must be present.
+func missingLeaves(prefix string, want, got any, exact bool) []string {
 	switch w := want.(type) {
 	case map[string]any:
 		g, _ := got.(map[string]any)
 		var out []string
 		for k, wv := range w {
-			out = append(out, MissingLeaves(prefix+"."+k, wv, g[k])...)
+			out = append(out, missingLeaves(prefix+"."+k, wv, g[k], exact)...)
 		}
 		return out
 	case []any:
@@ -233,11 +268,14 @@ func MissingLeaves(prefix string, want, got any) []string {
 			if i < len(g) {
 				gv = g[i]
 			}
-			out = append(out, MissingLeaves(fmt.Sprintf("%s[%d]", prefix, i), wv, gv)...)
+			out = append(out, missingLeaves(fmt.Sprintf("%s[%d]", prefix, i), wv, gv, exact)...)
 		}
 		return out
 	default:
-		if fmt.Sprint(want) == fmt.Sprint(got) || sameDuration(want, got) || (got == nil && isZero(want)) {
+		if fmt.Sprint(want) == fmt.Sprint(got) {
+			return nil
+		}
+		if !exact && (sameDuration(want, got) || (got == nil && isZero(want))) {
 			return nil
 		}
 		return []string{fmt.Sprintf("%s (%v, got %v)", prefix, want, got)}
