@@ -18,20 +18,35 @@ type Event struct {
 	// Digest of the module now serving; empty when the plugin was removed.
 	Digest  string
 	Removed bool
+	// Reason is set when the plugin is still configured but failed to load (see
+	// MarkUnavailable); users apply its failure policy.
+	Reason LoadReason
+}
+
+// Unavailable is a plugin that is configured (a WasmPlugin exists) but has no module
+// serving it. Users honour FailurePolicy for it: Fail blocks what the plugin decides,
+// Ignore skips it.
+type Unavailable struct {
+	Name          string
+	Type          abi.PluginType
+	FailurePolicy FailurePolicy
+	Reason        LoadReason
+	Message       string
 }
 
 // Registry maps WasmPlugin names to the module currently serving them. Swaps are atomic:
 // a caller sees either the old or the new module, never neither, and the old module is
 // closed only after its in-flight calls return. Safe for concurrent use.
 type Registry struct {
-	mu      sync.RWMutex
-	modules map[string]*Module
-	subs    map[*subscriber]struct{}
+	mu          sync.RWMutex
+	modules     map[string]*Module
+	unavailable map[string]Unavailable
+	subs        map[*subscriber]struct{}
 }
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
-	return &Registry{modules: map[string]*Module{}, subs: map[*subscriber]struct{}{}}
+	return &Registry{modules: map[string]*Module{}, unavailable: map[string]Unavailable{}, subs: map[*subscriber]struct{}{}}
 }
 
 // ErrNotLoaded is returned (wrapped) by Acquire and Call when no module serves a name.
@@ -119,6 +134,12 @@ func (r *Registry) Set(ctx context.Context, m *Module) error {
 	r.mu.Lock()
 	old := r.modules[m.name]
 	r.modules[m.name] = m
+	if u, ok := r.unavailable[m.name]; ok {
+		delete(r.unavailable, m.name)
+		if u.Type != m.typ {
+			r.notifyLocked(Event{Type: u.Type, Name: m.name, Removed: true})
+		}
+	}
 	if old == nil || old != m {
 		if old != nil && old.typ != m.typ {
 			r.notifyLocked(Event{Type: old.typ, Name: m.name, Removed: true})
@@ -132,8 +153,8 @@ func (r *Registry) Set(ctx context.Context, m *Module) error {
 	return nil
 }
 
-// Remove stops serving name and closes its module after in-flight calls. It reports
-// whether a module was removed.
+// Remove forgets name entirely (its WasmPlugin is gone): the module, if any, stops
+// serving and is closed after in-flight calls. It reports whether a module was removed.
 func (r *Registry) Remove(ctx context.Context, name string) (bool, error) {
 	r.mu.Lock()
 	old, ok := r.modules[name]
@@ -141,11 +162,62 @@ func (r *Registry) Remove(ctx context.Context, name string) (bool, error) {
 		delete(r.modules, name)
 		r.notifyLocked(Event{Type: old.typ, Name: name, Removed: true})
 	}
+	if u, had := r.unavailable[name]; had {
+		delete(r.unavailable, name)
+		if !ok || u.Type != old.typ {
+			r.notifyLocked(Event{Type: u.Type, Name: name, Removed: true})
+		}
+	}
 	r.mu.Unlock()
 	if !ok {
 		return false, nil
 	}
 	return true, old.Close(ctx)
+}
+
+// MarkUnavailable records that u.Name is configured but cannot be served: any module
+// serving it stops (closed after in-flight calls) and subscribers of u.Type get an
+// event carrying u.Reason, so users re-evaluate under u.FailurePolicy.
+func (r *Registry) MarkUnavailable(ctx context.Context, u Unavailable) error {
+	if u.FailurePolicy == "" {
+		u.FailurePolicy = FailurePolicyFail
+	}
+	r.mu.Lock()
+	old, ok := r.modules[u.Name]
+	if ok {
+		delete(r.modules, u.Name)
+		if old.typ != u.Type {
+			r.notifyLocked(Event{Type: old.typ, Name: u.Name, Removed: true})
+		}
+	}
+	prev, had := r.unavailable[u.Name]
+	r.unavailable[u.Name] = u
+	if ok || !had || prev != u {
+		if had && prev.Type != u.Type {
+			r.notifyLocked(Event{Type: prev.Type, Name: u.Name, Removed: true})
+		}
+		r.notifyLocked(Event{Type: u.Type, Name: u.Name, Removed: true, Reason: u.Reason})
+	}
+	r.mu.Unlock()
+	if ok {
+		return old.Close(ctx)
+	}
+	return nil
+}
+
+// Unavailable lists the configured plugins of type t that have no module serving
+// them, sorted by name.
+func (r *Registry) Unavailable(t abi.PluginType) []Unavailable {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var out []Unavailable
+	for _, u := range r.unavailable {
+		if u.Type == t {
+			out = append(out, u)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
 }
 
 // Subscribe returns a channel of events for plugins of type t. Delivery never blocks the

@@ -144,3 +144,78 @@ func TestRegistryListIsSortedAndSubscribersDoNotBlock(t *testing.T) {
 		}
 	}
 }
+
+func TestRegistryTracksUnavailablePlugins(t *testing.T) {
+	ctx := context.Background()
+	e := newEngine(t, wasm.EngineOptions{})
+	r := wasm.NewRegistry()
+	events, cancel := r.Subscribe(abi.TypePrioritizer)
+	defer cancel()
+
+	m, err := e.Load(ctx, wasm.ModuleSpec{Name: "flaky", Type: abi.TypePrioritizer, Wasm: wasmtest.Misbehave(t, wasmtest.V1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Set(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	nextEvent(t, events)
+
+	u := wasm.Unavailable{Name: "flaky", Type: abi.TypePrioritizer, Reason: wasm.ReasonConfigRejected, Message: "no"}
+	if err := r.MarkUnavailable(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	if ev := nextEvent(t, events); !ev.Removed || ev.Reason != wasm.ReasonConfigRejected {
+		t.Fatalf("event %+v", ev)
+	}
+	if _, ok := r.Get("flaky"); ok {
+		t.Fatalf("an unavailable plugin must not serve")
+	}
+	if _, err := m.Call(ctx, "version", nil); wasm.CallErrorKindOf(err) != wasm.KindClosed {
+		t.Fatalf("the module it served should be closed: %v", err)
+	}
+	got := r.Unavailable(abi.TypePrioritizer)
+	if len(got) != 1 || got[0].Name != "flaky" || got[0].FailurePolicy != wasm.FailurePolicyFail || got[0].Reason != wasm.ReasonConfigRejected {
+		t.Fatalf("Unavailable = %+v", got)
+	}
+	// Marking again with the same verdict is not news.
+	if err := r.MarkUnavailable(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-events:
+		t.Fatalf("repeated verdict produced event %+v", ev)
+	default:
+	}
+
+	m2, err := e.Load(ctx, wasm.ModuleSpec{Name: "flaky", Type: abi.TypePrioritizer, Wasm: wasmtest.Misbehave(t, wasmtest.V1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Set(ctx, m2); err != nil {
+		t.Fatal(err)
+	}
+	if ev := nextEvent(t, events); ev.Removed || ev.Digest != m2.Digest() {
+		t.Fatalf("event after recovery %+v", ev)
+	}
+	if len(r.Unavailable(abi.TypePrioritizer)) != 0 {
+		t.Fatalf("a serving plugin is not unavailable")
+	}
+
+	if err := r.MarkUnavailable(ctx, wasm.Unavailable{Name: "never-loaded", Type: abi.TypePrioritizer, FailurePolicy: wasm.FailurePolicyIgnore, Reason: wasm.ReasonSourceNotFound}); err != nil {
+		t.Fatal(err)
+	}
+	nextEvent(t, events)
+	if removed, err := r.Remove(ctx, "never-loaded"); removed || err != nil {
+		t.Fatalf("Remove of a plugin without module: %v %v", removed, err)
+	}
+	if ev := nextEvent(t, events); ev.Name != "never-loaded" || !ev.Removed || ev.Reason != "" {
+		t.Fatalf("event after deleting an unavailable plugin %+v", ev)
+	}
+	if got := r.Unavailable(abi.TypePrioritizer); len(got) != 0 {
+		t.Fatalf("Unavailable after Remove = %+v", got)
+	}
+	if _, err := r.Remove(ctx, "flaky"); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -7,7 +7,9 @@
 // see it as not Ready and apply spec.failurePolicy. Serving an older module while
 // status says Ready=False would make behaviour depend on history (and change at the
 // next hub restart, when the old bytes are no longer anywhere). This includes a deleted
-// ConfigMap or key (SourceNotFound): deleting the source is a deliberate act. Only
+// ConfigMap or key (SourceNotFound): deleting the source is a deliberate act. Such a
+// plugin is recorded with Registry.MarkUnavailable so users can tell "configured but
+// broken" (apply failurePolicy) from "not configured". Only
 // transient failures keep the module that is serving: an API error while reading the
 // source, or the reconcile being cancelled mid-load. Those are retried with backoff
 // and do not touch status.
@@ -144,7 +146,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	// A definite failure: nothing from an older spec or source keeps serving.
-	if err := r.dropModule(ctx, name, fingerprint, lerr); err != nil {
+	if err := r.dropModule(ctx, &wp, fingerprint, lerr); err != nil {
 		return reconcile.Result{}, err
 	}
 	return reconcile.Result{}, r.writeStatus(ctx, &wp, failed(lerr))
@@ -253,13 +255,23 @@ func (r *Reconciler) load(ctx context.Context, spec wasm.ModuleSpec, fingerprint
 	return m, nil
 }
 
-func (r *Reconciler) dropModule(ctx context.Context, name, fingerprint string, lerr *wasm.LoadError) error {
+// dropModule stops serving wp and records it as unavailable, so users apply its
+// failure policy instead of silently running without it.
+func (r *Reconciler) dropModule(ctx context.Context, wp *flotillav1alpha1.WasmPlugin, fingerprint string, lerr *wasm.LoadError) error {
+	name := wp.Name
 	if fingerprint != "" {
 		r.remember(name, attempt{fingerprint: fingerprint, err: lerr})
 	} else {
 		r.forget(name)
 	}
-	if _, err := r.Registry.Remove(ctx, name); err != nil {
+	policy := wasm.FailurePolicy(wp.Spec.FailurePolicy)
+	if policy == "" {
+		policy = wasm.FailurePolicyFail
+	}
+	err := r.Registry.MarkUnavailable(ctx, wasm.Unavailable{
+		Name: name, Type: abi.PluginType(wp.Spec.Type), FailurePolicy: policy, Reason: lerr.Reason, Message: lerr.Message,
+	})
+	if err != nil {
 		return fmt.Errorf("WasmPlugin %s: closing the module it no longer serves: %w", name, err)
 	}
 	return nil

@@ -176,6 +176,11 @@ var _ = Describe("WasmPlugin", func() {
 		Expect(getPlugin(ctx, "mismatch").Status.Digest).To(BeEmpty())
 		_, ok := registry.Get("mismatch")
 		Expect(ok).To(BeFalse())
+		// Users can tell it is configured but broken, and with which failure policy.
+		Expect(registry.Unavailable(abi.TypePrioritizer)).To(ContainElement(And(
+			HaveField("Name", "mismatch"), HaveField("Reason", wasm.ReasonDigestMismatch), HaveField("FailurePolicy", wasm.FailurePolicyFail))))
+		Expect(k8s.Delete(ctx, getPlugin(ctx, "mismatch"))).To(Succeed())
+		Eventually(func() []wasm.Unavailable { return registry.Unavailable(abi.TypePrioritizer) }).ShouldNot(ContainElement(HaveField("Name", "mismatch")))
 	})
 
 	It("reports a missing ConfigMap, and loads once the ConfigMap appears", func(ctx SpecContext) {
