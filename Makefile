@@ -44,3 +44,39 @@ run: build $(CONTROLPLANE)
 
 clean:
 	rm -rf $(BIN)
+
+# ---- Wasm plugins (sdk/, plugins/) ----
+.PHONY: plugins plugins-go plugins-examples wasi-toolchain bench-wasm
+
+C_HEADROOM := plugins/examples/c-headroom
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+## plugins: our Go plugins into plugins/dist/<name>.wasm.zst (+ manifest.json, committed and
+## embedded by the hub) and the C example prioritizer (its test under `make test` loads it)
+plugins: plugins-go plugins-examples
+
+plugins-go:
+	$(GO) run ./plugins/cmd/build-plugins -root . -out plugins/dist
+
+plugins-examples: $(C_HEADROOM)/build/headroom.wasm
+
+$(C_HEADROOM)/build/headroom.wasm: $(C_HEADROOM)/src/headroom.c | wasi-toolchain
+	mkdir -p $(@D)
+	clang --target=wasm32-wasi -mexec-model=reactor -O2 -Wall -Wextra -Werror -Wl,--strip-all -o $@ $<
+
+## wasi-toolchain: Debian's clang, lld and wasi-libc, installed only when missing
+wasi-toolchain:
+	@if ! command -v clang >/dev/null || ! command -v wasm-ld >/dev/null || [ ! -e /usr/lib/wasm32-wasi/libc.a ]; then \
+		echo "installing clang, lld and wasi-libc"; \
+		$(SUDO) apt-get update -qq && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang lld wasi-libc libclang-rt-dev-wasm32; \
+	fi
+
+## bench-wasm: Wasm host benchmarks (compile, cache, instance, empty call) and a 5,000-cluster
+## prioritizer call next to native Go; the last line is the wasm/native summary
+bench-wasm:
+	$(GO) build -o $(BIN)/benchline ./core/wasm/wasmbench/benchline
+	@set -o pipefail; { \
+		$(GO) test -run '^$$' -bench 'Compile|Load|Instance|EmptyCall' -benchmem ./core/wasm/wasmbench/ && \
+		$(GO) test -run '^$$' -bench 'Prioritizer5000' -benchmem -count 7 ./core/wasm/wasmbench/ ; \
+	} | $(BIN)/benchline

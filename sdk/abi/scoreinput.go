@@ -9,7 +9,9 @@ import (
 // Score input layout, version 1 (all integers little-endian).
 //
 // A 40-byte header is followed by sections in the order below. Every section starts
-// at an offset that is a multiple of 8; padding bytes are zero.
+// at an offset that is a multiple of 8; padding bytes are zero. Cells are as narrow
+// as the data allows, because a guest reads its input through the Extism kernel 8
+// bytes per host call, and those calls dominate the cost of a large cycle.
 //
 //	header
 //	  0  [4]byte magic "FLPS"
@@ -24,24 +26,34 @@ import (
 //	 28  u16     R, resource columns
 //	 30  u16     A, add-on score columns
 //	 32  u32     total size of the message in bytes
-//	 36  u32     reserved (0)
+//	 36  u8      W, width of a label/claim cell: 1 if V < 255, 2 if V < 65535, else 4
+//	 37  [3]byte reserved (0)
 //	string offsets     (S+1) × u32; string i is data[off[i]:off[i+1]], off[0]=0, off[S]=B
 //	string data        B bytes (UTF-8)
 //	label keys         L × u32 string id
 //	claim keys         C × u32 string id
-//	resource keys      R × (u32 kind: 0 Allocatable, 1 Capacity; u32 name string id)
+//	resource keys      R × (u8 kind: 0 Allocatable, 1 Capacity; u8 cell width 4 or 8;
+//	                        u16 reserved 0; u32 name string id)
 //	add-on score keys  A × (u32 resourceName string id; u32 scoreName string id)
-//	label columns      L × N × u32 string id, column-major; NoString = absent
-//	claim columns      C × N × u32 string id, column-major; NoString = absent
-//	resource columns   R × N × i64 milli-units, column-major; NoValue = absent
-//	add-on columns     A × N × i64 score, column-major; NoValue = absent
+//	label columns      L × N cells of W bytes (unsigned string id), column-major
+//	claim columns      C × N cells of W bytes
+//	resource column j  N cells of width_j bytes (signed milli-units), one section each
+//	add-on columns     A × N cells of 4 bytes (signed score), column-major
+//
+// An absent label or claim is the all-ones id of width W (0xFF, 0xFFFF or
+// 0xFFFFFFFF); an absent number is the minimum integer of its width. The host
+// picks width 4 for a resource column when every present value fits in int32
+// above that minimum, 8 otherwise; add-on scores are int32 as in OCM.
 //
 // Shared strings are unique, so two cells hold the same value exactly when they
 // hold the same id: a plugin can resolve a wanted value to an id once (StringID)
 // and compare integers per cluster. Columns follow the plugin's declaration order.
 //
-// The answer is exactly N × 8 bytes: one little-endian int64 score per cluster, in
-// input order.
+// The answer carries one score per cluster, in input order, either as N
+// little-endian int64 (8·N bytes) or, when every score is already within
+// [MinClusterScore, MaxClusterScore], as N int8 (N bytes); the host tells the two
+// apart by length. The Go SDK clamps and sends the compact form: it is 8 times
+// fewer host calls than int64.
 
 // ScoreMagic opens every score input.
 const ScoreMagic = "FLPS"
@@ -50,10 +62,12 @@ const ScoreMagic = "FLPS"
 const ScoreHeaderSize = 40
 
 const (
-	// NoString marks an absent label or claim.
+	// NoString is what StringColumn.ID returns for an absent label or claim,
+	// whatever the cell width on the wire.
 	NoString uint32 = math.MaxUint32
-	// NoValue marks an absent resource or add-on score. Present values are never
-	// NoValue: the host saturates them to [math.MinInt64+1, math.MaxInt64].
+	// NoValue marks an absent resource or add-on score on the wire (8-byte cells)
+	// and is never a present value: the host saturates values to
+	// [math.MinInt64+1, math.MaxInt64].
 	NoValue int64 = math.MinInt64
 )
 
@@ -72,17 +86,22 @@ type ClusterSource interface {
 	Claim(i int, name string) (string, bool)
 	// Resource returns the quantity in milli-units.
 	Resource(i int, kind ResourceKind, name string) (int64, bool)
+	// AddOnScore returns an AddOnPlacementScore value (int32 in the API).
 	AddOnScore(i int, resourceName, scoreName string) (int64, bool)
 }
 
 // ScoreEncoder builds score inputs. It keeps its scratch space between calls, so
 // a long-lived encoder allocates little per cycle. Not safe for concurrent use.
 type ScoreEncoder struct {
-	ids  map[string]uint32
-	offs []uint32
-	data []byte
-	strs []uint32 // label and claim cells
-	nums []int64  // resource and add-on cells
+	ids    map[string]uint32
+	offs   []uint32
+	data   []byte
+	strs   []uint32 // label and claim cells
+	nums   []int64  // resource and add-on cells
+	recent [4]struct {
+		s  string
+		id uint32
+	}
 }
 
 // EncodeScoreInput is a convenience wrapper around a fresh ScoreEncoder.
@@ -100,6 +119,27 @@ func (e *ScoreEncoder) intern(s string) uint32 {
 	e.offs = append(e.offs, uint32(len(e.data)))
 	e.ids[s] = id
 	return id
+}
+
+// internCell interns a cell value, checking a few recent values first: label and
+// claim columns usually repeat a handful of values, and a string compare is
+// cheaper than hashing.
+func (e *ScoreEncoder) internCell(s string) uint32 {
+	for i := range e.recent {
+		if r := &e.recent[i]; r.id != NoString && r.s == s {
+			return r.id
+		}
+	}
+	id := e.intern(s)
+	copy(e.recent[1:], e.recent[:len(e.recent)-1])
+	e.recent[0].s, e.recent[0].id = s, id
+	return id
+}
+
+func (e *ScoreEncoder) resetRecent() {
+	for i := range e.recent {
+		e.recent[i].s, e.recent[i].id = "", NoString
+	}
 }
 
 // Encode appends the score input for the declared attributes of src to dst.
@@ -120,19 +160,16 @@ func (e *ScoreEncoder) Encode(dst []byte, decl *PrioritizerInputs, src ClusterSo
 	e.data = e.data[:0]
 	L, C, R, A := len(decl.Labels), len(decl.Claims), len(decl.Resources), len(decl.AddOnScores)
 
-	keys := make([]uint32, 0, L+C+2*R+2*A)
+	keys := make([]uint32, 0, L+C+2*A)
 	for _, k := range decl.Labels {
 		keys = append(keys, e.intern(k))
 	}
 	for _, k := range decl.Claims {
 		keys = append(keys, e.intern(k))
 	}
-	for _, r := range decl.Resources {
-		kind := uint32(0)
-		if r.Kind == ResourceCapacity {
-			kind = 1
-		}
-		keys = append(keys, kind, e.intern(r.Name))
+	resNames := make([]uint32, R)
+	for j, r := range decl.Resources {
+		resNames[j] = e.intern(r.Name)
 	}
 	for _, a := range decl.AddOnScores {
 		keys = append(keys, e.intern(a.ResourceName), e.intern(a.ScoreName))
@@ -140,30 +177,38 @@ func (e *ScoreEncoder) Encode(dst []byte, decl *PrioritizerInputs, src ClusterSo
 
 	e.strs = grow(e.strs, (L+C)*n)
 	for j, k := range decl.Labels {
+		e.resetRecent()
 		col := e.strs[j*n : (j+1)*n]
 		for i := range col {
 			col[i] = NoString
 			if v, ok := src.Label(i, k); ok {
-				col[i] = e.intern(v)
+				col[i] = e.internCell(v)
 			}
 		}
 	}
 	for j, k := range decl.Claims {
+		e.resetRecent()
 		col := e.strs[(L+j)*n : (L+j+1)*n]
 		for i := range col {
 			col[i] = NoString
 			if v, ok := src.Claim(i, k); ok {
-				col[i] = e.intern(v)
+				col[i] = e.internCell(v)
 			}
 		}
 	}
 	e.nums = grow(e.nums, (R+A)*n)
+	widths := make([]uint64, R)
 	for j, r := range decl.Resources {
 		col := e.nums[j*n : (j+1)*n]
+		widths[j] = 4
 		for i := range col {
 			col[i] = NoValue
 			if v, ok := src.Resource(i, r.Kind, r.Name); ok {
-				col[i] = present(v)
+				v = present(v)
+				col[i] = v
+				if v <= math.MinInt32 || v > math.MaxInt32 {
+					widths[j] = 8
+				}
 			}
 		}
 	}
@@ -172,7 +217,8 @@ func (e *ScoreEncoder) Encode(dst []byte, decl *PrioritizerInputs, src ClusterSo
 		for i := range col {
 			col[i] = NoValue
 			if v, ok := src.AddOnScore(i, a.ResourceName, a.ScoreName); ok {
-				col[i] = present(v)
+				// AddOnPlacementScore values are int32; saturate anything else.
+				col[i] = min(max(v, math.MinInt32+1), math.MaxInt32)
 			}
 		}
 	}
@@ -186,8 +232,9 @@ func (e *ScoreEncoder) Encode(dst []byte, decl *PrioritizerInputs, src ClusterSo
 		}
 	}
 	S := len(e.offs) - 1
+	w := idWidth(V)
 
-	lay := scoreLayout(uint64(n), uint64(S), uint64(len(e.data)), uint64(L), uint64(C), uint64(R), uint64(A))
+	lay := scoreLayout(uint64(n), uint64(S), uint64(len(e.data)), uint64(L), uint64(C), uint64(A), w, widths)
 	if lay.total > math.MaxUint32 || uint64(len(e.data)) > math.MaxUint32 {
 		return dst, errors.New("score input: message of " + strconv.FormatUint(lay.total, 10) + " bytes exceeds 4 GiB")
 	}
@@ -206,6 +253,7 @@ func (e *ScoreEncoder) Encode(dst []byte, decl *PrioritizerInputs, src ClusterSo
 	putU16(b[28:], uint16(R))
 	putU16(b[30:], uint16(A))
 	putU32(b[32:], uint32(lay.total))
+	b[36] = byte(w)
 	for i, o := range e.offs {
 		putU32(b[lay.offs+4*uint64(i):], o)
 	}
@@ -219,28 +267,68 @@ func (e *ScoreEncoder) Encode(dst []byte, decl *PrioritizerInputs, src ClusterSo
 		putU32(b[lay.claimKeys+4*uint64(i):], keys[k])
 		k++
 	}
-	for i := 0; i < 2*R; i++ {
-		putU32(b[lay.resourceKeys+4*uint64(i):], keys[k])
-		k++
+	for j, r := range decl.Resources {
+		o := lay.resourceKeys + 8*uint64(j)
+		if r.Kind == ResourceCapacity {
+			b[o] = 1
+		}
+		b[o+1] = byte(widths[j])
+		putU32(b[o+4:], resNames[j])
 	}
 	for i := 0; i < 2*A; i++ {
 		putU32(b[lay.addOnKeys+4*uint64(i):], keys[k])
 		k++
 	}
-	p := b[lay.labelCols:]
-	for i, v := range e.strs[:L*n] {
-		putU32(p[4*i:], v)
+	putIDs(b[lay.labelCols:], e.strs[:L*n], w)
+	putIDs(b[lay.claimCols:], e.strs[L*n:(L+C)*n], w)
+	for j := range decl.Resources {
+		putInts(b[lay.resourceCols[j]:], e.nums[j*n:(j+1)*n], widths[j])
 	}
-	p = b[lay.claimCols:]
-	for i, v := range e.strs[L*n : (L+C)*n] {
-		putU32(p[4*i:], v)
-	}
-	p = b[lay.resourceCols:]
-	for i, v := range e.nums[:(R+A)*n] {
-		// Resource and add-on columns are adjacent (the former end 8-aligned).
-		putU64(p[8*i:], uint64(v))
-	}
+	putInts(b[lay.addOnCols:], e.nums[R*n:(R+A)*n], 4)
 	return dst, nil
+}
+
+// idWidth is the narrowest cell that holds ids 0..v-1 plus the all-ones marker.
+func idWidth(v int) uint64 {
+	switch {
+	case v < 0xFF:
+		return 1
+	case v < 0xFFFF:
+		return 2
+	}
+	return 4
+}
+
+func putIDs(b []byte, ids []uint32, w uint64) {
+	switch w {
+	case 1:
+		for i, id := range ids {
+			b[i] = byte(id) // NoString becomes 0xFF
+		}
+	case 2:
+		for i, id := range ids {
+			putU16(b[2*i:], uint16(id))
+		}
+	default:
+		for i, id := range ids {
+			putU32(b[4*i:], id)
+		}
+	}
+}
+
+func putInts(b []byte, vals []int64, w uint64) {
+	if w == 4 {
+		for i, v := range vals {
+			if v == NoValue {
+				v = math.MinInt32
+			}
+			putU32(b[4*i:], uint32(int32(v)))
+		}
+		return
+	}
+	for i, v := range vals {
+		putU64(b[8*i:], uint64(v))
+	}
 }
 
 // present keeps a real value from colliding with the NoValue marker.
@@ -261,10 +349,11 @@ func grow[T any](s []T, n int) []T {
 // layout holds the section offsets of a score input.
 type layout struct {
 	offs, data, labelKeys, claimKeys, resourceKeys, addOnKeys uint64
-	labelCols, claimCols, resourceCols, addOnCols, total      uint64
+	labelCols, claimCols, addOnCols, total                    uint64
+	resourceCols                                              []uint64
 }
 
-func scoreLayout(n, s, b, l, c, r, a uint64) layout {
+func scoreLayout(n, s, b, l, c, a, w uint64, widths []uint64) layout {
 	var lay layout
 	off := uint64(ScoreHeaderSize)
 	next := func(size uint64) uint64 {
@@ -276,12 +365,15 @@ func scoreLayout(n, s, b, l, c, r, a uint64) layout {
 	lay.data = next(b)
 	lay.labelKeys = next(4 * l)
 	lay.claimKeys = next(4 * c)
-	lay.resourceKeys = next(8 * r)
+	lay.resourceKeys = next(8 * uint64(len(widths)))
 	lay.addOnKeys = next(8 * a)
-	lay.labelCols = next(4 * l * n)
-	lay.claimCols = next(4 * c * n)
-	lay.resourceCols = next(8 * r * n)
-	lay.addOnCols = next(8 * a * n)
+	lay.labelCols = next(w * l * n)
+	lay.claimCols = next(w * c * n)
+	lay.resourceCols = make([]uint64, len(widths))
+	for j, rw := range widths {
+		lay.resourceCols[j] = next(rw * n)
+	}
+	lay.addOnCols = next(4 * a * n)
 	lay.total = off
 	return lay
 }
@@ -291,6 +383,7 @@ func scoreLayout(n, s, b, l, c, r, a uint64) layout {
 type ScoreInput struct {
 	b          []byte
 	lay        layout
+	w          uint64
 	n, v, s    int
 	l, c, r, a int
 	strs       string
@@ -316,6 +409,7 @@ func DecodeScoreInput(b []byte) (*ScoreInput, error) {
 		b: b,
 		n: int(u32(b[8:])), v: int(u32(b[12:])), s: int(u32(b[16:])),
 		l: int(u16(b[24:])), c: int(u16(b[26:])), r: int(u16(b[28:])), a: int(u16(b[30:])),
+		w: uint64(b[36]),
 	}
 	if in.n > MaxScoreClusters {
 		return nil, errors.New("score input: cluster count " + strconv.Itoa(in.n) + " exceeds " + strconv.Itoa(MaxScoreClusters))
@@ -327,8 +421,26 @@ func DecodeScoreInput(b []byte) (*ScoreInput, error) {
 	if uint64(in.s) != wantS {
 		return nil, errors.New("score input: string count " + strconv.Itoa(in.s) + " does not match shared strings (" + strconv.Itoa(in.v) + ") plus cluster names")
 	}
+	if in.w != idWidth(in.v) {
+		return nil, errors.New("score input: id width " + strconv.FormatUint(in.w, 10) + " does not suit " + strconv.Itoa(in.v) + " shared strings (want " + strconv.FormatUint(idWidth(in.v), 10) + ")")
+	}
+	// Resource widths live in the keys, which sit at a fixed place before any column.
 	nbytes := uint64(u32(b[20:]))
-	in.lay = scoreLayout(uint64(in.n), uint64(in.s), nbytes, uint64(in.l), uint64(in.c), uint64(in.r), uint64(in.a))
+	keysAt := scoreLayout(0, uint64(in.s), nbytes, uint64(in.l), uint64(in.c), 0, 0, make([]uint64, in.r))
+	if keysAt.resourceKeys+8*uint64(in.r) > uint64(len(b)) {
+		return nil, errors.New("score input: " + strconv.Itoa(len(b)) + " bytes, too short for its string table and keys")
+	}
+	widths := make([]uint64, in.r)
+	for j := range widths {
+		o := keysAt.resourceKeys + 8*uint64(j)
+		if b[o] > 1 {
+			return nil, errors.New("score input: resource keys[" + strconv.Itoa(j) + "]: kind " + strconv.Itoa(int(b[o])) + " is not 0 (Allocatable) or 1 (Capacity)")
+		}
+		if widths[j] = uint64(b[o+1]); widths[j] != 4 && widths[j] != 8 {
+			return nil, errors.New("score input: resource keys[" + strconv.Itoa(j) + "]: cell width " + strconv.FormatUint(widths[j], 10) + " is not 4 or 8")
+		}
+	}
+	in.lay = scoreLayout(uint64(in.n), uint64(in.s), nbytes, uint64(in.l), uint64(in.c), uint64(in.a), in.w, widths)
 	if total := uint64(u32(b[32:])); total != in.lay.total {
 		return nil, errors.New("score input: header total size " + strconv.FormatUint(total, 10) + " does not match the layout's " + strconv.FormatUint(in.lay.total, 10))
 	}
@@ -345,61 +457,70 @@ func DecodeScoreInput(b []byte) (*ScoreInput, error) {
 		prev = o
 	}
 	in.strs = string(b[in.lay.data : in.lay.data+nbytes])
-	keyIDs := func(section string, start uint64, count int, stride int, kindFirst bool) error {
-		for i := 0; i < count; i++ {
-			for f := 0; f < stride; f++ {
-				id := u32(b[start+4*uint64(i*stride+f):])
-				if kindFirst && f == 0 {
-					if id > 1 {
-						return errors.New("score input: " + section + "[" + strconv.Itoa(i) + "]: kind " + strconv.FormatUint(uint64(id), 10) + " is not 0 (Allocatable) or 1 (Capacity)")
-					}
-					continue
-				}
-				if int(id) >= in.v {
-					return errors.New("score input: " + section + "[" + strconv.Itoa(i) + "]: string id " + strconv.FormatUint(uint64(id), 10) + " out of range")
-				}
+	checkKeys := func(section string, start uint64, count, stride int) error {
+		for i := 0; i < count*stride; i++ {
+			if id := u32(b[start+4*uint64(i):]); int(id) >= in.v {
+				return errors.New("score input: " + section + "[" + strconv.Itoa(i/stride) + "]: string id " + strconv.FormatUint(uint64(id), 10) + " out of range")
 			}
 		}
 		return nil
 	}
-	if err := keyIDs("label keys", in.lay.labelKeys, in.l, 1, false); err != nil {
+	if err := checkKeys("label keys", in.lay.labelKeys, in.l, 1); err != nil {
 		return nil, err
 	}
-	if err := keyIDs("claim keys", in.lay.claimKeys, in.c, 1, false); err != nil {
+	if err := checkKeys("claim keys", in.lay.claimKeys, in.c, 1); err != nil {
 		return nil, err
 	}
-	if err := keyIDs("resource keys", in.lay.resourceKeys, in.r, 2, true); err != nil {
-		return nil, err
-	}
-	if err := keyIDs("add-on score keys", in.lay.addOnKeys, in.a, 2, false); err != nil {
-		return nil, err
-	}
-	cells := b[in.lay.labelCols : in.lay.labelCols+4*uint64((in.l+in.c)*in.n)]
-	if in.lay.claimCols != in.lay.labelCols+4*uint64(in.l*in.n) {
-		// Label columns end unaligned: check the two sections separately.
-		cells = b[in.lay.labelCols : in.lay.labelCols+4*uint64(in.l*in.n)]
-		if err := checkCells(cells, in.v, "label columns", in.n); err != nil {
-			return nil, err
+	for j := 0; j < in.r; j++ {
+		if err := checkKeys("resource keys", in.lay.resourceKeys+8*uint64(j)+4, 1, 1); err != nil {
+			return nil, errors.New(err.Error() + " (resource " + strconv.Itoa(j) + ")")
 		}
-		cells = b[in.lay.claimCols : in.lay.claimCols+4*uint64(in.c*in.n)]
-		if err := checkCells(cells, in.v, "claim columns", in.n); err != nil {
-			return nil, err
-		}
-	} else if err := checkCells(cells, in.v, "label/claim columns", in.n); err != nil {
+	}
+	if err := checkKeys("add-on score keys", in.lay.addOnKeys, in.a, 2); err != nil {
+		return nil, err
+	}
+	if err := in.checkCells("label columns", in.lay.labelCols, in.l); err != nil {
+		return nil, err
+	}
+	if err := in.checkCells("claim columns", in.lay.claimCols, in.c); err != nil {
 		return nil, err
 	}
 	return in, nil
 }
 
-func checkCells(cells []byte, v int, section string, n int) error {
-	for i := 0; i+4 <= len(cells); i += 4 {
-		id := u32(cells[i:])
-		if id != NoString && int(id) >= v {
-			cell := i / 4
-			return errors.New("score input: " + section + ": cell " + strconv.Itoa(cell) + " (cluster " + strconv.Itoa(cell%n) + "): string id " + strconv.FormatUint(uint64(id), 10) + " out of range")
+// checkCells verifies every id of cols columns at start, in a tight loop per
+// width: this runs once per call inside the guest, where calls are expensive.
+func (in *ScoreInput) checkCells(section string, start uint64, cols int) error {
+	cells := in.b[start : start+in.w*uint64(cols*in.n)]
+	bad := -1
+	v := uint64(in.v)
+	switch in.w {
+	case 1:
+		for i, c := range cells {
+			if c != 0xFF && uint64(c) >= v {
+				bad = i
+				break
+			}
+		}
+	case 2:
+		for i := 0; i+1 < len(cells); i += 2 {
+			if c := uint64(cells[i]) | uint64(cells[i+1])<<8; c != 0xFFFF && c >= v {
+				bad = i / 2
+				break
+			}
+		}
+	default:
+		for i := 0; i+3 < len(cells); i += 4 {
+			if c := uint64(u32(cells[i:])); c != uint64(NoString) && c >= v {
+				bad = i / 4
+				break
+			}
 		}
 	}
-	return nil
+	if bad < 0 {
+		return nil
+	}
+	return errors.New("score input: " + section + "[" + strconv.Itoa(bad/in.n) + "], cluster " + strconv.Itoa(bad%in.n) + ": string id out of range (" + strconv.Itoa(in.v) + " shared strings)")
 }
 
 // Len is the number of clusters.
@@ -434,10 +555,10 @@ func (in *ScoreInput) Name(i int) string {
 }
 
 // Labels returns the label keys in column order.
-func (in *ScoreInput) Labels() []string { return in.keyStrings(in.lay.labelKeys, in.l, 1, 0) }
+func (in *ScoreInput) Labels() []string { return in.keyStrings(in.lay.labelKeys, in.l) }
 
 // Claims returns the claim names in column order.
-func (in *ScoreInput) Claims() []string { return in.keyStrings(in.lay.claimKeys, in.c, 1, 0) }
+func (in *ScoreInput) Claims() []string { return in.keyStrings(in.lay.claimKeys, in.c) }
 
 // Resources returns the resource keys in column order.
 func (in *ScoreInput) Resources() []ResourceInput {
@@ -458,10 +579,10 @@ func (in *ScoreInput) AddOnScores() []AddOnScoreInput {
 	return out
 }
 
-func (in *ScoreInput) keyStrings(start uint64, count, stride, field int) []string {
+func (in *ScoreInput) keyStrings(start uint64, count int) []string {
 	out := make([]string, count)
 	for i := range out {
-		out[i] = in.String(u32(in.b[start+4*uint64(i*stride+field):]))
+		out[i] = in.String(u32(in.b[start+4*uint64(i):]))
 	}
 	return out
 }
@@ -469,7 +590,7 @@ func (in *ScoreInput) keyStrings(start uint64, count, stride, field int) []strin
 func (in *ScoreInput) resourceKey(i int) ResourceInput {
 	o := in.lay.resourceKeys + 8*uint64(i)
 	kind := ResourceAllocatable
-	if u32(in.b[o:]) == 1 {
+	if in.b[o] == 1 {
 		kind = ResourceCapacity
 	}
 	return ResourceInput{Kind: kind, Name: in.String(u32(in.b[o+4:]))}
@@ -479,7 +600,13 @@ func (in *ScoreInput) resourceKey(i int) ResourceInput {
 // sent) reports every cluster as absent.
 type StringColumn struct {
 	in    *ScoreInput
+	w     uint64
 	cells []byte
+}
+
+func (in *ScoreInput) stringColumn(section uint64, j int) StringColumn {
+	o := section + in.w*uint64(j*in.n)
+	return StringColumn{in: in, w: in.w, cells: in.b[o : o+in.w*uint64(in.n)]}
 }
 
 // Present reports whether the column was sent.
@@ -487,10 +614,50 @@ func (c StringColumn) Present() bool { return c.in != nil }
 
 // ID returns the string id of cluster i's value, or NoString.
 func (c StringColumn) ID(i int) uint32 {
-	if c.in == nil {
-		return NoString
+	switch c.w {
+	case 1:
+		if v := c.cells[i]; v != 0xFF {
+			return uint32(v)
+		}
+	case 2:
+		if v := u16(c.cells[2*i:]); v != 0xFFFF {
+			return uint32(v)
+		}
+	case 4:
+		return u32(c.cells[4*i:])
 	}
-	return u32(c.cells[4*i:])
+	return NoString
+}
+
+// AppendIDs appends the id of every cluster's value (NoString when absent) to
+// dst. Scoring loops over the result run faster in a guest than calls to ID.
+func (c StringColumn) AppendIDs(dst []uint32) []uint32 {
+	if c.in == nil {
+		return dst
+	}
+	switch c.w {
+	case 1:
+		for _, v := range c.cells {
+			id := uint32(v)
+			if v == 0xFF {
+				id = NoString
+			}
+			dst = append(dst, id)
+		}
+	case 2:
+		for i := 0; i+1 < len(c.cells); i += 2 {
+			id := uint32(c.cells[i]) | uint32(c.cells[i+1])<<8
+			if id == 0xFFFF {
+				id = NoString
+			}
+			dst = append(dst, id)
+		}
+	default:
+		for i := 0; i+3 < len(c.cells); i += 4 {
+			dst = append(dst, u32(c.cells[i:]))
+		}
+	}
+	return dst
 }
 
 // Get returns cluster i's value.
@@ -505,6 +672,7 @@ func (c StringColumn) Get(i int) (string, bool) {
 // IntColumn is one resource or add-on score column. The zero value reports every
 // cluster as absent.
 type IntColumn struct {
+	w     uint64
 	cells []byte
 }
 
@@ -513,19 +681,41 @@ func (c IntColumn) Present() bool { return c.cells != nil }
 
 // Get returns cluster i's value.
 func (c IntColumn) Get(i int) (int64, bool) {
-	if c.cells == nil {
-		return 0, false
+	switch c.w {
+	case 4:
+		v := int32(u32(c.cells[4*i:]))
+		return int64(v), v != math.MinInt32
+	case 8:
+		v := int64(u64(c.cells[8*i:]))
+		return v, v != NoValue
 	}
-	v := int64(u64(c.cells[8*i:]))
-	return v, v != NoValue
+	return 0, false
+}
+
+// AppendValues appends every cluster's value (NoValue when absent) to dst.
+func (c IntColumn) AppendValues(dst []int64) []int64 {
+	switch c.w {
+	case 4:
+		for i := 0; i+3 < len(c.cells); i += 4 {
+			v := int64(int32(u32(c.cells[i:])))
+			if v == math.MinInt32 {
+				v = NoValue
+			}
+			dst = append(dst, v)
+		}
+	case 8:
+		for i := 0; i+7 < len(c.cells); i += 8 {
+			dst = append(dst, int64(u64(c.cells[i:])))
+		}
+	}
+	return dst
 }
 
 // LabelColumn returns the column of label key, if it was sent.
 func (in *ScoreInput) LabelColumn(key string) StringColumn {
 	for j := 0; j < in.l; j++ {
 		if in.String(u32(in.b[in.lay.labelKeys+4*uint64(j):])) == key {
-			o := in.lay.labelCols + 4*uint64(j*in.n)
-			return StringColumn{in: in, cells: in.b[o : o+4*uint64(in.n)]}
+			return in.stringColumn(in.lay.labelCols, j)
 		}
 	}
 	return StringColumn{}
@@ -535,8 +725,7 @@ func (in *ScoreInput) LabelColumn(key string) StringColumn {
 func (in *ScoreInput) ClaimColumn(name string) StringColumn {
 	for j := 0; j < in.c; j++ {
 		if in.String(u32(in.b[in.lay.claimKeys+4*uint64(j):])) == name {
-			o := in.lay.claimCols + 4*uint64(j*in.n)
-			return StringColumn{in: in, cells: in.b[o : o+4*uint64(in.n)]}
+			return in.stringColumn(in.lay.claimCols, j)
 		}
 	}
 	return StringColumn{}
@@ -546,8 +735,9 @@ func (in *ScoreInput) ClaimColumn(name string) StringColumn {
 func (in *ScoreInput) ResourceColumn(kind ResourceKind, name string) IntColumn {
 	for j := 0; j < in.r; j++ {
 		if k := in.resourceKey(j); k.Kind == kind && k.Name == name {
-			o := in.lay.resourceCols + 8*uint64(j*in.n)
-			return IntColumn{cells: in.b[o : o+8*uint64(in.n)]}
+			w := uint64(in.b[in.lay.resourceKeys+8*uint64(j)+1])
+			o := in.lay.resourceCols[j]
+			return IntColumn{w: w, cells: in.b[o : o+w*uint64(in.n)]}
 		}
 	}
 	return IntColumn{}
@@ -558,8 +748,8 @@ func (in *ScoreInput) AddOnScoreColumn(resourceName, scoreName string) IntColumn
 	for j := 0; j < in.a; j++ {
 		o := in.lay.addOnKeys + 8*uint64(j)
 		if in.String(u32(in.b[o:])) == resourceName && in.String(u32(in.b[o+4:])) == scoreName {
-			c := in.lay.addOnCols + 8*uint64(j*in.n)
-			return IntColumn{cells: in.b[c : c+8*uint64(in.n)]}
+			c := in.lay.addOnCols + 4*uint64(j*in.n)
+			return IntColumn{w: 4, cells: in.b[c : c+4*uint64(in.n)]}
 		}
 	}
 	return IntColumn{}
@@ -619,10 +809,7 @@ func quoteList(s []string) string {
 	return out + "]"
 }
 
-// ScoreOutputSize is the size of a valid answer for n clusters.
-func ScoreOutputSize(n int) int { return 8 * n }
-
-// AppendScores encodes scores as the score answer.
+// AppendScores encodes scores as an int64 answer (the canonical form).
 func AppendScores(dst []byte, scores []int64) []byte {
 	base := len(dst)
 	dst = append(dst, make([]byte, 8*len(scores))...)
@@ -632,15 +819,34 @@ func AppendScores(dst []byte, scores []int64) []byte {
 	return dst
 }
 
-// DecodeScores decodes a score answer for n clusters into dst (reused if large
-// enough), clamping each score to [MinClusterScore, MaxClusterScore].
-func DecodeScores(out []byte, n int, dst []int64) ([]int64, error) {
-	if len(out) != 8*n {
-		return nil, errors.New("score output: " + strconv.Itoa(len(out)) + " bytes, want " + strconv.Itoa(8*n) + " (one int64 for each of " + strconv.Itoa(n) + " clusters)")
+// AppendCompactScores clamps scores and encodes them as an int8 answer.
+func AppendCompactScores(dst []byte, scores []int64) []byte {
+	for _, s := range scores {
+		dst = append(dst, byte(int8(ClampScore(s))))
 	}
+	return dst
+}
+
+// DecodeScores decodes a score answer for n clusters into dst (reused if large
+// enough), clamping each score to [MinClusterScore, MaxClusterScore]. The answer
+// is n int64 or n int8 (see the layout above).
+func DecodeScores(out []byte, n int, dst []int64) ([]int64, error) {
 	dst = grow(dst, n)
-	for i := range dst {
-		dst[i] = ClampScore(int64(u64(out[8*i:])))
+	switch len(out) {
+	case 8 * n:
+		for i := range dst {
+			dst[i] = ClampScore(int64(u64(out[8*i:])))
+		}
+	case n:
+		for i := range dst {
+			s := int64(int8(out[i]))
+			if s != ClampScore(s) {
+				return nil, errors.New("score output: compact score of cluster " + strconv.Itoa(i) + " is " + strconv.FormatInt(s, 10) + ", outside [-100, 100]")
+			}
+			dst[i] = s
+		}
+	default:
+		return nil, errors.New("score output: " + strconv.Itoa(len(out)) + " bytes, want " + strconv.Itoa(8*n) + " (an int64 for each of " + strconv.Itoa(n) + " clusters) or " + strconv.Itoa(n) + " (an int8 each)")
 	}
 	return dst, nil
 }

@@ -7,7 +7,10 @@ import (
 	"github.com/flotilla-dev/flotilla/sdk/internal/guest"
 )
 
-var scorer Scorer
+var (
+	scorer Scorer
+	answer []byte
+)
 
 //go:wasmexport declare_inputs
 func declareInputs() int32 {
@@ -35,7 +38,8 @@ func score() int32 {
 		if err != nil {
 			return err
 		}
-		guest.OutputInt64s(scores)
+		answer = EncodeAnswer(answer[:0], scores)
+		guest.Output(answer)
 		return nil
 	})
 }

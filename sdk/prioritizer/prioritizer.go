@@ -95,3 +95,8 @@ func (s *Scorer) Score(h sdk.Host, input []byte) ([]int64, error) {
 	}
 	return scores, nil
 }
+
+// EncodeAnswer encodes scores as the score export's answer: clamped to [-100, 100]
+// and sent one byte each (the ABI's compact form), which costs the guest an
+// eighth of the host calls the int64 form needs.
+func EncodeAnswer(dst []byte, scores []int64) []byte { return abi.AppendCompactScores(dst, scores) }

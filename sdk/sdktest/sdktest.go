@@ -90,7 +90,7 @@ func Score(p prioritizer.Plugin, h sdk.Host, clusters abi.ClusterSource) ([]int6
 	if err != nil {
 		return nil, err
 	}
-	return abi.DecodeScores(abi.AppendScores(nil, scores), clusters.Len(), nil)
+	return abi.DecodeScores(prioritizer.EncodeAnswer(nil, scores), clusters.Len(), nil)
 }
 
 // ReviewCSR runs review_csr: the request is encoded with encoding/json, as the hub

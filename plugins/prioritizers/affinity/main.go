@@ -206,6 +206,9 @@ func contains(s []string, v string) bool {
 type affinity struct {
 	cfg    config
 	parsed bool
+	// Scratch columns, kept across calls of one instance.
+	ids  []uint32
+	vals []int64
 }
 
 func init() { prioritizer.Register(&affinity{}) }
@@ -242,13 +245,13 @@ func (a *affinity) Score(h sdk.Host, in *abi.ScoreInput, scores []int64) error {
 		return err
 	}
 	for _, l := range c.Labels {
-		addMatches(in.LabelColumn(l.Key), in, l, scores)
+		a.addMatches(in.LabelColumn(l.Key), in, l, scores)
 	}
 	for _, cl := range c.Claims {
-		addMatches(in.ClaimColumn(cl.Key), in, cl, scores)
+		a.addMatches(in.ClaimColumn(cl.Key), in, cl, scores)
 	}
 	for _, r := range c.Resources {
-		addResource(in.ResourceColumn(r.Kind, r.Name), r.Weight, scores)
+		a.addResource(in.ResourceColumn(r.Kind, r.Name), r.Weight, scores)
 	}
 	for i, s := range scores {
 		scores[i] = abi.ClampScore(s)
@@ -256,30 +259,37 @@ func (a *affinity) Score(h sdk.Host, in *abi.ScoreInput, scores []int64) error {
 	return nil
 }
 
-func addMatches(col abi.StringColumn, in *abi.ScoreInput, rule valueRule, scores []int64) {
+// addMatches works on a whole column at once: loops over plain slices are what
+// Go compiled to Wasm runs fastest.
+func (a *affinity) addMatches(col abi.StringColumn, in *abi.ScoreInput, rule valueRule, scores []int64) {
 	id, ok := in.StringID(rule.Value)
-	if !ok {
+	if !ok || !col.Present() {
 		return // no candidate carries the value
 	}
-	for i := range scores {
-		if col.ID(i) == id {
+	a.ids = col.AppendIDs(a.ids[:0])
+	for i, v := range a.ids {
+		if v == id {
 			scores[i] += rule.Score
 		}
 	}
 }
 
-func addResource(col abi.IntColumn, weight int64, scores []int64) {
+func (a *affinity) addResource(col abi.IntColumn, weight int64, scores []int64) {
+	if !col.Present() {
+		return
+	}
+	a.vals = col.AppendValues(a.vals[:0])
 	lo, hi, seen := int64(math.MaxInt64), int64(math.MinInt64), false
-	for i := range scores {
-		if v, ok := col.Get(i); ok {
+	for _, v := range a.vals {
+		if v != abi.NoValue {
 			lo, hi, seen = min(lo, v), max(hi, v), true
 		}
 	}
 	if !seen {
 		return
 	}
-	for i := range scores {
-		if v, ok := col.Get(i); ok {
+	for i, v := range a.vals {
+		if v != abi.NoValue {
 			scores[i] += ResourceShare(weight, v, lo, hi)
 		}
 	}

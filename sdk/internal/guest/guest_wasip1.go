@@ -120,15 +120,6 @@ func load(off uint64) []byte {
 // Output sets the call's output.
 func Output(b []byte) { outputSet(store(b), uint64(len(b))) }
 
-// OutputInt64s sets the output to little-endian int64s without an intermediate buffer.
-func OutputInt64s(v []int64) {
-	off := alloc(uint64(8 * len(v)))
-	for i, x := range v {
-		storeU64(off+uint64(8*i), uint64(x))
-	}
-	outputSet(off, uint64(8*len(v)))
-}
-
 // SetError reports msg as the call's error.
 func SetError(msg string) { errorSet(store([]byte(msg))) }
 
