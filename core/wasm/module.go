@@ -98,6 +98,13 @@ func (m *Module) newInstance(ctx context.Context) (*instance, error) {
 		return nil, fmt.Errorf("initial memory of %d bytes exceeds the memory limit of %d bytes", budget.Bytes(), m.limits.MemoryBytes)
 	}
 	p.SetLogger(m.logger.emit)
+	if m.hasABIExport {
+		// Calling a trivial export starts the guest's language runtime (Go's runtime
+		// init takes milliseconds) now, so it does not eat into a real call's deadline.
+		if _, err := m.callOn(ctx, in, abi.ExportABIVersion, nil); err != nil {
+			return nil, fmt.Errorf("warming up: %w", err)
+		}
+	}
 	return in, nil
 }
 
