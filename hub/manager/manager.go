@@ -242,5 +242,10 @@ func (h *Hub) Start(ctx context.Context) error {
 	if err := h.Prepare(ctx); err != nil {
 		return errors.Join(err, h.closeEngine())
 	}
+	return h.Run(ctx)
+}
+
+// Run runs the controllers until ctx ends, for callers that called Prepare themselves.
+func (h *Hub) Run(ctx context.Context) error {
 	return errors.Join(h.mgr.Start(ctx), h.closeEngine())
 }

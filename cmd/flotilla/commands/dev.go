@@ -6,13 +6,20 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/flotilla-dev/flotilla/core/environment"
+	"github.com/flotilla-dev/flotilla/hub/admin"
+	"github.com/flotilla-dev/flotilla/hub/manager"
+	"github.com/flotilla-dev/flotilla/hub/registration/bootstrap"
+	"github.com/flotilla-dev/flotilla/klusterlet"
 )
 
 // DevComponent is a long-running part of Flotilla that `flotilla dev` runs in-process once
@@ -137,4 +144,92 @@ func runComponents(ctx context.Context, fleet *environment.Fleet, logw io.Writer
 	cancel(nil)
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// registrationDevComponent runs the hub controllers and one in-process klusterlet per managed
+// cluster, accepts every cluster as the hub admin would, and prints the cluster table once all
+// are Joined and Available.
+func registrationDevComponent() DevComponent {
+	return DevComponent{Name: "registration (hub + klusterlets)", Run: runRegistration}
+}
+
+func runRegistration(ctx context.Context, fleet *environment.Fleet, logw io.Writer) error {
+	logger := funcr.New(func(prefix, args string) { fmt.Fprintln(logw, prefix, args) }, funcr.Options{})
+	// The fleet already serves every CRD on the hub.
+	h, err := manager.New(manager.Options{Config: fleet.Hub.Config, SkipCRDInstall: true,
+		PluginCacheDir: defaultWasmCacheDir(), Logger: logger.WithName("hub")})
+	if err != nil {
+		return err
+	}
+	if err := h.Prepare(ctx); err != nil {
+		return err
+	}
+	bootstrapKC, err := bootstrap.Kubeconfig(ctx, fleet.Hub.Config, 0)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	run := func(name string, f func(context.Context) error) {
+		wg.Go(func() {
+			if err := f(ctx); err != nil {
+				cancel(fmt.Errorf("%s: %w", name, err))
+			}
+		})
+	}
+	run("hub", h.Run)
+	names := make([]string, 0, len(fleet.Managed))
+	for i, m := range fleet.Managed {
+		name := environment.ManagedClusterName(i)
+		names = append(names, name)
+		opts := klusterlet.Options{ClusterName: name, ManagedConfig: m.Config, BootstrapKubeconfig: bootstrapKC,
+			Logger: logger.WithName("klusterlet").WithValues("cluster", name)}
+		run("klusterlet "+name, func(ctx context.Context) error { return klusterlet.Run(ctx, opts) })
+	}
+	if err := acceptAndWait(ctx, fleet, logw, names); err != nil && context.Cause(ctx) == nil {
+		cancel(err)
+	}
+	<-ctx.Done()
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
+
+// acceptAndWait accepts the clusters once their agents registered, then waits until they are
+// Joined and Available and prints them.
+func acceptAndWait(ctx context.Context, fleet *environment.Fleet, w io.Writer, names []string) error {
+	c, kube, err := hubClientsForConfig(fleet.Hub.Config)
+	if err != nil {
+		return err
+	}
+	const timeout = 5 * time.Minute
+	err = wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		_, err := admin.Accept(ctx, c, kube, names)
+		return err == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("accepting clusters %v: %w", names, err)
+	}
+	var rows []admin.ClusterRow
+	err = wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		rows, err = admin.ClusterRows(ctx, c)
+		if err != nil {
+			return false, nil
+		}
+		ready := 0
+		for _, r := range rows {
+			if slices.Contains(names, r.Name) && r.Joined == "True" && r.Available == "True" {
+				ready++
+			}
+		}
+		return ready == len(names), nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for clusters %v to be Joined and Available: %w", names, err)
+	}
+	fmt.Fprintf(w, "\nManaged clusters joined and accepted:\n")
+	return admin.WriteClusters(w, rows)
 }

@@ -19,9 +19,12 @@ prioritizers, CSR approval, status feedback, add-on templates) are sandboxed Was
 	}
 	root.AddCommand(
 		newCRDsCommand(),
-		newDevCommand(),
+		newDevCommand(registrationDevComponent()),
 		newKlusterletCommand(),
 		newPluginCommand(),
+		newHubCommand(),
+		newAcceptCommand(),
+		newGetCommand(),
 	)
 	return root
 }

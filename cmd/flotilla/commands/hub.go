@@ -1,0 +1,83 @@
+package commands
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+	"github.com/spf13/cobra"
+
+	"github.com/flotilla-dev/flotilla/hub/manager"
+	"github.com/flotilla-dev/flotilla/hub/plugininstall"
+)
+
+func newHubCommand() *cobra.Command {
+	var (
+		kubeconfig, pluginCacheDir, metricsAddr string
+		autoUsers, autoPatterns                 []string
+		verbosity                               int
+	)
+	gate, gateErr := manager.NewFeatureGate()
+	cmd := &cobra.Command{
+		Use:   "hub",
+		Short: "Run the hub controllers (registration, cluster sets, CSR approval by Wasm plugins)",
+		Long: `Run the Flotilla hub against the hub API server of --kubeconfig until interrupted.
+
+On start the hub installs the CRDs, the bootstrap identity (ServiceAccount
+open-cluster-management/cluster-bootstrap bound to system:open-cluster-management:bootstrap),
+the shared agent roles, the admission policy guarding spec.hubAcceptsClient and its own Wasm
+plugins: csr-renewal always, csr-autoapprove when --autoapprove-cluster-patterns is set.`,
+		Example: `  flotilla hub --kubeconfig hub.kubeconfig
+  flotilla hub --kubeconfig hub.kubeconfig --autoapprove-cluster-patterns 'dev-*' --feature-gates DefaultClusterSet=false`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if gateErr != nil {
+				return gateErr
+			}
+			if len(autoUsers) > 0 && len(autoPatterns) == 0 {
+				return fmt.Errorf("--autoapprove-users needs --autoapprove-cluster-patterns")
+			}
+			cfg, err := loadRESTConfig(kubeconfig)
+			if err != nil {
+				return err
+			}
+			h, err := manager.New(manager.Options{
+				Config:             cfg,
+				FeatureGates:       gate,
+				PluginCacheDir:     pluginCacheDir,
+				MetricsBindAddress: metricsAddr,
+				AutoApprove:        plugininstall.AutoApprove{Users: autoUsers, ClusterNamePatterns: autoPatterns},
+				Logger:             stderrLogger(verbosity),
+			})
+			if err != nil {
+				return err
+			}
+			return h.Start(cmd.Context())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the hub API server (default: $KUBECONFIG or ~/.kube/config)")
+	f.StringVar(&pluginCacheDir, "plugin-cache-dir", "", "directory caching compiled Wasm plugins across restarts (default: no cache)")
+	f.StringVar(&metricsAddr, "metrics-bind-address", "0", "address serving Prometheus metrics, e.g. :8080 (0 disables)")
+	f.StringSliceVar(&autoUsers, "autoapprove-users", nil,
+		"users whose first-time cluster CSRs csr-autoapprove approves (default: the bootstrap ServiceAccount)")
+	f.StringSliceVar(&autoPatterns, "autoapprove-cluster-patterns", nil,
+		"cluster name globs (path.Match) whose first-time CSRs are auto-approved; enables csr-autoapprove")
+	f.IntVar(&verbosity, "v", 0, "log verbosity")
+	if gateErr == nil {
+		gate.AddFlag(f)
+	}
+	return cmd
+}
+
+// stderrLogger logs to standard error up to verbosity v.
+func stderrLogger(v int) logr.Logger {
+	return funcr.New(func(prefix, args string) {
+		if prefix != "" {
+			fmt.Fprintln(os.Stderr, prefix, args)
+			return
+		}
+		fmt.Fprintln(os.Stderr, args)
+	}, funcr.Options{Verbosity: v})
+}
