@@ -80,3 +80,10 @@ bench-wasm:
 		$(GO) test -run '^$$' -bench 'Compile|Load|Instance|EmptyCall' -benchmem ./core/wasm/wasmbench/ && \
 		$(GO) test -run '^$$' -bench 'Prioritizer5000' -benchmem -count 7 ./core/wasm/wasmbench/ ; \
 	} | $(BIN)/benchline
+
+.PHONY: bench-registration
+## bench-registration: 100 in-process klusterlets (one managed API server, each with its own
+## cluster name and agent namespace) join one hub; the last line is
+## `registration-100 seconds=<time until all are Joined and Available>`
+bench-registration: $(CONTROLPLANE)
+	$(GO) run ./e2e/registration/bench -clusters 100
