@@ -104,6 +104,7 @@ type ControlPlane struct {
 	bins      map[string]string
 	spawner   *spawner
 	removeDir bool
+	pickPorts func(int) ([]int, error)
 
 	mu    sync.Mutex
 	procs []*process // in start order
@@ -121,6 +122,12 @@ var errPortTaken = errors.New("port taken by another process")
 // controller manager is healthy and the requested CRDs are established. ctx bounds the
 // start only: the processes run until Stop. On error nothing is left running.
 func StartControlPlane(ctx context.Context, opts ControlPlaneOptions) (*ControlPlane, error) {
+	return startControlPlane(ctx, opts, freePorts)
+}
+
+// startControlPlane is StartControlPlane with the port picker as a parameter, so that
+// tests can hand out a taken port.
+func startControlPlane(ctx context.Context, opts ControlPlaneOptions, pickPorts func(int) ([]int, error)) (*ControlPlane, error) {
 	if opts.Name == "" {
 		opts.Name = "cluster"
 	}
@@ -137,7 +144,7 @@ func StartControlPlane(ctx context.Context, opts ControlPlaneOptions) (*ControlP
 	if log == nil {
 		log = io.Discard
 	}
-	cp := &ControlPlane{Name: opts.Name, SigningDuration: opts.SigningDuration, opts: opts, log: log}
+	cp := &ControlPlane{Name: opts.Name, SigningDuration: opts.SigningDuration, opts: opts, log: log, pickPorts: pickPorts}
 	if err := cp.prepare(); err != nil {
 		cp.cleanupDir()
 		return nil, err
@@ -262,7 +269,7 @@ func (cp *ControlPlane) path(elem ...string) string {
 // start runs one attempt: choose ports, then etcd, kube-apiserver, CRDs and
 // kube-controller-manager, each waited for.
 func (cp *ControlPlane) start(ctx context.Context) error {
-	ports, err := freePorts(4)
+	ports, err := cp.pickPorts(4)
 	if err != nil {
 		return err
 	}

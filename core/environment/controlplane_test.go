@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -391,5 +392,44 @@ func BenchmarkStartFleet(b *testing.B) {
 		if err := f.Stop(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func TestStartRetriesWhenAPortIsTaken(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	takenPort := taken.Addr().(*net.TCPAddr).Port
+	calls := 0
+	// The first attempt gets a port another process holds, as when a parallel test binary
+	// wins the race between choosing a port and etcd binding it.
+	picker := func(n int) ([]int, error) {
+		calls++
+		ports, err := freePorts(n)
+		if err != nil || calls > 1 {
+			return ports, err
+		}
+		ports[0] = takenPort
+		return ports, nil
+	}
+	cp, err := startControlPlane(t.Context(), ControlPlaneOptions{Name: "racer", Log: testWriter{t}}, picker)
+	if err != nil {
+		t.Fatalf("start with a taken port: %v", err)
+	}
+	defer func() {
+		if err := cp.Stop(); err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+	}()
+	if calls != 2 {
+		t.Errorf("ports picked %d times, want 2 (one retry)", calls)
+	}
+	if slices.Contains(cp.Ports(), takenPort) {
+		t.Errorf("control plane uses the taken port %d: %v", takenPort, cp.Ports())
+	}
+	if _, err := clientset(t, cp.Config).CoreV1().Namespaces().List(t.Context(), metav1.ListOptions{}); err != nil {
+		t.Errorf("control plane started after the retry does not serve: %v", err)
 	}
 }
