@@ -56,7 +56,7 @@ type Options struct {
 	RotationThreshold float64
 	// CSRExpirationSeconds requests a certificate lifetime (0: signer default).
 	CSRExpirationSeconds int32
-	// RetryInitial and RetryMax bound the retry backoff (1s and 30s).
+	// RetryInitial and RetryMax bound the retry backoff (1s and 10s).
 	RetryInitial, RetryMax time.Duration
 
 	Logger logr.Logger

@@ -21,7 +21,7 @@ const (
 	DefaultLeaseDurationSeconds      = 60
 	DefaultStatusSyncPeriod          = time.Minute
 	DefaultRetryInitial              = time.Second
-	DefaultRetryMax                  = 30 * time.Second
+	DefaultRetryMax                  = 10 * time.Second
 	// LeaseName is the heartbeat Lease in the cluster namespace on the hub.
 	LeaseName = "managed-cluster-lease"
 )

@@ -227,9 +227,12 @@ func (s *session) reportTruncatedClaims(ctx context.Context, set ClaimSet) {
 	s.a.log.Info("Custom cluster claims truncated", "managedCluster", s.id.ClusterName,
 		"found", set.CustomFound, "limit", limit, "dropped", set.Dropped)
 	ns := s.id.ClusterName
+	now := s.a.cfg.Clock.Now()
 	ev := &eventsv1.Event{
-		ObjectMeta:          metav1.ObjectMeta{GenerateName: s.id.ClusterName + ".", Namespace: ns},
-		EventTime:           metav1.NewMicroTime(s.a.cfg.Clock.Now()),
+		// events.k8s.io validates generateName as a full name, so name it the
+		// way client-go's recorders do: <object>.<unix nanos in hex>.
+		ObjectMeta:          metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", s.id.ClusterName, now.UnixNano()), Namespace: ns},
+		EventTime:           metav1.NewMicroTime(now),
 		ReportingController: "open-cluster-management.io/registration-agent",
 		ReportingInstance:   s.id.CommonName(),
 		Action:              "SyncClusterClaims",
