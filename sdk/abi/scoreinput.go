@@ -384,6 +384,7 @@ type ScoreInput struct {
 	b          []byte
 	lay        layout
 	w          uint64
+	names      bool
 	n, v, s    int
 	l, c, r, a int
 	strs       string
@@ -409,7 +410,7 @@ func DecodeScoreInput(b []byte) (*ScoreInput, error) {
 		b: b,
 		n: int(u32(b[8:])), v: int(u32(b[12:])), s: int(u32(b[16:])),
 		l: int(u16(b[24:])), c: int(u16(b[26:])), r: int(u16(b[28:])), a: int(u16(b[30:])),
-		w: uint64(b[36]),
+		w: uint64(b[36]), names: flags&flagClusterNames != 0,
 	}
 	if in.n > MaxScoreClusters {
 		return nil, errors.New("score input: cluster count " + strconv.Itoa(in.n) + " exceeds " + strconv.Itoa(MaxScoreClusters))
@@ -544,7 +545,7 @@ func (in *ScoreInput) StringID(s string) (uint32, bool) {
 }
 
 // HasNames reports whether cluster names were sent (PrioritizerInputs.ClusterNames).
-func (in *ScoreInput) HasNames() bool { return in.s > in.v }
+func (in *ScoreInput) HasNames() bool { return in.names }
 
 // Name returns the name of cluster i, or "" when names were not declared.
 func (in *ScoreInput) Name(i int) string {
@@ -683,11 +684,13 @@ func (c IntColumn) Present() bool { return c.cells != nil }
 func (c IntColumn) Get(i int) (int64, bool) {
 	switch c.w {
 	case 4:
-		v := int32(u32(c.cells[4*i:]))
-		return int64(v), v != math.MinInt32
+		if v := int32(u32(c.cells[4*i:])); v != math.MinInt32 {
+			return int64(v), true
+		}
 	case 8:
-		v := int64(u64(c.cells[8*i:]))
-		return v, v != NoValue
+		if v := int64(u64(c.cells[8*i:])); v != NoValue {
+			return v, true
+		}
 	}
 	return 0, false
 }

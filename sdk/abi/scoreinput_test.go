@@ -1,0 +1,353 @@
+package abi
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// randomFleet builds n clusters whose label/claim cardinality is card (driving the
+// id width) and whose resources fit int32 unless big is set.
+func randomFleet(rng *rand.Rand, n, card int, big bool) ClusterList {
+	out := make(ClusterList, n)
+	for i := range out {
+		c := Cluster{Name: fmt.Sprintf("c%d", i), Labels: map[string]string{}, Claims: map[string]string{},
+			Allocatable: map[string]int64{}, Capacity: map[string]int64{}}
+		if rng.IntN(5) != 0 {
+			c.Labels["env"] = fmt.Sprintf("e%d", rng.IntN(card))
+		}
+		if rng.IntN(3) != 0 {
+			c.Labels["zone"] = fmt.Sprintf("z%d", rng.IntN(card))
+		}
+		if rng.IntN(4) != 0 {
+			c.Claims["region"] = fmt.Sprintf("r%d", rng.IntN(card))
+		}
+		if rng.IntN(6) != 0 {
+			v := rng.Int64N(128000)
+			if big {
+				v = rng.Int64() - rng.Int64()
+			}
+			c.Allocatable["cpu"] = v
+		}
+		c.Capacity["memory"] = rng.Int64N(1 << 40)
+		if rng.IntN(2) == 0 {
+			c.AddOnScores = []AddOnScore{{ResourceName: "gpu", ScoreName: "free", Value: rng.Int64N(201) - 100}}
+		}
+		out[i] = c
+	}
+	return out
+}
+
+var fullDecl = PrioritizerInputs{
+	ClusterNames: true,
+	Labels:       []string{"env", "zone", "never-set"},
+	Claims:       []string{"region"},
+	Resources:    []ResourceInput{{Kind: ResourceAllocatable, Name: "cpu"}, {Kind: ResourceCapacity, Name: "memory"}},
+	AddOnScores:  []AddOnScoreInput{{ResourceName: "gpu", ScoreName: "free"}},
+}
+
+// checkRoundTrip decodes an encoding of fleet and compares every cell.
+func checkRoundTrip(t *testing.T, decl *PrioritizerInputs, fleet ClusterList) *ScoreInput {
+	t.Helper()
+	b, err := EncodeScoreInput(nil, decl, fleet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := DecodeScoreInput(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := in.CheckDeclared(decl); err != nil {
+		t.Fatal(err)
+	}
+	if in.Len() != len(fleet) {
+		t.Fatalf("Len %d, want %d", in.Len(), len(fleet))
+	}
+	for _, key := range decl.Labels {
+		col := in.LabelColumn(key)
+		ids := col.AppendIDs(nil)
+		for i, c := range fleet {
+			want, wantOK := c.Labels[key]
+			got, ok := col.Get(i)
+			if got != want || ok != wantOK {
+				t.Fatalf("label %s of cluster %d: %q %v, want %q %v", key, i, got, ok, want, wantOK)
+			}
+			if ids[i] != col.ID(i) {
+				t.Fatalf("AppendIDs[%d] = %d, ID = %d", i, ids[i], col.ID(i))
+			}
+			if ok && i < 50 { // StringID scans the table: sample it
+				if id, found := in.StringID(want); !found || id != col.ID(i) {
+					t.Fatalf("StringID(%q) = %d %v, cell id %d", want, id, found, col.ID(i))
+				}
+			}
+		}
+	}
+	for _, name := range decl.Claims {
+		col := in.ClaimColumn(name)
+		for i, c := range fleet {
+			want, wantOK := c.Claims[name]
+			if got, ok := col.Get(i); got != want || ok != wantOK {
+				t.Fatalf("claim %s of cluster %d: %q %v, want %q %v", name, i, got, ok, want, wantOK)
+			}
+		}
+	}
+	for _, r := range decl.Resources {
+		col := in.ResourceColumn(r.Kind, r.Name)
+		vals := col.AppendValues(nil)
+		for i := range fleet {
+			want, wantOK := fleet.Resource(i, r.Kind, r.Name)
+			got, ok := col.Get(i)
+			if got != want || ok != wantOK {
+				t.Fatalf("resource %s/%s of cluster %d: %d %v, want %d %v", r.Kind, r.Name, i, got, ok, want, wantOK)
+			}
+			if (vals[i] != NoValue) != ok || (ok && vals[i] != got) {
+				t.Fatalf("AppendValues[%d] = %d, Get = %d %v", i, vals[i], got, ok)
+			}
+		}
+	}
+	for _, a := range decl.AddOnScores {
+		col := in.AddOnScoreColumn(a.ResourceName, a.ScoreName)
+		for i := range fleet {
+			want, wantOK := fleet.AddOnScore(i, a.ResourceName, a.ScoreName)
+			if got, ok := col.Get(i); got != want || ok != wantOK {
+				t.Fatalf("add-on score of cluster %d: %d %v, want %d %v", i, got, ok, want, wantOK)
+			}
+		}
+	}
+	for i, c := range fleet {
+		if decl.ClusterNames && in.Name(i) != c.Name {
+			t.Fatalf("name of cluster %d: %q, want %q", i, in.Name(i), c.Name)
+		}
+	}
+	return in
+}
+
+func TestScoreInputRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, tc := range []struct {
+		name      string
+		n, card   int
+		big       bool
+		wantWidth uint64
+	}{
+		{"empty", 0, 1, false, 1},
+		{"one-byte ids", 300, 20, false, 1},
+		{"two-byte ids", 3000, 400, false, 2},
+		{"four-byte ids", 40000, 100000, true, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := checkRoundTrip(t, &fullDecl, randomFleet(rng, tc.n, tc.card, tc.big))
+			if in.w != tc.wantWidth {
+				t.Fatalf("id width %d, want %d", in.w, tc.wantWidth)
+			}
+		})
+	}
+}
+
+func TestScoreInputSkipsUndeclared(t *testing.T) {
+	decl := PrioritizerInputs{Labels: []string{"env"}}
+	fleet := randomFleet(rand.New(rand.NewPCG(3, 4)), 50, 3, false)
+	in := checkRoundTrip(t, &decl, fleet)
+	if in.HasNames() || in.Name(0) != "" {
+		t.Fatal("names sent although not declared")
+	}
+	if in.ClaimColumn("region").Present() || in.ResourceColumn(ResourceAllocatable, "cpu").Present() || in.LabelColumn("zone").Present() {
+		t.Fatal("undeclared columns are present")
+	}
+	if _, ok := in.ClaimColumn("region").Get(0); ok {
+		t.Fatal("an absent column reports a value")
+	}
+	if err := in.CheckDeclared(&fullDecl); err == nil {
+		t.Fatal("CheckDeclared accepted a different declaration")
+	}
+}
+
+func TestResourceWidths(t *testing.T) {
+	for _, tc := range []struct {
+		vals  []int64
+		width uint64
+	}{
+		{[]int64{0, math.MaxInt32, math.MinInt32 + 1}, 4},
+		{[]int64{math.MaxInt32 + 1}, 8},
+		{[]int64{math.MinInt32}, 8},
+		{[]int64{math.MinInt64, math.MaxInt64}, 8},
+	} {
+		var fleet ClusterList
+		for _, v := range tc.vals {
+			fleet = append(fleet, Cluster{Allocatable: map[string]int64{"cpu": v}})
+		}
+		fleet = append(fleet, Cluster{})
+		decl := PrioritizerInputs{Resources: []ResourceInput{{Kind: ResourceAllocatable, Name: "cpu"}}}
+		b, err := EncodeScoreInput(nil, &decl, fleet)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, err := DecodeScoreInput(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		col := in.ResourceColumn(ResourceAllocatable, "cpu")
+		if col.w != tc.width {
+			t.Errorf("values %v: width %d, want %d", tc.vals, col.w, tc.width)
+		}
+		for i, v := range tc.vals {
+			want := v
+			if v == NoValue {
+				want = NoValue + 1 // saturated so it cannot read as absent
+			}
+			if got, ok := col.Get(i); !ok || got != want {
+				t.Errorf("value %d read back as %d %v", v, got, ok)
+			}
+		}
+		if _, ok := col.Get(len(tc.vals)); ok {
+			t.Errorf("values %v: absent cell reads as present", tc.vals)
+		}
+	}
+}
+
+func TestScoreInputLayoutIsAligned(t *testing.T) {
+	b, err := EncodeScoreInput(nil, &fullDecl, randomFleet(rand.New(rand.NewPCG(5, 6)), 13, 5, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := DecodeScoreInput(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	offs := []uint64{in.lay.offs, in.lay.data, in.lay.labelKeys, in.lay.claimKeys, in.lay.resourceKeys, in.lay.addOnKeys,
+		in.lay.labelCols, in.lay.claimCols, in.lay.addOnCols, in.lay.total}
+	offs = append(offs, in.lay.resourceCols...)
+	for _, o := range offs {
+		if o%8 != 0 {
+			t.Fatalf("section at %d is not 8-aligned (%v)", o, offs)
+		}
+	}
+	if len(b)%8 != 0 || b[37] != 0 || b[38] != 0 || b[39] != 0 {
+		t.Fatal("padding or reserved bytes are not zero")
+	}
+}
+
+func TestDecodeScoreInputErrors(t *testing.T) {
+	good, err := EncodeScoreInput(nil, &fullDecl, randomFleet(rand.New(rand.NewPCG(7, 8)), 10, 3, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, _ := DecodeScoreInput(good)
+	mutate := func(f func(b []byte) []byte) []byte { return f(slices.Clone(good)) }
+	for _, tc := range []struct {
+		name string
+		b    []byte
+		msg  string
+	}{
+		{"short", good[:10], "10 bytes, shorter than the 40-byte header"},
+		{"magic", mutate(func(b []byte) []byte { b[0] = 'X'; return b }), `magic "XLPS"`},
+		{"version", mutate(func(b []byte) []byte { b[4] = 2; return b }), "version 2 is not supported"},
+		{"flags", mutate(func(b []byte) []byte { b[6] = 6; return b }), "unknown flags 0x6"},
+		{"truncated", good[:len(good)-8], "bytes, header describes"},
+		{"total", mutate(func(b []byte) []byte { b[32] += 8; return b }), "header total size"},
+		{"extra bytes", append(slices.Clone(good), make([]byte, 8)...), "header describes"},
+		{"string count", mutate(func(b []byte) []byte { b[16]++; return b }), "string count"},
+		{"id width", mutate(func(b []byte) []byte { b[36] = 4; return b }), "id width 4 does not suit"},
+		{"offsets", mutate(func(b []byte) []byte { putU32(b[in.lay.offs+4:], 1<<30); return b }), "string offsets[1]"},
+		{"key id", mutate(func(b []byte) []byte { putU32(b[in.lay.labelKeys:], 1<<20); return b }), "label keys[0]: string id 1048576 out of range"},
+		{"resource kind", mutate(func(b []byte) []byte { b[in.lay.resourceKeys] = 7; return b }), "resource keys[0]: kind 7"},
+		{"resource width", mutate(func(b []byte) []byte { b[in.lay.resourceKeys+1] = 3; return b }), "resource keys[0]: cell width 3"},
+		{"cell id", mutate(func(b []byte) []byte { b[in.lay.claimCols+4] = 0xFE; return b }), "claim columns[0], cluster 4: string id out of range"},
+	} {
+		_, err := DecodeScoreInput(tc.b)
+		if err == nil || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.msg)
+		}
+	}
+}
+
+func FuzzDecodeScoreInput(f *testing.F) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, n := range []int{0, 1, 7} {
+		b, _ := EncodeScoreInput(nil, &fullDecl, randomFleet(rng, n, 4, n == 7))
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		in, err := DecodeScoreInput(b)
+		if err != nil {
+			return
+		}
+		// A decoded input must be safe to read everywhere.
+		for _, k := range in.Labels() {
+			col := in.LabelColumn(k)
+			col.AppendIDs(nil)
+			for i := 0; i < in.Len(); i++ {
+				col.Get(i)
+			}
+		}
+		for _, k := range in.Claims() {
+			col := in.ClaimColumn(k)
+			for i := 0; i < in.Len(); i++ {
+				col.Get(i)
+			}
+		}
+		for _, r := range in.Resources() {
+			col := in.ResourceColumn(r.Kind, r.Name)
+			col.AppendValues(nil)
+			for i := 0; i < in.Len(); i++ {
+				col.Get(i)
+			}
+		}
+		for _, a := range in.AddOnScores() {
+			col := in.AddOnScoreColumn(a.ResourceName, a.ScoreName)
+			for i := 0; i < in.Len(); i++ {
+				col.Get(i)
+			}
+		}
+		for i := 0; i < in.Len(); i++ {
+			in.Name(i)
+		}
+	})
+}
+
+func TestScoreAnswers(t *testing.T) {
+	scores := []int64{-1000, -100, 0, 42, 100, 1 << 40}
+	clamped := []int64{-100, -100, 0, 42, 100, 100}
+	got, err := DecodeScores(AppendScores(nil, scores), len(scores), nil)
+	if err != nil || !slices.Equal(got, clamped) {
+		t.Fatalf("int64 answer: %v %v, want %v", got, err, clamped)
+	}
+	got, err = DecodeScores(AppendCompactScores(nil, scores), len(scores), got)
+	if err != nil || !slices.Equal(got, clamped) {
+		t.Fatalf("int8 answer: %v %v, want %v", got, err, clamped)
+	}
+	if _, err := DecodeScores([]byte{1, 2, 3}, 2, nil); err == nil || !strings.Contains(err.Error(), "3 bytes, want 16 (an int64 for each of 2 clusters) or 2 (an int8 each)") {
+		t.Fatalf("length mismatch error: %v", err)
+	}
+	if _, err := DecodeScores([]byte{0, 120}, 2, nil); err == nil || !strings.Contains(err.Error(), "compact score of cluster 1 is 120") {
+		t.Fatalf("out-of-range compact score error: %v", err)
+	}
+	if got, err := DecodeScores(nil, 0, nil); err != nil || len(got) != 0 {
+		t.Fatalf("empty answer: %v %v", got, err)
+	}
+}
+
+func TestDeclarationValidation(t *testing.T) {
+	for _, tc := range []struct {
+		decl PrioritizerInputs
+		msg  string
+	}{
+		{PrioritizerInputs{Labels: []string{"a", ""}}, "prioritizer inputs: labels[1]: must not be empty"},
+		{PrioritizerInputs{Claims: []string{"a", "b", "a"}}, `prioritizer inputs: claims[2]: "a" duplicates claims[0]`},
+		{PrioritizerInputs{Labels: make([]string, MaxLabelInputs+1)}, "labels: 65 entries, at most 64 allowed"},
+		{PrioritizerInputs{Resources: []ResourceInput{{Kind: "Used", Name: "cpu"}}}, `resources[0].kind: "Used" is not Allocatable or Capacity`},
+		{PrioritizerInputs{Resources: []ResourceInput{{Kind: ResourceCapacity}}}, "resources[0].name: must not be empty"},
+		{PrioritizerInputs{Resources: []ResourceInput{{ResourceCapacity, "cpu"}, {ResourceCapacity, "cpu"}}}, "resources[1]: duplicates resources[0]"},
+		{PrioritizerInputs{AddOnScores: []AddOnScoreInput{{ResourceName: "x"}}}, "addOnScores[0].scoreName: must not be empty"},
+	} {
+		if err := tc.decl.Validate(); err == nil || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("%+v: error %v, want one containing %q", tc.decl, err, tc.msg)
+		}
+	}
+	if err := fullDecl.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
