@@ -56,6 +56,10 @@ type State struct {
 	CertificateNotAfter time.Time
 	// Rotations counts certificates renewed by this process.
 	Rotations int
+	// StatusSyncs counts completed status syncs of the accepted cluster;
+	// StatusUpdates counts those that had to write (the others found nothing
+	// changed).
+	StatusSyncs, StatusUpdates int
 	// LastError is the most recent failure, with the object it concerns.
 	LastError     string
 	LastErrorTime time.Time

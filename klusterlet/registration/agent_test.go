@@ -380,6 +380,27 @@ var _ = Describe("Registration agent", Ordered, func() {
 		Eventually(capacityOf(ctx, cluster, clusterv1.ResourceCPU)).Should(Equal("3500m"))
 	})
 
+	It("writes the status only when something changed", func(ctx SpecContext) {
+		// Retried as a whole: a certificate rotation in between legitimately
+		// changes the status (its ClusterCertificateRotated condition).
+		Eventually(func(g Gomega) {
+			before := agent.State()
+			rv := managedCluster(ctx, cluster).ResourceVersion
+			node := &corev1.Node{}
+			g.Expect(managedAdmin.Get(ctx, client.ObjectKey{Name: "node-a"}, node)).To(Succeed())
+			if node.Labels == nil {
+				node.Labels = map[string]string{}
+			}
+			node.Labels["touched"] = fmt.Sprint(before.StatusSyncs)
+			g.Expect(managedAdmin.Update(ctx, node)).To(Succeed())
+			// The node event causes a sync that finds nothing to report.
+			g.Eventually(func() int { return agent.State().StatusSyncs }).Should(BeNumerically(">", before.StatusSyncs))
+			after := agent.State()
+			g.Expect(after.StatusUpdates).To(Equal(before.StatusUpdates))
+			g.Expect(managedCluster(ctx, cluster).ResourceVersion).To(Equal(rv))
+		}).Should(Succeed())
+	})
+
 	It("renews its lease, following the ManagedCluster's leaseDurationSeconds", func(ctx SpecContext) {
 		Eventually(leaseRenewTime(ctx, cluster)).ShouldNot(BeZero())
 		first := leaseRenewTime(ctx, cluster)()

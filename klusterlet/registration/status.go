@@ -89,7 +89,8 @@ func (s *session) syncStatusOnce(ctx context.Context) error {
 		meta.SetStatusCondition(&desired.Status.Conditions, *c)
 	}
 
-	if !equality.Semantic.DeepEqual(mc.Status, desired.Status) {
+	changed := !equality.Semantic.DeepEqual(mc.Status, desired.Status)
+	if changed {
 		patch := client.MergeFromWithOptions(mc, client.MergeFromWithOptimisticLock{})
 		if err := s.hubClient.Status().Patch(ctx, desired, patch); err != nil {
 			if apierrors.IsConflict(err) {
@@ -98,7 +99,13 @@ func (s *session) syncStatusOnce(ctx context.Context) error {
 			return s.hubError("updating status of ManagedCluster "+name+" on the hub", err)
 		}
 	}
-	s.a.update(func(st *State) { st.Joined = true })
+	s.a.update(func(st *State) {
+		st.Joined = true
+		st.StatusSyncs++
+		if changed {
+			st.StatusUpdates++
+		}
+	})
 	return nil
 }
 
