@@ -251,6 +251,7 @@ func TestLoadFailuresCarryTheirReason(t *testing.T) {
 	}{
 		{"missing export", wasm.ModuleSpec{Type: abi.TypeCSRApproval, Wasm: v1}, wasm.ReasonMissingExport, "review_csr"},
 		{"rejected config", wasm.ModuleSpec{Type: abi.TypePrioritizer, Wasm: v1, Config: []byte(`{"reject":true}`)}, wasm.ReasonConfigRejected, "config rejected: field reject is set"},
+		{"config validation hangs", wasm.ModuleSpec{Type: abi.TypePrioritizer, Wasm: v1, Config: []byte(`{"hang":true}`), Limits: wasm.Limits{CallTimeout: 200 * time.Millisecond}}, wasm.ReasonConfigRejected, "call timeout"},
 		{"digest mismatch", wasm.ModuleSpec{Type: abi.TypePrioritizer, Wasm: v1, SHA256: strings.Repeat("ab", 32)}, wasm.ReasonDigestMismatch, wasm.Digest(v1)},
 		{"too large", wasm.ModuleSpec{Type: abi.TypePrioritizer, Wasm: make([]byte, 5<<20)}, wasm.ReasonTooLarge, "above the limit"},
 		{"not wasm", wasm.ModuleSpec{Type: abi.TypePrioritizer, Wasm: []byte("definitely not wasm")}, wasm.ReasonInvalidModule, "compiling"},

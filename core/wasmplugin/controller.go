@@ -117,6 +117,14 @@ func (r *Reconciler) pluginsForConfigMap(ctx context.Context, obj client.Object)
 	return reqs
 }
 
+// +kubebuilder:rbac:groups=flotilla.dev,resources=wasmplugins,verbs=get;list;watch
+// +kubebuilder:rbac:groups=flotilla.dev,resources=wasmplugins/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
+
+// timingRetry is how soon a load that failed only because a guest ran out of time is
+// retried: such a verdict may be an artefact of a busy hub, so it is not cached.
+const timingRetry = time.Minute
+
 // Reconcile implements reconcile.Reconciler.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	name := req.Name
@@ -146,10 +154,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	// A definite failure: nothing from an older spec or source keeps serving.
+	var result reconcile.Result
+	if timingDependent(lerr) {
+		fingerprint = ""
+		result.RequeueAfter = timingRetry
+	}
 	if err := r.dropModule(ctx, &wp, fingerprint, lerr); err != nil {
 		return reconcile.Result{}, err
 	}
-	return reconcile.Result{}, r.writeStatus(ctx, &wp, failed(lerr))
+	return result, r.writeStatus(ctx, &wp, failed(lerr))
+}
+
+// timingDependent reports a load failure caused by a guest call timing out (in
+// validate_config, or while starting an instance), which a less busy hub might not see.
+func timingDependent(le *wasm.LoadError) bool {
+	k := wasm.CallErrorKindOf(le)
+	return k == wasm.KindTimeout || k == wasm.KindCanceled
 }
 
 // resolve reads the source and builds the ModuleSpec. A *wasm.LoadError describes a
@@ -240,7 +260,7 @@ func (r *Reconciler) load(ctx context.Context, spec wasm.ModuleSpec, fingerprint
 		if !errors.As(err, &le) {
 			le = &wasm.LoadError{Plugin: spec.Name, Reason: wasm.ReasonInvalidModule, Message: err.Error(), Err: err}
 		}
-		if ctx.Err() == nil {
+		if ctx.Err() == nil && !timingDependent(le) {
 			r.remember(spec.Name, attempt{fingerprint: fingerprint, err: le})
 		}
 		logger.Info("WasmPlugin failed to load", "reason", le.Reason, "message", le.Message)

@@ -223,6 +223,14 @@ var _ = Describe("WasmPlugin", func() {
 		Eventually(readyReason(ctx, "picky")).Should(Equal("True/Loaded"))
 	})
 
+	It("reports a validate_config that runs out of time, without caching the verdict", func(ctx SpecContext) {
+		putModule(ctx, "slow-check", flotillav1alpha1.SourceKeyWasmZstd, zstd(v1))
+		createPlugin(ctx, "slow-check", "slow-check", pluginOpts{config: `{"hang":true}`,
+			limits: &flotillav1alpha1.WasmPluginLimits{Timeout: &metav1.Duration{Duration: 200e6}}})
+		Eventually(readyReason(ctx, "slow-check")).Should(Equal("False/ConfigRejected"))
+		Expect(readyMessage(ctx, "slow-check")).To(ContainSubstring("200ms call timeout"))
+	})
+
 	It("reports a decompression bomb as too large", func(ctx SpecContext) {
 		putModule(ctx, "bomb", flotillav1alpha1.SourceKeyWasmZstd, zstd(make([]byte, 4*maxModuleBytes)))
 		createPlugin(ctx, "bomb", "bomb", pluginOpts{key: flotillav1alpha1.SourceKeyWasmZstd})

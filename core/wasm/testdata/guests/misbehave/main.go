@@ -37,12 +37,17 @@ func versionExport() int32 { xt.Output([]byte(version)); return 0 }
 //go:wasmexport config
 func configExport() int32 { xt.Output(xt.Config("pluginConfig")); return 0 }
 
-// validate_config rejects any config mentioning "reject".
+// validate_config rejects any config mentioning "reject" and never returns for one
+// mentioning "hang".
 //
 //go:wasmexport validate_config
 func validateConfig() int32 {
-	if bytes.Contains(xt.Input(), []byte("reject")) {
+	in := xt.Input()
+	if bytes.Contains(in, []byte("reject")) {
 		return xt.Fail("config rejected: field reject is set")
+	}
+	for bytes.Contains(in, []byte("hang")) {
+		sink++
 	}
 	return 0
 }
