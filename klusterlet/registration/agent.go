@@ -263,10 +263,13 @@ func (a *Agent) connect(ctx context.Context, force bool) (Identity, *HubConnecti
 	for ctx.Err() == nil {
 		id, sec, err := a.loadIdentity(ctx)
 		if err == nil && !force {
-			var conn *HubConnection
-			conn, err = a.storedConnection(id, sec)
+			conn, serr := a.storedConnection(id, sec)
 			if conn != nil {
 				return id, conn, true
+			}
+			if serr != nil {
+				// Unusable stored credentials are replaced, not retried.
+				a.log.Info("Stored hub credentials are unusable; bootstrapping", "secret", sec.ref(), "error", serr.Error())
 			}
 		}
 		if err == nil {

@@ -2,6 +2,9 @@ package registration
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -112,6 +115,13 @@ func (s *session) hubError(what string, err error) error {
 			s.finish(fmt.Sprintf("the hub rejected the client certificate of %s %d times in a row (401 Unauthorized)", s.id.CommonName(), n), true)
 		}
 		return fmt.Errorf("%s: the hub does not accept the client certificate of %s: %w", what, s.id.CommonName(), err)
+	case isUntrustedServer(err):
+		// The hub now presents a certificate the stored CA bundle does not
+		// trust (e.g. a rebuilt hub); the bootstrap kubeconfig may know better.
+		if n := s.unauthorized.Add(1); n >= unauthorizedLimit {
+			s.finish(fmt.Sprintf("the hub's serving certificate is not trusted by the stored hub kubeconfig (%d times in a row)", n), true)
+		}
+		return fmt.Errorf("%s: %w", what, err)
 	case apierrors.IsForbidden(err):
 		return fmt.Errorf("%s: forbidden for %s; the cluster may not be accepted (spec.hubAcceptsClient) or its RBAC was removed: %w", what, s.id.CommonName(), err)
 	}
@@ -119,6 +129,13 @@ func (s *session) hubError(what string, err error) error {
 }
 
 func (s *session) hubOK() { s.unauthorized.Store(0) }
+
+// isUntrustedServer reports a TLS failure to verify the hub's certificate.
+func isUntrustedServer(err error) bool {
+	var unknown x509.UnknownAuthorityError
+	var verify *tls.CertificateVerificationError
+	return errors.As(err, &unknown) || errors.As(err, &verify)
+}
 
 // statusLoop keeps the ManagedCluster status current: on every change signal
 // and at least every StatusSyncPeriod. After a failure it waits out the backoff
