@@ -419,6 +419,28 @@ var _ = Describe("Registration", Ordered, func() {
 		Expect(csr.IsPending(got)).To(BeTrue(), "a trapping plugin must leave the CSR pending: %+v", got.Status)
 	})
 
+	It("looks at pending CSRs again when the plugins change", func() {
+		m := fleet.Managed[1]
+		Expect(managedClient(m.Config).Create(suiteCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "agent-late"}})).To(Succeed())
+		a := startAgent("late1", m.Config, "agent-late", 0)
+		DeferCleanup(a.stop)
+		// No plugin decides for late1: its CSR waits, and has been reviewed (plugins abstained).
+		Eventually(func(g Gomega) {
+			items := csrsFor(g, "late1")
+			g.Expect(items).NotTo(BeEmpty())
+			g.Expect(csr.IsPending(&items[0])).To(BeTrue())
+		}).Should(Succeed())
+		loadPlugin("late-approver", `"approve:late"`)
+		DeferCleanup(unloadPlugin, "late-approver")
+		Eventually(func(g Gomega) {
+			items := csrsFor(g, "late1")
+			g.Expect(items).NotTo(BeEmpty())
+			c := csrCondition(items[0], certificatesv1.CertificateApproved)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Message).To(ContainSubstring("late-approver"))
+		}).Should(Succeed())
+	})
+
 	It("rotates the agent's certificate before it expires and keeps working", func() {
 		a := managedAgent(cluster1)
 		first := certNotAfter(a)(Default)
@@ -501,6 +523,8 @@ var _ = Describe("Registration", Ordered, func() {
 			err := hubClient.Get(suiteCtx, client.ObjectKey{Name: cluster2}, ns)
 			return apierrors.IsNotFound(err) || (err == nil && !ns.DeletionTimestamp.IsZero())
 		}).Should(BeTrue())
+		// The cleanup hook was waited for: its first call asked to wait, the second let deletion go on.
+		Expect(cleanupHook.count(cluster2)).To(BeNumerically(">=", 2))
 		c2 := managedClient(cfg)
 		Expect(apierrors.IsForbidden(c2.Get(suiteCtx, client.ObjectKey{Name: cluster2}, &clusterv1.ManagedCluster{}))).To(BeTrue())
 		Expect(apierrors.IsForbidden(c2.Create(suiteCtx, registrationCSRObject()))).To(BeTrue())

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,6 +26,7 @@ import (
 	"github.com/flotilla-dev/flotilla/hub/manager"
 	"github.com/flotilla-dev/flotilla/hub/plugininstall"
 	"github.com/flotilla-dev/flotilla/hub/registration/bootstrap"
+	"github.com/flotilla-dev/flotilla/hub/registration/managedcluster"
 	"github.com/flotilla-dev/flotilla/klusterlet"
 	"github.com/flotilla-dev/flotilla/sdk/abi"
 )
@@ -55,7 +57,28 @@ var (
 	bootstrapKC []byte
 	agents      = map[string]*runningAgent{}
 	logger      logr.Logger
+	cleanupHook = &recordingHook{calls: map[string]int{}}
 )
+
+// recordingHook stands in for the work cleanup a later issue adds: it makes the first
+// deletion attempt of each cluster wait, and counts calls.
+type recordingHook struct {
+	mu    sync.Mutex
+	calls map[string]int
+}
+
+func (h *recordingHook) run(_ context.Context, cluster string) (bool, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.calls[cluster]++
+	return h.calls[cluster] > 1, nil
+}
+
+func (h *recordingHook) count(cluster string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.calls[cluster]
+}
 
 var _ = BeforeSuite(func() {
 	suiteCtx, suiteCancel = context.WithCancel(context.Background())
@@ -85,6 +108,7 @@ var _ = BeforeSuite(func() {
 		Config: fleet.Hub.Config, SkipCRDInstall: true, Logger: logger.WithName("hub"),
 		PluginCacheDir: filepath.Join(os.TempDir(), "flotilla-e2e-registration-wasm-cache"),
 		AutoApprove:    plugininstall.AutoApprove{ClusterNamePatterns: []string{"auto*"}},
+		CleanupHooks:   []managedcluster.CleanupHook{cleanupHook.run},
 	})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(hub.Prepare(suiteCtx)).To(Succeed())
