@@ -19,12 +19,21 @@ build:
 ## Rebuilt only when missing or when the pinned versions in tools/controlplane/go.mod change.
 controlplane: $(CONTROLPLANE)
 
+# Stamp the pinned versions into the binaries (a plain `go build` reports v0.0.0-master), so
+# the version the klusterlet reports for a local cluster is the real one.
+K8S_VERSION  := $(shell awk '$$1=="k8s.io/kubernetes"{print $$2}' tools/controlplane/go.mod)
+K8S_LDFLAGS  := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
+	-X k8s.io/component-base/version.gitMajor=$(word 1,$(subst ., ,$(K8S_VERSION:v%=%))) \
+	-X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(K8S_VERSION:v%=%))) \
+	-X k8s.io/component-base/version.gitTreeState=clean \
+	-X k8s.io/client-go/pkg/version.gitVersion=$(K8S_VERSION)
+
 $(BIN)/etcd: tools/controlplane/go.mod tools/controlplane/go.sum
 	cd tools/controlplane && $(GO) build -o $@ go.etcd.io/etcd/server/v3
 $(BIN)/kube-apiserver: tools/controlplane/go.mod tools/controlplane/go.sum
-	cd tools/controlplane && $(GO) build -o $@ k8s.io/kubernetes/cmd/kube-apiserver
+	cd tools/controlplane && $(GO) build -ldflags '$(K8S_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/kube-apiserver
 $(BIN)/kube-controller-manager: tools/controlplane/go.mod tools/controlplane/go.sum
-	cd tools/controlplane && $(GO) build -o $@ k8s.io/kubernetes/cmd/kube-controller-manager
+	cd tools/controlplane && $(GO) build -ldflags '$(K8S_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/kube-controller-manager
 
 $(CONTROLLER_GEN): tools/codegen/go.mod tools/codegen/go.sum
 	cd tools/codegen && $(GO) build -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen
