@@ -120,7 +120,8 @@ var errPortTaken = errors.New("port taken by another process")
 
 // StartControlPlane starts one control plane and waits until it serves requests, its
 // controller manager is healthy and the requested CRDs are established. ctx bounds the
-// start only: the processes run until Stop. On error nothing is left running.
+// start only: the processes run until Stop. On error nothing is left running and the
+// error names the directory holding the component logs.
 func StartControlPlane(ctx context.Context, opts ControlPlaneOptions) (*ControlPlane, error) {
 	return startControlPlane(ctx, opts, freePorts)
 }
@@ -163,8 +164,9 @@ func startControlPlane(ctx context.Context, opts ControlPlaneOptions, pickPorts 
 			continue
 		}
 		cp.spawner.close()
-		cp.cleanupDir()
-		return nil, errors.Join(fmt.Errorf("starting control plane %s: %w", cp.Name, err), stopErr)
+		// The directory (logs, configuration) is kept for debugging; a temporary one is
+		// swept by a later run once this process has exited.
+		return nil, errors.Join(fmt.Errorf("starting control plane %s (files kept in %s): %w", cp.Name, cp.Dir, err), stopErr)
 	}
 	cp.logf("ready in %s at %s (kubeconfig %s)", time.Since(begin).Round(100*time.Millisecond), cp.URL, cp.KubeconfigPath)
 	return cp, nil
