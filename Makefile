@@ -43,6 +43,10 @@ generate: $(CONTROLLER_GEN)
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./core/apis/...
 	$(CONTROLLER_GEN) crd paths=./core/apis/... output:crd:artifacts:config=core/crds/bases
 
+## verify-generate: fail when deepcopy or CRD files differ from what controller-gen generates now
+verify-generate: $(CONTROLLER_GEN)
+	$(GO) test -count=1 -run TestGeneratedFilesAreCurrent ./core/crds/
+
 ## test: every unit, Rego and API-server-backed suite
 test: $(CONTROLPLANE) $(CONTROLLER_GEN)
 	$(GO) test -count=1 -timeout 40m ./...
