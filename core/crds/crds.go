@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"path"
 	"sort"
+	"strings"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -67,23 +68,55 @@ func Objects() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 
 // Install server-side-applies every CRD and waits until each is Established.
 func Install(ctx context.Context, cfg *rest.Config) error {
+	objs, err := Objects()
+	if err != nil {
+		return err
+	}
+	return apply(ctx, cfg, objs)
+}
+
+// InstallNamed installs only the named CRDs (e.g. the agent-side ClusterClaim CRD on a managed
+// cluster) and waits until each is Established. An unknown name is an error listing the known ones.
+func InstallNamed(ctx context.Context, cfg *rest.Config, names ...string) error {
+	all, err := Objects()
+	if err != nil {
+		return err
+	}
+	byName := make(map[string]*apiextensionsv1.CustomResourceDefinition, len(all))
+	for _, crd := range all {
+		byName[crd.Name] = crd
+	}
+	selected := make([]*apiextensionsv1.CustomResourceDefinition, 0, len(names))
+	for _, name := range names {
+		crd, ok := byName[name]
+		if !ok {
+			known := make([]string, 0, len(byName))
+			for n := range byName {
+				known = append(known, n)
+			}
+			sort.Strings(known)
+			return fmt.Errorf("no embedded CustomResourceDefinition %q (known: %s)", name, strings.Join(known, ", "))
+		}
+		selected = append(selected, crd)
+	}
+	return apply(ctx, cfg, selected)
+}
+
+// apply server-side-applies objs and waits until each is Established.
+func apply(ctx context.Context, cfg *rest.Config, objs []*apiextensionsv1.CustomResourceDefinition) error {
 	scheme := runtime.NewScheme()
 	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
 		return err
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
-		return err
-	}
-	objs, err := Objects()
-	if err != nil {
-		return err
+		return fmt.Errorf("building CRD client: %w", err)
 	}
 	for _, crd := range objs {
 		crd.TypeMeta.APIVersion = apiextensionsv1.SchemeGroupVersion.String()
 		crd.TypeMeta.Kind = "CustomResourceDefinition"
 		if err := c.Patch(ctx, crd, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
-			return fmt.Errorf("applying CRD %s: %w", crd.Name, err)
+			return fmt.Errorf("applying CustomResourceDefinition %s: %w", crd.Name, err)
 		}
 	}
 	for _, crd := range objs {
@@ -101,7 +134,7 @@ func Install(ctx context.Context, cfg *rest.Config) error {
 			return false, nil
 		})
 		if err != nil {
-			return fmt.Errorf("waiting for CRD %s to be established: %w", name, err)
+			return fmt.Errorf("waiting for CustomResourceDefinition %s to be established: %w", name, err)
 		}
 	}
 	return nil
