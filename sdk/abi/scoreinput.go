@@ -390,8 +390,10 @@ type ScoreInput struct {
 	strs       string
 }
 
-// DecodeScoreInput validates b and returns a view of it. Every id and offset is
-// checked here, so the accessors cannot fail later.
+// DecodeScoreInput validates the structure of b (header, sizes, string table,
+// keys) and returns a view of it. Cells are not checked one by one — in a guest
+// that pass would cost more than the scoring — so a cell holding an id out of
+// range reads as absent; no accessor can fail or panic on a decoded input.
 func DecodeScoreInput(b []byte) (*ScoreInput, error) {
 	if len(b) < ScoreHeaderSize {
 		return nil, errors.New("score input: " + strconv.Itoa(len(b)) + " bytes, shorter than the " + strconv.Itoa(ScoreHeaderSize) + "-byte header")
@@ -480,48 +482,7 @@ func DecodeScoreInput(b []byte) (*ScoreInput, error) {
 	if err := checkKeys("add-on score keys", in.lay.addOnKeys, in.a, 2); err != nil {
 		return nil, err
 	}
-	if err := in.checkCells("label columns", in.lay.labelCols, in.l); err != nil {
-		return nil, err
-	}
-	if err := in.checkCells("claim columns", in.lay.claimCols, in.c); err != nil {
-		return nil, err
-	}
 	return in, nil
-}
-
-// checkCells verifies every id of cols columns at start, in a tight loop per
-// width: this runs once per call inside the guest, where calls are expensive.
-func (in *ScoreInput) checkCells(section string, start uint64, cols int) error {
-	cells := in.b[start : start+in.w*uint64(cols*in.n)]
-	bad := -1
-	v := uint64(in.v)
-	switch in.w {
-	case 1:
-		for i, c := range cells {
-			if c != 0xFF && uint64(c) >= v {
-				bad = i
-				break
-			}
-		}
-	case 2:
-		for i := 0; i+1 < len(cells); i += 2 {
-			if c := uint64(cells[i]) | uint64(cells[i+1])<<8; c != 0xFFFF && c >= v {
-				bad = i / 2
-				break
-			}
-		}
-	default:
-		for i := 0; i+3 < len(cells); i += 4 {
-			if c := uint64(u32(cells[i:])); c != uint64(NoString) && c >= v {
-				bad = i / 4
-				break
-			}
-		}
-	}
-	if bad < 0 {
-		return nil
-	}
-	return errors.New("score input: " + section + "[" + strconv.Itoa(bad/in.n) + "], cluster " + strconv.Itoa(bad%in.n) + ": string id out of range (" + strconv.Itoa(in.v) + " shared strings)")
 }
 
 // Len is the number of clusters.
@@ -602,12 +563,13 @@ func (in *ScoreInput) resourceKey(i int) ResourceInput {
 type StringColumn struct {
 	in    *ScoreInput
 	w     uint64
+	v     uint32 // ids at or above v read as absent
 	cells []byte
 }
 
 func (in *ScoreInput) stringColumn(section uint64, j int) StringColumn {
 	o := section + in.w*uint64(j*in.n)
-	return StringColumn{in: in, w: in.w, cells: in.b[o : o+in.w*uint64(in.n)]}
+	return StringColumn{in: in, w: in.w, v: uint32(in.v), cells: in.b[o : o+in.w*uint64(in.n)]}
 }
 
 // Present reports whether the column was sent.
@@ -615,50 +577,102 @@ func (c StringColumn) Present() bool { return c.in != nil }
 
 // ID returns the string id of cluster i's value, or NoString.
 func (c StringColumn) ID(i int) uint32 {
+	var id uint32
 	switch c.w {
 	case 1:
-		if v := c.cells[i]; v != 0xFF {
-			return uint32(v)
-		}
+		id = uint32(c.cells[i])
 	case 2:
-		if v := u16(c.cells[2*i:]); v != 0xFFFF {
-			return uint32(v)
-		}
+		id = uint32(u16(c.cells[2*i:]))
 	case 4:
-		return u32(c.cells[4*i:])
+		id = u32(c.cells[4*i:])
+	default:
+		return NoString
 	}
-	return NoString
+	if id >= c.v {
+		return NoString // the absent marker, or an id out of range
+	}
+	return id
 }
 
-// AppendIDs appends the id of every cluster's value (NoString when absent) to
-// dst. Scoring loops over the result run faster in a guest than calls to ID.
-func (c StringColumn) AppendIDs(dst []uint32) []uint32 {
+// IDs returns the id of every cluster's value (NoString when absent), reusing
+// dst when it is large enough. Loops over the result run much faster in a Go
+// guest than a call to ID per cluster.
+func (c StringColumn) IDs(dst []uint32) []uint32 {
+	dst = grow(dst, len(c.cells)/max(int(c.w), 1))
 	if c.in == nil {
-		return dst
+		return dst[:0]
 	}
+	v := c.v
 	switch c.w {
 	case 1:
-		for _, v := range c.cells {
-			id := uint32(v)
-			if v == 0xFF {
+		for i, b := range c.cells {
+			id := uint32(b)
+			if id >= v {
 				id = NoString
 			}
-			dst = append(dst, id)
+			dst[i] = id
 		}
 	case 2:
-		for i := 0; i+1 < len(c.cells); i += 2 {
-			id := uint32(c.cells[i]) | uint32(c.cells[i+1])<<8
-			if id == 0xFFFF {
+		for i := range dst {
+			id := uint32(c.cells[2*i]) | uint32(c.cells[2*i+1])<<8
+			if id >= v {
 				id = NoString
 			}
-			dst = append(dst, id)
+			dst[i] = id
 		}
 	default:
-		for i := 0; i+3 < len(c.cells); i += 4 {
-			dst = append(dst, u32(c.cells[i:]))
+		for i := range dst {
+			id := u32(c.cells[4*i:])
+			if id >= v {
+				id = NoString
+			}
+			dst[i] = id
 		}
 	}
 	return dst
+}
+
+// AddWhere adds delta to scores[i] for every cluster i whose value has string id
+// id: the usual "label equals value" rule, done in one tight pass over the cells.
+func (c StringColumn) AddWhere(id uint32, delta int64, scores []int64) {
+	if c.in == nil || id >= c.v {
+		return
+	}
+	scores = scores[:min(len(scores), len(c.cells)/int(c.w))]
+	switch c.w {
+	case 1:
+		// Branch-free and unrolled: a Go guest pays for every branch and loop
+		// iteration (wazero checks for termination at each), not for arithmetic.
+		want := uint64(id)
+		cells := c.cells[:len(scores)]
+		i := 0
+		for ; i+8 <= len(cells); i += 8 {
+			s, b := scores[i:i+8:i+8], cells[i:i+8:i+8]
+			s[0] += delta & eqMask(uint64(b[0]), want)
+			s[1] += delta & eqMask(uint64(b[1]), want)
+			s[2] += delta & eqMask(uint64(b[2]), want)
+			s[3] += delta & eqMask(uint64(b[3]), want)
+			s[4] += delta & eqMask(uint64(b[4]), want)
+			s[5] += delta & eqMask(uint64(b[5]), want)
+			s[6] += delta & eqMask(uint64(b[6]), want)
+			s[7] += delta & eqMask(uint64(b[7]), want)
+		}
+		for ; i < len(cells); i++ {
+			scores[i] += delta & eqMask(uint64(cells[i]), want)
+		}
+	case 2:
+		for i := range scores {
+			if uint32(c.cells[2*i])|uint32(c.cells[2*i+1])<<8 == id {
+				scores[i] += delta
+			}
+		}
+	default:
+		for i := range scores {
+			if u32(c.cells[4*i:]) == id {
+				scores[i] += delta
+			}
+		}
+	}
 }
 
 // Get returns cluster i's value.
@@ -695,21 +709,28 @@ func (c IntColumn) Get(i int) (int64, bool) {
 	return 0, false
 }
 
-// AppendValues appends every cluster's value (NoValue when absent) to dst.
-func (c IntColumn) AppendValues(dst []int64) []int64 {
-	switch c.w {
-	case 4:
-		for i := 0; i+3 < len(c.cells); i += 4 {
-			v := int64(int32(u32(c.cells[i:])))
+// eqMask is all ones when a == b, else zero (for a, b < 2^63), without a branch.
+func eqMask(a, b uint64) int64 { return -int64(((a ^ b) - 1) >> 63) }
+
+// Values returns every cluster's value (NoValue when absent), reusing dst when
+// it is large enough.
+func (c IntColumn) Values(dst []int64) []int64 {
+	if c.w != 4 && c.w != 8 {
+		return dst[:0]
+	}
+	dst = grow(dst, len(c.cells)/int(c.w))
+	if c.w == 4 {
+		for i := range dst {
+			v := int64(int32(u32(c.cells[4*i:])))
 			if v == math.MinInt32 {
 				v = NoValue
 			}
-			dst = append(dst, v)
+			dst[i] = v
 		}
-	case 8:
-		for i := 0; i+7 < len(c.cells); i += 8 {
-			dst = append(dst, int64(u64(c.cells[i:])))
-		}
+		return dst
+	}
+	for i := range dst {
+		dst[i] = int64(u64(c.cells[8*i:]))
 	}
 	return dst
 }
@@ -824,8 +845,11 @@ func AppendScores(dst []byte, scores []int64) []byte {
 
 // AppendCompactScores clamps scores and encodes them as an int8 answer.
 func AppendCompactScores(dst []byte, scores []int64) []byte {
-	for _, s := range scores {
-		dst = append(dst, byte(int8(ClampScore(s))))
+	base := len(dst)
+	dst = append(dst, make([]byte, len(scores))...)
+	out := dst[base:]
+	for i, s := range scores {
+		out[i] = byte(int8(min(max(s, MinClusterScore), MaxClusterScore)))
 	}
 	return dst
 }

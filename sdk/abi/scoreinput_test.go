@@ -68,7 +68,7 @@ func checkRoundTrip(t *testing.T, decl *PrioritizerInputs, fleet ClusterList) *S
 	}
 	for _, key := range decl.Labels {
 		col := in.LabelColumn(key)
-		ids := col.AppendIDs(nil)
+		ids := col.IDs(nil)
 		for i, c := range fleet {
 			want, wantOK := c.Labels[key]
 			got, ok := col.Get(i)
@@ -96,7 +96,7 @@ func checkRoundTrip(t *testing.T, decl *PrioritizerInputs, fleet ClusterList) *S
 	}
 	for _, r := range decl.Resources {
 		col := in.ResourceColumn(r.Kind, r.Name)
-		vals := col.AppendValues(nil)
+		vals := col.Values(nil)
 		for i := range fleet {
 			want, wantOK := fleet.Resource(i, r.Kind, r.Name)
 			got, ok := col.Get(i)
@@ -255,11 +255,63 @@ func TestDecodeScoreInputErrors(t *testing.T) {
 		{"key id", mutate(func(b []byte) []byte { putU32(b[in.lay.labelKeys:], 1<<20); return b }), "label keys[0]: string id 1048576 out of range"},
 		{"resource kind", mutate(func(b []byte) []byte { b[in.lay.resourceKeys] = 7; return b }), "resource keys[0]: kind 7"},
 		{"resource width", mutate(func(b []byte) []byte { b[in.lay.resourceKeys+1] = 3; return b }), "resource keys[0]: cell width 3"},
-		{"cell id", mutate(func(b []byte) []byte { b[in.lay.claimCols+4] = 0xFE; return b }), "claim columns[0], cluster 4: string id out of range"},
 	} {
 		_, err := DecodeScoreInput(tc.b)
 		if err == nil || !strings.Contains(err.Error(), tc.msg) {
 			t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.msg)
+		}
+	}
+}
+
+func TestOutOfRangeCellsReadAsAbsent(t *testing.T) {
+	fleet := ClusterList{{Labels: map[string]string{"env": "a"}}, {Labels: map[string]string{"env": "b"}}}
+	decl := PrioritizerInputs{Labels: []string{"env"}}
+	b, err := EncodeScoreInput(nil, &decl, fleet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, _ := DecodeScoreInput(b)
+	b[in.lay.labelCols+1] = 0xFE // an id past the 3 shared strings
+	in, err = DecodeScoreInput(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := in.LabelColumn("env")
+	if _, ok := col.Get(1); ok || col.ID(1) != NoString || col.IDs(nil)[1] != NoString {
+		t.Fatal("an out-of-range id reads as present")
+	}
+	if v, ok := col.Get(0); !ok || v != "a" {
+		t.Fatalf("cluster 0 reads %q %v", v, ok)
+	}
+}
+
+func TestAddWhere(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, card := range []int{5, 1000, 100000} {
+		fleet := randomFleet(rng, 3000, card, false)
+		decl := PrioritizerInputs{Labels: []string{"env"}}
+		b, err := EncodeScoreInput(nil, &decl, fleet)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, _ := DecodeScoreInput(b)
+		col := in.LabelColumn("env")
+		want := fleet[0].Labels["env"]
+		if want == "" {
+			want = fleet[1].Labels["env"]
+		}
+		id, _ := in.StringID(want)
+		scores := make([]int64, len(fleet))
+		col.AddWhere(id, 7, scores)
+		col.AddWhere(NoString, 100, scores)
+		for i, c := range fleet {
+			exp := int64(0)
+			if v, ok := c.Labels["env"]; ok && v == want {
+				exp = 7
+			}
+			if scores[i] != exp {
+				t.Fatalf("card %d cluster %d: score %d, want %d", card, i, scores[i], exp)
+			}
 		}
 	}
 }
@@ -278,7 +330,7 @@ func FuzzDecodeScoreInput(f *testing.F) {
 		// A decoded input must be safe to read everywhere.
 		for _, k := range in.Labels() {
 			col := in.LabelColumn(k)
-			col.AppendIDs(nil)
+			col.IDs(make([]uint32, 3))
 			for i := 0; i < in.Len(); i++ {
 				col.Get(i)
 			}
@@ -291,7 +343,7 @@ func FuzzDecodeScoreInput(f *testing.F) {
 		}
 		for _, r := range in.Resources() {
 			col := in.ResourceColumn(r.Kind, r.Name)
-			col.AppendValues(nil)
+			col.Values(nil)
 			for i := 0; i < in.Len(); i++ {
 				col.Get(i)
 			}

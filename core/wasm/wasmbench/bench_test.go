@@ -82,6 +82,22 @@ func BenchmarkPrioritizer5000(b *testing.B) {
 			}
 		}
 	})
+	// encode is the host-side share of the wasm figure: building the score input
+	// from the typed objects (reported for insight; not part of the ratio).
+	b.Run("encode", func(b *testing.B) {
+		p := loadPrioritizer(b)
+		var enc abi.ScoreEncoder
+		var buf []byte
+		b.ReportAllocs()
+		b.ResetTimer()
+		for b.Loop() {
+			var err error
+			if buf, err = enc.Encode(buf[:0], &p.Decl, Source(fleet)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(len(buf)), "input-bytes")
+	})
 	b.Run("native", func(b *testing.B) {
 		scores := make([]int64, len(fleet))
 		cpu := make([]int64, len(fleet))

@@ -199,5 +199,9 @@ func resourceShare(weight, v, lo, hi int64) int64 {
 	if hi == lo {
 		return weight
 	}
-	return int64(math.Round(float64(weight) * (float64(v) - float64(lo)) / (float64(hi) - float64(lo))))
+	x := float64(weight) * (float64(v) - float64(lo)) / (float64(hi) - float64(lo))
+	if x < 0 {
+		return -int64(-x + 0.5)
+	}
+	return int64(x + 0.5)
 }

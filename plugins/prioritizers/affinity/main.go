@@ -206,8 +206,7 @@ func contains(s []string, v string) bool {
 type affinity struct {
 	cfg    config
 	parsed bool
-	// Scratch columns, kept across calls of one instance.
-	ids  []uint32
+	// Scratch column, kept across calls of one instance.
 	vals []int64
 }
 
@@ -239,46 +238,35 @@ func (a *affinity) Inputs(h sdk.Host) (abi.PrioritizerInputs, error) {
 	return c.inputs()
 }
 
+// Score applies each rule in one tight pass over its column: in a Go guest every
+// loop iteration is costly, so the rules avoid per-cluster calls and copies.
+// Clamping to [-100, 100] happens when the SDK encodes the answer.
 func (a *affinity) Score(h sdk.Host, in *abi.ScoreInput, scores []int64) error {
 	c, err := a.config(h)
 	if err != nil {
 		return err
 	}
 	for _, l := range c.Labels {
-		a.addMatches(in.LabelColumn(l.Key), in, l, scores)
+		if id, ok := in.StringID(l.Value); ok {
+			in.LabelColumn(l.Key).AddWhere(id, l.Score, scores)
+		}
 	}
 	for _, cl := range c.Claims {
-		a.addMatches(in.ClaimColumn(cl.Key), in, cl, scores)
+		if id, ok := in.StringID(cl.Value); ok {
+			in.ClaimColumn(cl.Key).AddWhere(id, cl.Score, scores)
+		}
 	}
 	for _, r := range c.Resources {
 		a.addResource(in.ResourceColumn(r.Kind, r.Name), r.Weight, scores)
 	}
-	for i, s := range scores {
-		scores[i] = abi.ClampScore(s)
-	}
 	return nil
-}
-
-// addMatches works on a whole column at once: loops over plain slices are what
-// Go compiled to Wasm runs fastest.
-func (a *affinity) addMatches(col abi.StringColumn, in *abi.ScoreInput, rule valueRule, scores []int64) {
-	id, ok := in.StringID(rule.Value)
-	if !ok || !col.Present() {
-		return // no candidate carries the value
-	}
-	a.ids = col.AppendIDs(a.ids[:0])
-	for i, v := range a.ids {
-		if v == id {
-			scores[i] += rule.Score
-		}
-	}
 }
 
 func (a *affinity) addResource(col abi.IntColumn, weight int64, scores []int64) {
 	if !col.Present() {
 		return
 	}
-	a.vals = col.AppendValues(a.vals[:0])
+	a.vals = col.Values(a.vals)
 	lo, hi, seen := int64(math.MaxInt64), int64(math.MinInt64), false
 	for _, v := range a.vals {
 		if v != abi.NoValue {
@@ -295,10 +283,15 @@ func (a *affinity) addResource(col abi.IntColumn, weight int64, scores []int64) 
 	}
 }
 
-// ResourceShare is weight × (v − lo) / (hi − lo), rounded; weight when hi == lo.
+// ResourceShare is weight × (v − lo) / (hi − lo), rounded half away from zero;
+// weight when hi == lo.
 func ResourceShare(weight, v, lo, hi int64) int64 {
 	if hi == lo {
 		return weight
 	}
-	return int64(math.Round(float64(weight) * (float64(v) - float64(lo)) / (float64(hi) - float64(lo))))
+	x := float64(weight) * (float64(v) - float64(lo)) / (float64(hi) - float64(lo))
+	if x < 0 {
+		return -int64(-x + 0.5)
+	}
+	return int64(x + 0.5)
 }

@@ -5,6 +5,7 @@ package guest
 import (
 	"errors"
 	"strconv"
+	"unsafe"
 
 	"github.com/flotilla-dev/flotilla/sdk"
 	"github.com/flotilla-dev/flotilla/sdk/abi"
@@ -64,6 +65,12 @@ func logWarn(off uint64)
 //go:wasmimport extism:host/env log_error
 func logError(off uint64)
 
+// put64 and get64 move 8 bytes with one memory access: wasm is little-endian, like
+// the Extism kernel's u64 calls, and the callers pass 8-byte slices.
+func put64(b []byte, v uint64) { *(*uint64)(unsafe.Pointer(unsafe.SliceData(b))) = v }
+
+func get64(b []byte) uint64 { return *(*uint64)(unsafe.Pointer(unsafe.SliceData(b))) }
+
 // inputBuf is reused across calls: a Go guest's memory never shrinks, so keeping
 // the largest buffer costs nothing more and saves garbage.
 var inputBuf []byte
@@ -77,9 +84,7 @@ func Input() []byte {
 	b := inputBuf[:n]
 	i := 0
 	for ; i+8 <= n; i += 8 {
-		v := inputLoadU64(uint64(i))
-		b[i], b[i+1], b[i+2], b[i+3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
-		b[i+4], b[i+5], b[i+6], b[i+7] = byte(v>>32), byte(v>>40), byte(v>>48), byte(v>>56)
+		put64(b[i:i+8], inputLoadU64(uint64(i)))
 	}
 	for ; i < n; i++ {
 		b[i] = byte(inputLoadU8(uint64(i)))
@@ -92,9 +97,7 @@ func store(b []byte) uint64 {
 	off := alloc(uint64(len(b)))
 	i := 0
 	for ; i+8 <= len(b); i += 8 {
-		v := uint64(b[i]) | uint64(b[i+1])<<8 | uint64(b[i+2])<<16 | uint64(b[i+3])<<24 |
-			uint64(b[i+4])<<32 | uint64(b[i+5])<<40 | uint64(b[i+6])<<48 | uint64(b[i+7])<<56
-		storeU64(off+uint64(i), v)
+		storeU64(off+uint64(i), get64(b[i:i+8]))
 	}
 	for ; i < len(b); i++ {
 		storeU8(off+uint64(i), uint32(b[i]))
@@ -107,9 +110,7 @@ func load(off uint64) []byte {
 	b := make([]byte, n)
 	i := 0
 	for ; i+8 <= n; i += 8 {
-		v := loadU64(off + uint64(i))
-		b[i], b[i+1], b[i+2], b[i+3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
-		b[i+4], b[i+5], b[i+6], b[i+7] = byte(v>>32), byte(v>>40), byte(v>>48), byte(v>>56)
+		put64(b[i:i+8], loadU64(off+uint64(i)))
 	}
 	for ; i < n; i++ {
 		b[i] = byte(loadU8(off + uint64(i)))
