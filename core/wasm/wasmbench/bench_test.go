@@ -207,6 +207,7 @@ func BenchmarkInstance(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		p.SetLogger(func(extism.LogLevel, string) {}) // Extism's default logger prints every call
 		if rc, _, err := p.CallWithContext(ctx, abi.ExportABIVersion, nil); err != nil || rc != 0 {
 			b.Fatalf("first call: rc %d, %v", rc, err)
 		}
