@@ -46,12 +46,14 @@ func TestScores(t *testing.T) {
 			Allocatable: map[string]int64{"cpu": 1000}, Capacity: map[string]int64{"cpu": 3000}},
 		{Name: "unreported"},
 		{Name: "zero-capacity", Allocatable: map[string]int64{"cpu": 0}, Capacity: map[string]int64{"cpu": 0}},
+		// Past int32: the host switches the capacity column to 8-byte cells.
+		{Name: "huge", Allocatable: map[string]int64{"cpu": 3_000_000_000}, Capacity: map[string]int64{"cpu": 4_000_000_000}},
 	}
 	got, err := p.Score(ctx, clusters)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []int64{50, 100, -100, 33, 0, 0}; !slices.Equal(got, want) {
+	if want := []int64{50, 100, -100, 33, 0, 0, 75}; !slices.Equal(got, want) {
 		t.Fatalf("scores %v, want %v", got, want)
 	}
 }
