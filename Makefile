@@ -48,7 +48,7 @@ verify-generate: $(CONTROLLER_GEN)
 	$(GO) test -count=1 -run TestGeneratedFilesAreCurrent ./core/crds/
 
 ## test: every unit, Rego and API-server-backed suite
-test: $(CONTROLPLANE) $(CONTROLLER_GEN)
+test: $(CONTROLPLANE) $(CONTROLLER_GEN) plugins-examples
 	$(GO) test -count=1 -timeout 40m ./...
 
 ## run: a local hub and two managed clusters (Ctrl-C stops them all)
