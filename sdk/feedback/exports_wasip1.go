@@ -2,35 +2,13 @@
 
 package feedback
 
-import (
-	"github.com/flotilla-dev/flotilla/sdk"
-	"github.com/flotilla-dev/flotilla/sdk/internal/guest"
-)
+import "github.com/flotilla-dev/flotilla/sdk/internal/guest"
 
 //go:wasmexport extract_feedback
-func export() int32 {
-	return guest.Run(func() error {
-		if registered == nil {
-			return guest.ErrNotRegistered
-		}
-		out, err := Extract(registered, guest.TheHost, guest.Input())
-		if err != nil {
-			return err
-		}
-		guest.Output(out)
-		return nil
-	})
-}
+func export() int32 { return guest.Serve(registered, Extract) }
 
 //go:wasmexport validate_config
-func validateConfig() int32 {
-	return guest.Run(func() error {
-		if registered == nil {
-			return guest.ErrNotRegistered
-		}
-		return sdk.ValidateConfig(registered, guest.Input())
-	})
-}
+func validateConfig() int32 { return guest.ValidateConfig(registered) }
 
 //go:wasmexport flotilla_abi_version
 func abiVersion() int32 { return guest.ABIVersion() }

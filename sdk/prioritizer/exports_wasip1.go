@@ -14,45 +14,25 @@ var (
 
 //go:wasmexport declare_inputs
 func declareInputs() int32 {
-	return guest.Run(func() error {
-		if registered == nil {
-			return guest.ErrNotRegistered
-		}
-		out, err := DeclareInputs(registered, guest.TheHost)
-		if err != nil {
-			return err
-		}
-		guest.Output(out)
-		return nil
-	})
+	return guest.Serve(registered, func(p Plugin, h sdk.Host, _ []byte) ([]byte, error) { return DeclareInputs(p, h) })
 }
 
 //go:wasmexport score
-func score() int32 {
-	return guest.Run(func() error {
-		if registered == nil {
-			return guest.ErrNotRegistered
-		}
-		scorer.P = registered
-		scores, err := scorer.Score(guest.TheHost, guest.Input())
-		if err != nil {
-			return err
-		}
-		answer = EncodeAnswer(answer[:0], scores)
-		guest.Output(answer)
-		return nil
-	})
+func score() int32 { return guest.Serve(registered, scoreAnswer) }
+
+// scoreAnswer scores input with p and encodes the answer into a buffer reused by the next call.
+func scoreAnswer(p Plugin, h sdk.Host, input []byte) ([]byte, error) {
+	scorer.P = p
+	scores, err := scorer.Score(h, input)
+	if err != nil {
+		return nil, err
+	}
+	answer = EncodeAnswer(answer[:0], scores)
+	return answer, nil
 }
 
 //go:wasmexport validate_config
-func validateConfig() int32 {
-	return guest.Run(func() error {
-		if registered == nil {
-			return guest.ErrNotRegistered
-		}
-		return sdk.ValidateConfig(registered, guest.Input())
-	})
-}
+func validateConfig() int32 { return guest.ValidateConfig(registered) }
 
 //go:wasmexport flotilla_abi_version
 func abiVersion() int32 { return guest.ABIVersion() }

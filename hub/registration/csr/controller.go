@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
+	"github.com/flotilla-dev/flotilla/sdk/abi"
 )
 
 // Condition reasons the hub writes on CSRs it decides.
@@ -168,9 +169,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	verdicts := r.review(ctx, c, in)
 	out := Combine(verdicts)
 	switch out.Decision {
-	case Deny:
+	case abi.CSRDeny:
 		return reconcile.Result{}, r.decide(ctx, c, certificatesv1.CertificateDenied, ReasonPluginDenied, out.describe())
-	case Approve:
+	case abi.CSRApprove:
 		return reconcile.Result{}, r.decide(ctx, c, certificatesv1.CertificateApproved, ReasonPluginApproved, out.describe())
 	}
 	// No decision: the CSR waits for the admin, or for a plugin change.

@@ -11,10 +11,14 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/flotilla-dev/flotilla/core/wasm"
+	"github.com/flotilla-dev/flotilla/sdk/abi"
 )
 
 func request(t *testing.T, cn string, orgs ...string) []byte {
@@ -158,7 +162,7 @@ func (f fakeReviewer) ReviewCSR(_ context.Context, in []byte) ([]byte, error) {
 func TestReview(t *testing.T) {
 	in := Request{ClusterName: "c1"}
 	ok := Review(context.Background(), fakeReviewer{name: "p", out: `{"decision":"Deny","message":"no"}`}, in)
-	if ok.Err != nil || ok.Decision != Deny || ok.Message != "no" {
+	if ok.Err != nil || ok.Decision != abi.CSRDeny || ok.Message != "no" {
 		t.Errorf("valid answer: %+v", ok)
 	}
 	for _, f := range []fakeReviewer{
@@ -180,18 +184,18 @@ func TestCombine(t *testing.T) {
 		want     Outcome
 	}{
 		{name: "nothing", want: Outcome{}},
-		{name: "abstain", verdicts: []Verdict{{Plugin: "a", Decision: Abstain}}, want: Outcome{}},
-		{name: "approve", verdicts: []Verdict{{Plugin: "a", Decision: Abstain}, {Plugin: "b", Decision: Approve, Message: "ok"}},
-			want: Outcome{Decision: Approve, Plugin: "b", Message: "ok"}},
-		{name: "deny wins", verdicts: []Verdict{{Plugin: "a", Decision: Approve}, {Plugin: "z", Decision: Deny, Message: "blocked"}},
-			want: Outcome{Decision: Deny, Plugin: "z", Message: "blocked"}},
+		{name: "abstain", verdicts: []Verdict{{Plugin: "a", Decision: abi.CSRAbstain}}, want: Outcome{}},
+		{name: "approve", verdicts: []Verdict{{Plugin: "a", Decision: abi.CSRAbstain}, {Plugin: "b", Decision: abi.CSRApprove, Message: "ok"}},
+			want: Outcome{Decision: abi.CSRApprove, Plugin: "b", Message: "ok"}},
+		{name: "deny wins", verdicts: []Verdict{{Plugin: "a", Decision: abi.CSRApprove}, {Plugin: "z", Decision: abi.CSRDeny, Message: "blocked"}},
+			want: Outcome{Decision: abi.CSRDeny, Plugin: "z", Message: "blocked"}},
 		{name: "failure never approves", verdicts: []Verdict{{Plugin: "a", Err: fail}}, want: Outcome{}},
-		{name: "ignored failure does not block", verdicts: []Verdict{{Plugin: "a", Err: fail}, {Plugin: "b", Decision: Approve}},
-			want: Outcome{Decision: Approve, Plugin: "b"}},
-		{name: "fail-closed failure blocks approval", verdicts: []Verdict{{Plugin: "a", Err: fail, FailClosed: true}, {Plugin: "b", Decision: Approve}},
+		{name: "ignored failure does not block", verdicts: []Verdict{{Plugin: "a", Err: fail}, {Plugin: "b", Decision: abi.CSRApprove}},
+			want: Outcome{Decision: abi.CSRApprove, Plugin: "b"}},
+		{name: "fail-closed failure blocks approval", verdicts: []Verdict{{Plugin: "a", Err: fail, FailClosed: true}, {Plugin: "b", Decision: abi.CSRApprove}},
 			want: Outcome{}},
-		{name: "deny still wins over a fail-closed failure", verdicts: []Verdict{{Plugin: "a", Err: fail, FailClosed: true}, {Plugin: "b", Decision: Deny}},
-			want: Outcome{Decision: Deny, Plugin: "b"}},
+		{name: "deny still wins over a fail-closed failure", verdicts: []Verdict{{Plugin: "a", Err: fail, FailClosed: true}, {Plugin: "b", Decision: abi.CSRDeny}},
+			want: Outcome{Decision: abi.CSRDeny, Plugin: "b"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := Combine(tc.verdicts); got != tc.want {
@@ -199,7 +203,63 @@ func TestCombine(t *testing.T) {
 			}
 		})
 	}
-	if got := (Outcome{Decision: Deny, Plugin: "blocklist", Message: "cluster x is blocked"}).describe(); got != "denied by CSRApproval plugin blocklist: cluster x is blocked" {
+	if got := (Outcome{Decision: abi.CSRDeny, Plugin: "blocklist", Message: "cluster x is blocked"}).describe(); got != "denied by CSRApproval plugin blocklist: cluster x is blocked" {
 		t.Errorf("describe: %q", got)
+	}
+}
+
+// extraReviewers adds reviewers to those of a registry, standing in for loaded modules.
+type extraReviewers struct {
+	RegistryReviewers
+	extra []Reviewer
+}
+
+func (e extraReviewers) Reviewers() []Reviewer {
+	return append(e.RegistryReviewers.Reviewers(), e.extra...)
+}
+
+func TestUnloadedFailClosedPluginBlocksApproval(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	reg := wasm.NewRegistry()
+	reviewers := RegistryReviewers{Registry: reg}
+	changed := reviewers.Changed(ctx)
+	for _, u := range []wasm.Unavailable{
+		{Name: "strict", Type: abi.TypeCSRApproval, FailurePolicy: wasm.FailurePolicyFail, Reason: wasm.ReasonDigestMismatch, Message: "spec.sha256 differs"},
+		{Name: "lenient", Type: abi.TypeCSRApproval, FailurePolicy: wasm.FailurePolicyIgnore, Reason: wasm.ReasonInvalidModule, Message: "bad binary"},
+		{Name: "scorer", Type: abi.TypePrioritizer, FailurePolicy: wasm.FailurePolicyFail, Reason: wasm.ReasonInvalidModule, Message: "bad binary"},
+	} {
+		if err := reg.MarkUnavailable(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-changed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a CSRApproval plugin failing to load must re-trigger the review of pending CSRs")
+	}
+
+	got := reviewers.Reviewers()
+	if len(got) != 1 || got[0].Name() != "strict" || !got[0].FailClosed() {
+		t.Fatalf("want only the fail-closed unloaded CSRApproval plugin strict, got %v", got)
+	}
+	v := Review(ctx, got[0], Request{ClusterName: "c1"})
+	if v.Err == nil || v.Decision != "" || !v.FailClosed || !errors.Is(v.Err, wasm.ErrNotLoaded) ||
+		!strings.Contains(v.Err.Error(), `"strict"`) || !strings.Contains(v.Err.Error(), string(wasm.ReasonDigestMismatch)) {
+		t.Errorf("want a fail-closed failure naming strict and why it is not loaded, got %+v", v)
+	}
+
+	r := &Reconciler{Reviewers: extraReviewers{reviewers, []Reviewer{fakeReviewer{name: "approver", out: `{"decision":"Approve"}`}}}}
+	csr := newCSR(t, "c1", bootstrapUser, nil, c1Agent, c1Group)
+	if out := Combine(r.review(ctx, csr, Request{ClusterName: "c1"})); out != (Outcome{}) {
+		t.Errorf("an unloaded fail-closed plugin must block approval, got %+v", out)
+	}
+
+	if _, err := reg.Remove(ctx, "strict"); err != nil {
+		t.Fatal(err)
+	}
+	want := Outcome{Decision: abi.CSRApprove, Plugin: "approver"}
+	if out := Combine(r.review(ctx, csr, Request{ClusterName: "c1"})); out != want {
+		t.Errorf("once strict is gone, got %+v, want %+v", out, want)
 	}
 }

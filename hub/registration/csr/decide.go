@@ -2,31 +2,27 @@ package csr
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/flotilla-dev/flotilla/sdk/abi"
 )
 
-// Decision values a plugin may return (the review_csr output of the Wasm ABI).
-const (
-	Approve = "Approve"
-	Deny    = "Deny"
-	Abstain = "Abstain"
-)
-
-// Reviewer is one loaded, ready CSRApproval plugin.
+// Reviewer is one configured CSRApproval plugin: a loaded, ready one, or a fail-closed one that
+// failed to load and whose every review fails.
 type Reviewer interface {
 	// Name identifies the plugin in CSR conditions, Events and metrics.
 	Name() string
-	// ReviewCSR calls the plugin's review_csr export with the JSON Request and returns its JSON answer.
+	// ReviewCSR calls the plugin's review_csr export with the JSON Request (abi.CSRReview) and
+	// returns its JSON answer (abi.CSRDecision).
 	ReviewCSR(ctx context.Context, input []byte) ([]byte, error)
 	// FailClosed is true for failurePolicy Fail: when the plugin fails, no CSR is approved
 	// (a Deny from another plugin still denies). With Ignore the failure is skipped.
 	FailClosed() bool
 }
 
-// Reviewers lists the CSRApproval plugins that are currently ready, and tells when that set
+// Reviewers lists the CSRApproval plugins that currently take part in decisions, and tells when that set
 // (or a plugin's configuration) changes so pending CSRs can be looked at again.
 type Reviewers interface {
 	Reviewers() []Reviewer
@@ -37,41 +33,25 @@ type Reviewers interface {
 // Verdict is one plugin's answer, or its failure.
 type Verdict struct {
 	Plugin   string
-	Decision string
+	Decision abi.CSRDecisionKind
 	Message  string
 	Err      error
 	// FailClosed carries the plugin's failure policy: a failure then blocks approval.
 	FailClosed bool
 }
 
-type output struct {
-	Decision string `json:"decision"`
-	Message  string `json:"message"`
-}
-
 // Review shows r to one plugin. Any failure (trap, bad JSON, unknown decision) is a Verdict
 // with Err set, which never counts as an approval.
 func Review(ctx context.Context, p Reviewer, r Request) Verdict {
 	v := Verdict{Plugin: p.Name(), FailClosed: p.FailClosed()}
-	in, err := json.Marshal(r)
-	if err != nil {
-		v.Err = fmt.Errorf("encoding input: %w", err)
-		return v
-	}
-	raw, err := p.ReviewCSR(ctx, in)
+	raw, err := p.ReviewCSR(ctx, r.AppendJSON(nil))
 	if err != nil {
 		v.Err = err
 		return v
 	}
-	var out output
-	if err := json.Unmarshal(raw, &out); err != nil {
+	var out abi.CSRDecision
+	if err := out.DecodeJSON(raw); err != nil {
 		v.Err = fmt.Errorf("decoding review_csr output %q: %w", truncate(raw), err)
-		return v
-	}
-	switch out.Decision {
-	case Approve, Deny, Abstain:
-	default:
-		v.Err = fmt.Errorf("review_csr output field decision: %q is not one of Approve, Deny, Abstain", out.Decision)
 		return v
 	}
 	v.Decision, v.Message = out.Decision, out.Message
@@ -88,8 +68,8 @@ func truncate(b []byte) string {
 
 // Outcome is what the hub does with a CSR.
 type Outcome struct {
-	// Decision is Approve, Deny, or "" (leave the CSR for the admin).
-	Decision string
+	// Decision is abi.CSRApprove, abi.CSRDeny, or "" (leave the CSR for the admin).
+	Decision abi.CSRDecisionKind
 	// Plugin and Message explain the decision; for a Deny they name the denying plugin.
 	Plugin  string
 	Message string
@@ -110,16 +90,16 @@ func Combine(verdicts []Verdict) Outcome {
 			continue
 		}
 		switch v.Decision {
-		case Deny:
-			return Outcome{Decision: Deny, Plugin: v.Plugin, Message: v.Message}
-		case Approve:
+		case abi.CSRDeny:
+			return Outcome{Decision: abi.CSRDeny, Plugin: v.Plugin, Message: v.Message}
+		case abi.CSRApprove:
 			if approve == nil {
 				approve = v
 			}
 		}
 	}
 	if approve != nil && !blocked {
-		return Outcome{Decision: Approve, Plugin: approve.Plugin, Message: approve.Message}
+		return Outcome{Decision: abi.CSRApprove, Plugin: approve.Plugin, Message: approve.Message}
 	}
 	return Outcome{}
 }
@@ -127,7 +107,7 @@ func Combine(verdicts []Verdict) Outcome {
 // describe renders an outcome for a CSR condition message.
 func (o Outcome) describe() string {
 	verb := "approved"
-	if o.Decision == Deny {
+	if o.Decision == abi.CSRDeny {
 		verb = "denied"
 	}
 	msg := strings.TrimSpace(o.Message)

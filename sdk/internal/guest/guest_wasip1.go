@@ -178,6 +178,34 @@ func Run(fn func() error) (rc int32) {
 	return 0
 }
 
+// Serve answers one call to an export of plugin p, the plugin its package
+// registered (nil if none): fn gets p, the Host and the call's input and returns
+// the output to set; an error or panic becomes the call's error (see Run).
+func Serve[P any](p P, fn func(p P, h sdk.Host, input []byte) ([]byte, error)) int32 {
+	return Run(func() error {
+		if any(p) == nil {
+			return ErrNotRegistered
+		}
+		out, err := fn(p, TheHost, Input())
+		if err != nil {
+			return err
+		}
+		Output(out)
+		return nil
+	})
+}
+
+// ValidateConfig answers validate_config for plugin p, the plugin its package
+// registered (nil if none).
+func ValidateConfig(p any) int32 {
+	return Run(func() error {
+		if p == nil {
+			return ErrNotRegistered
+		}
+		return sdk.ValidateConfig(p, Input())
+	})
+}
+
 // PanicMessage renders a recovered value without fmt.
 func PanicMessage(v any) string {
 	switch x := v.(type) {
