@@ -29,12 +29,14 @@ import (
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1alpha1"
 	clusterv1beta2 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta2"
+	"github.com/flotilla-dev/flotilla/core/apis/featuregates"
 	flotillav1alpha1 "github.com/flotilla-dev/flotilla/core/apis/flotilla/v1alpha1"
 	"github.com/flotilla-dev/flotilla/hub/admin"
 	"github.com/flotilla-dev/flotilla/hub/manager"
 	"github.com/flotilla-dev/flotilla/hub/plugininstall"
 	"github.com/flotilla-dev/flotilla/hub/registration/csr"
 	"github.com/flotilla-dev/flotilla/hub/registration/lease"
+	"github.com/flotilla-dev/flotilla/hub/registration/managedcluster"
 	"github.com/flotilla-dev/flotilla/hub/registration/rbac"
 )
 
@@ -377,7 +379,7 @@ var _ = Describe("Registration", Ordered, func() {
 		}).Should(Succeed())
 	})
 
-	It("approves first-time CSRs the configured csr-autoapprove plugin approves, without the admin", func() {
+	It("approves first-time CSRs the configured csr-autoapprove plugin approves, without the admin (ManagedClusterAutoApproval off)", func() {
 		m := fleet.Managed[1]
 		Expect(managedClient(m.Config).Create(suiteCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "agent-auto"}})).To(Succeed())
 		a := startAgent("auto1", m.Config, "agent-auto", 0)
@@ -393,6 +395,39 @@ var _ = Describe("Registration", Ordered, func() {
 		}).Should(Succeed())
 		// CSR approval is only half of the opt-in: the cluster is not accepted by it.
 		Expect(managedCluster("auto1").Spec.HubAcceptsClient).To(BeFalse())
+	})
+
+	It("with ManagedClusterAutoApproval on, also accepts the cluster whose first CSR a plugin approved", func() {
+		gate := string(featuregates.ManagedClusterAutoApproval)
+		Expect(hubGates.SetFromMap(map[string]bool{gate: true})).To(Succeed())
+		DeferCleanup(func() { Expect(hubGates.SetFromMap(map[string]bool{gate: false})).To(Succeed()) })
+		m := fleet.Managed[1]
+		Expect(managedClient(m.Config).Create(suiteCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "agent-auto2"}})).To(Succeed())
+		DeferCleanup(func() {
+			Expect(hubClient.Delete(suiteCtx, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "auto2"}})).To(Succeed())
+		})
+		a := startAgent("auto2", m.Config, "agent-auto2", 0)
+		DeferCleanup(a.stop) // before the deletion above, or the agent would register again
+
+		// The cluster joins with no admin action: no flotilla accept, no patch of hubAcceptsClient.
+		Eventually(condition("auto2", clusterv1.ManagedClusterConditionJoined)).Should(haveStatus(metav1.ConditionTrue))
+		Eventually(condition("auto2", clusterv1.ManagedClusterConditionHubAccepted)).Should(And(haveStatus(metav1.ConditionTrue),
+			HaveField("Message", ContainSubstring("CSRApproval plugin "+plugininstall.AutoApprovePlugin))))
+		mc := managedCluster("auto2")
+		Expect(mc.Spec.HubAcceptsClient).To(BeTrue())
+		Expect(mc.Annotations).To(And(HaveKeyWithValue(managedcluster.AutoAcceptedByAnnotation, plugininstall.AutoApprovePlugin),
+			HaveKey(managedcluster.AutoAcceptedOnAnnotation)))
+		Eventually(func(g Gomega) *certificatesv1.CertificateSigningRequestCondition {
+			items := csrsFor(g, "auto2")
+			g.Expect(items).NotTo(BeEmpty())
+			return csrCondition(items[0], certificatesv1.CertificateApproved)
+		}).Should(And(Not(BeNil()), HaveField("Reason", csr.ReasonPluginApproved)))
+		Eventually(func(g Gomega) {
+			evs, err := hubKube.EventsV1().Events("").List(suiteCtx, metav1.ListOptions{FieldSelector: "regarding.name=auto2"})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(evs.Items).To(ContainElement(And(HaveField("Reason", csr.ReasonAutoAccepted),
+				HaveField("Note", ContainSubstring(plugininstall.AutoApprovePlugin)))))
+		}).Should(Succeed())
 	})
 
 	It("takes no decision when a plugin traps, and records an Event and a metric", func() {

@@ -19,6 +19,7 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/component-base/featuregate"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/core/environment"
@@ -52,6 +53,9 @@ var (
 	hubClient   client.Client
 	hubKube     kubernetes.Interface
 	hub         *manager.Hub
+	// hubGates is the running hub's feature gate; a spec may switch a gate for its duration,
+	// which the CSR controller honours from its next decision on.
+	hubGates    featuregate.MutableFeatureGate
 	engine      *wasm.Engine
 	rulesWasm   []byte
 	bootstrapKC []byte
@@ -103,9 +107,11 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	rulesWasm = buildRules()
 
+	hubGates, err = manager.NewFeatureGate()
+	Expect(err).NotTo(HaveOccurred())
 	// The hub installs its own plugins: csr-renewal always, csr-autoapprove for clusters named auto*.
 	hub, err = manager.New(manager.Options{
-		Config: fleet.Hub.Config, SkipCRDInstall: true, Logger: logger.WithName("hub"),
+		Config: fleet.Hub.Config, SkipCRDInstall: true, Logger: logger.WithName("hub"), FeatureGates: hubGates,
 		PluginCacheDir: filepath.Join(os.TempDir(), "flotilla-e2e-registration-wasm-cache"),
 		AutoApprove:    plugininstall.AutoApprove{ClusterNamePatterns: []string{"auto*"}},
 		CleanupHooks:   []managedcluster.CleanupHook{cleanupHook.run},

@@ -171,6 +171,9 @@ func (h *Hub) setup() error {
 			Kube:      kube,
 			Reviewers: csr.RegistryReviewers{Registry: h.registry},
 			Recorder:  mgr.GetEventRecorder("flotilla-csr-approval"),
+			AutoAccept: func() bool {
+				return h.opts.FeatureGates.Enabled(featuregates.ManagedClusterAutoApproval)
+			},
 		},
 	}
 	if h.opts.FeatureGates.Enabled(featuregates.DefaultClusterSet) {

@@ -8,6 +8,7 @@ import (
 	"github.com/go-logr/logr/funcr"
 	"github.com/spf13/cobra"
 
+	"github.com/flotilla-dev/flotilla/core/apis/featuregates"
 	"github.com/flotilla-dev/flotilla/hub/manager"
 	"github.com/flotilla-dev/flotilla/hub/plugininstall"
 )
@@ -27,9 +28,27 @@ func newHubCommand() *cobra.Command {
 On start the hub installs the CRDs, the bootstrap identity (ServiceAccount
 open-cluster-management/cluster-bootstrap bound to system:open-cluster-management:bootstrap),
 the shared agent roles, the admission policy guarding spec.hubAcceptsClient and its own Wasm
-plugins: csr-renewal always, csr-autoapprove when --autoapprove-cluster-patterns is set.`,
+plugins: csr-renewal always, csr-autoapprove when --autoapprove-cluster-patterns is set.
+
+--feature-gates accepts only the gates the hub implements:
+  DefaultClusterSet (default on): keep the "default" and "global" ManagedClusterSets and put
+    clusters without a cluster-set label into "default".
+  ManagedClusterAutoApproval (default off): when a CSRApproval plugin (csr-autoapprove or
+    your own) approves a cluster's first registration CSR, the hub also accepts the cluster
+    (spec.hubAcceptsClient) and says which plugin approved it in an Event and the
+    HubAcceptedManagedCluster condition. Off, the plugin approves the CSR only and the admin
+    still accepts the cluster (flotilla accept). Only a first join is accepted: a cluster
+    accepted before, and perhaps denied since, is left to the admin. The hub's identity
+    then needs "update" on managedclusters/accept (group register.open-cluster-management.io).
+
+OCM's --cluster-auto-approval-users has no alias here, because Flotilla approves through a
+plugin that also matches cluster names. OCM's
+  --feature-gates ManagedClusterAutoApproval=true --cluster-auto-approval-users U
+is in Flotilla
+  --feature-gates ManagedClusterAutoApproval=true --autoapprove-users U --autoapprove-cluster-patterns '*'`,
 		Example: `  flotilla hub --kubeconfig hub.kubeconfig
-  flotilla hub --kubeconfig hub.kubeconfig --autoapprove-cluster-patterns 'dev-*' --feature-gates DefaultClusterSet=false`,
+  flotilla hub --kubeconfig hub.kubeconfig --autoapprove-cluster-patterns 'dev-*' --feature-gates DefaultClusterSet=false
+  flotilla hub --kubeconfig hub.kubeconfig --autoapprove-cluster-patterns 'dev-*' --feature-gates ManagedClusterAutoApproval=true`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if gateErr != nil {
@@ -61,12 +80,12 @@ plugins: csr-renewal always, csr-autoapprove when --autoapprove-cluster-patterns
 	f.StringVar(&pluginCacheDir, "plugin-cache-dir", "", "directory caching compiled Wasm plugins across restarts (default: no cache)")
 	f.StringVar(&metricsAddr, "metrics-bind-address", "0", "address serving Prometheus metrics, e.g. :8080 (0 disables)")
 	f.StringSliceVar(&autoUsers, "autoapprove-users", nil,
-		"users whose first-time cluster CSRs csr-autoapprove approves (default: the bootstrap ServiceAccount)")
+		"users whose first-time cluster CSRs csr-autoapprove approves (default: the bootstrap ServiceAccount); OCM's --cluster-auto-approval-users")
 	f.StringSliceVar(&autoPatterns, "autoapprove-cluster-patterns", nil,
 		"cluster name globs (path.Match) whose first-time CSRs are auto-approved; enables csr-autoapprove")
 	f.IntVar(&verbosity, "v", 0, "log verbosity")
 	if gateErr == nil {
-		gate.AddFlag(f)
+		featuregates.AddFlag(f, gate)
 	}
 	return cmd
 }

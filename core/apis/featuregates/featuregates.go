@@ -1,10 +1,14 @@
-// Package featuregates names the Open Cluster Management feature gates Flotilla
-// honours and gives, per component, the default state of each. Components build
-// their own gate from these sets; there is no process-wide gate. For example:
+// Package featuregates names the Open Cluster Management feature gates and gives,
+// per component, the default state of each gate that component implements. Components
+// build their own gate from these sets; there is no process-wide gate. For example:
 //
 //	gate, err := featuregates.NewGate(featuregates.DefaultHubRegistrationFeatureGates())
 //	...
-//	gate.AddFlag(flags) // accepts --feature-gates=DefaultClusterSet=false
+//	featuregates.AddFlag(flags, gate) // accepts --feature-gates=DefaultClusterSet=false
+//
+// A component's set lists only gates whose behaviour it has: a gate that is accepted
+// but does nothing would mislead whoever sets it. The other OCM names are kept as
+// constants so that sets can grow as the behaviour arrives.
 //
 // Each Default*FeatureGates function returns a fresh map, so callers may
 // change it without affecting anyone else.
@@ -46,8 +50,10 @@ const (
 	// ExecutorValidatingCaches makes the work agent cache executor SubjectAccessReview results.
 	ExecutorValidatingCaches featuregate.Feature = "ExecutorValidatingCaches"
 
-	// ManagedClusterAutoApproval makes the hub accept clusters registered by
-	// the users listed in --cluster-auto-approval-users without a hub admin.
+	// ManagedClusterAutoApproval makes the hub accept a cluster (spec.hubAcceptsClient)
+	// whose first-time registration CSR a CSRApproval plugin approved, such as
+	// csr-autoapprove for the users in --autoapprove-users; without it the plugin
+	// approves the CSR only and the hub admin still accepts the cluster.
 	ManagedClusterAutoApproval featuregate.Feature = "ManagedClusterAutoApproval"
 
 	// ManifestWorkReplicaSet runs the hub controller that fans ManifestWorks out to placement decisions.
@@ -89,15 +95,13 @@ func DefaultSpokeRegistrationFeatureGates() map[featuregate.Feature]featuregate.
 	}
 }
 
-// DefaultHubRegistrationFeatureGates are the gates of the hub registration controllers.
+// DefaultHubRegistrationFeatureGates are the gates `flotilla hub` implements:
+// DefaultClusterSet (the default and global sets) and ManagedClusterAutoApproval
+// (a first-time CSR approved by a CSRApproval plugin also accepts its cluster).
 func DefaultHubRegistrationFeatureGates() map[featuregate.Feature]featuregate.FeatureSpec {
 	return map[featuregate.Feature]featuregate.FeatureSpec{
 		DefaultClusterSet:          {Default: true, PreRelease: featuregate.Alpha},
-		V1beta1CSRAPICompatibility: {Default: false, PreRelease: featuregate.Alpha},
 		ManagedClusterAutoApproval: {Default: false, PreRelease: featuregate.Alpha},
-		ResourceCleanup:            {Default: true, PreRelease: featuregate.Beta},
-		ClusterProfile:             {Default: false, PreRelease: featuregate.Alpha},
-		ClusterImporter:            {Default: false, PreRelease: featuregate.Alpha},
 	}
 }
 

@@ -1,11 +1,78 @@
 package featuregates
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/spf13/pflag"
 	"k8s.io/component-base/featuregate"
 )
+
+// TestHubGatesAreTheImplementedOnes pins the hub's set to the gates whose behaviour
+// `flotilla hub` has; adding one here means adding what it switches.
+func TestHubGatesAreTheImplementedOnes(t *testing.T) {
+	gate, err := NewGate(DefaultHubRegistrationFeatureGates())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{string(DefaultClusterSet), string(ManagedClusterAutoApproval)}
+	if got := Known(gate); !slices.Equal(got, want) {
+		t.Fatalf("hub gates = %v, want %v", got, want)
+	}
+}
+
+func hubFlags(t *testing.T) (*pflag.FlagSet, featuregate.FeatureGate) {
+	t.Helper()
+	gate, err := NewGate(DefaultHubRegistrationFeatureGates())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := pflag.NewFlagSet("hub", pflag.ContinueOnError)
+	fs.SetOutput(&strings.Builder{})
+	AddFlag(fs, gate)
+	return fs, gate
+}
+
+func TestFlagSetsKnownGates(t *testing.T) {
+	fs, gate := hubFlags(t)
+	if err := fs.Parse([]string{"--feature-gates", "DefaultClusterSet=false, ManagedClusterAutoApproval=true"}); err != nil {
+		t.Fatal(err)
+	}
+	if gate.Enabled(DefaultClusterSet) || !gate.Enabled(ManagedClusterAutoApproval) {
+		t.Error("--feature-gates values were not applied")
+	}
+	usage := fs.Lookup(FlagName).Usage
+	for _, want := range []string{"DefaultClusterSet=true|false (ALPHA - default=true)", "ManagedClusterAutoApproval=true|false (ALPHA - default=false)"} {
+		if !strings.Contains(usage, want) {
+			t.Errorf("usage lacks %q:\n%s", want, usage)
+		}
+	}
+	for _, absent := range []string{"AllAlpha", "ClusterProfile", "ResourceCleanup"} {
+		if strings.Contains(usage, absent) {
+			t.Errorf("usage offers %s, which the hub does not implement:\n%s", absent, usage)
+		}
+	}
+}
+
+func TestFlagRejectsUnknownGates(t *testing.T) {
+	for _, tc := range []struct{ value, want string }{
+		{"ClusterProfile=true", `unknown feature gate "ClusterProfile" (known gates: DefaultClusterSet, ManagedClusterAutoApproval)`},
+		{"DefaultClusterSet=false,ResourceCleanup=true,ClusterImporter=true", `unknown feature gates "ResourceCleanup", "ClusterImporter" (known gates: DefaultClusterSet, ManagedClusterAutoApproval)`},
+		// AllAlpha would switch on ManagedClusterAutoApproval without naming it.
+		{"AllAlpha=true", `unknown feature gate "AllAlpha"`},
+		{"DefaultClusterSet=maybe", "DefaultClusterSet"},
+	} {
+		fs, gate := hubFlags(t)
+		err := fs.Parse([]string{"--feature-gates=" + tc.value})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("--feature-gates=%s: got %v, want an error containing %q", tc.value, err, tc.want)
+		}
+		if !gate.Enabled(DefaultClusterSet) {
+			t.Errorf("--feature-gates=%s: a rejected value changed the gates", tc.value)
+		}
+	}
+}
 
 func TestNewGateDefaults(t *testing.T) {
 	gate, err := NewGate(DefaultHubRegistrationFeatureGates())
@@ -38,12 +105,12 @@ func TestNewGateRejectsGatesOfOtherComponents(t *testing.T) {
 }
 
 func TestNewGateMergesSets(t *testing.T) {
-	// V1beta1CSRAPICompatibility is in both registration sets with the same spec.
+	// AddonManagement is in the agent's and the add-on manager's sets with the same spec.
 	gate, err := NewGate(DefaultSpokeRegistrationFeatureGates(), DefaultHubRegistrationFeatureGates(), DefaultHubAddonManagerFeatureGates())
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []featuregate.Feature{ClusterClaim, AddonManagement, DefaultClusterSet, ResourceCleanup} {
+	for _, f := range []featuregate.Feature{ClusterClaim, AddonManagement, DefaultClusterSet} {
 		if !gate.Enabled(f) {
 			t.Errorf("%s should default to enabled", f)
 		}

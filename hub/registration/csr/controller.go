@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
+	"github.com/flotilla-dev/flotilla/hub/registration/managedcluster"
 	"github.com/flotilla-dev/flotilla/sdk/abi"
 )
 
@@ -33,6 +34,8 @@ const (
 	ReasonPluginApproved   = "FlotillaCSRApprovalPluginApproved"
 	ReasonPluginDenied     = "FlotillaCSRApprovalPluginDenied"
 	ReasonIdentityRejected = "FlotillaInvalidAgentIdentity"
+	// ReasonAutoAccepted is the Event reason on a ManagedCluster accepted with its first CSR.
+	ReasonAutoAccepted = "ManagedClusterAutoAccepted"
 )
 
 // DefaultPluginTimeout bounds one review_csr call.
@@ -46,6 +49,10 @@ type Reconciler struct {
 	Recorder  events.EventRecorder
 	// PluginTimeout bounds each plugin call; zero means DefaultPluginTimeout.
 	PluginTimeout time.Duration
+	// AutoAccept reports whether the ManagedClusterAutoApproval gate is on: a first-time CSR
+	// the plugins approve then also accepts its cluster (managedcluster.AutoAccept). It is
+	// asked at each decision; nil means off, so plugins approve CSRs only.
+	AutoAccept func() bool
 
 	failures *prometheus.CounterVec
 }
@@ -172,6 +179,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	case abi.CSRDeny:
 		return reconcile.Result{}, r.decide(ctx, c, certificatesv1.CertificateDenied, ReasonPluginDenied, out.describe())
 	case abi.CSRApprove:
+		if !in.Renewal && r.AutoAccept != nil && r.AutoAccept() {
+			if !in.ClusterExists {
+				// Approving now would leave nothing to accept; the ManagedCluster watch brings the CSR back.
+				log.FromContext(ctx).Info("approved registration CSR waits for its ManagedCluster, which ManagedClusterAutoApproval accepts with it",
+					"csr", c.Name, "cluster", in.ClusterName, "plugin", out.Plugin)
+				return reconcile.Result{}, nil
+			}
+			// Accept before approving: if approval then fails the CSR stays pending and is retried,
+			// whereas an approved CSR is never looked at again.
+			if err := r.autoAccept(ctx, c, mc, out); err != nil {
+				return reconcile.Result{}, err
+			}
+		}
 		return reconcile.Result{}, r.decide(ctx, c, certificatesv1.CertificateApproved, ReasonPluginApproved, out.describe())
 	}
 	// No decision: the CSR waits for the admin, or for a plugin change.
@@ -201,6 +221,25 @@ func (r *Reconciler) review(ctx context.Context, c *certificatesv1.CertificateSi
 		out = append(out, v)
 	}
 	return out
+}
+
+// autoAccept accepts the cluster of a first-time CSR the plugins approved, when it is a first
+// join; otherwise (say the admin denied it) the CSR is approved alone.
+func (r *Reconciler) autoAccept(ctx context.Context, c *certificatesv1.CertificateSigningRequest, mc *clusterv1.ManagedCluster, out Outcome) error {
+	if ok, why := managedcluster.AutoAcceptable(mc); !ok {
+		log.FromContext(ctx).V(1).Info("not accepting cluster automatically", "cluster", mc.Name, "csr", c.Name, "why", why)
+		return nil
+	}
+	if err := managedcluster.AutoAccept(ctx, r.Client, mc, out.Plugin, time.Now()); err != nil {
+		return fmt.Errorf("CertificateSigningRequest %s: %w", c.Name, err)
+	}
+	log.FromContext(ctx).Info("accepted cluster automatically", "cluster", mc.Name, "csr", c.Name, "plugin", out.Plugin)
+	if r.Recorder != nil {
+		r.Recorder.Eventf(mc, c, corev1.EventTypeNormal, ReasonAutoAccepted, "AcceptCluster",
+			"ManagedClusterAutoApproval: accepted cluster %s because CSRApproval plugin %s approved its first registration CSR %s",
+			mc.Name, out.Plugin, c.Name)
+	}
+	return nil
 }
 
 func (r *Reconciler) decide(ctx context.Context, c *certificatesv1.CertificateSigningRequest, t certificatesv1.RequestConditionType, reason, msg string) error {

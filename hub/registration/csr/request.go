@@ -1,7 +1,9 @@
 // Package csr approves or denies the CertificateSigningRequests of managed-cluster agents.
 // The hub itself only rejects requests whose identity is wrong (subject not matching the
 // cluster label, or an agent asking for another cluster's identity); every approval comes
-// from CSRApproval Wasm plugins, or from the hub admin.
+// from CSRApproval Wasm plugins, or from the hub admin. Under the ManagedClusterAutoApproval
+// gate a plugin's approval of a first-time CSR also accepts the cluster, as OCM's
+// auto-approval does.
 package csr
 
 import (

@@ -1,7 +1,8 @@
 // Package managedcluster is the hub side of the double opt-in: when the hub admin sets
 // spec.hubAcceptsClient it creates the cluster namespace and the agent's RBAC, when the admin
 // flips it back it revokes that access, and when the ManagedCluster is deleted its finalizer
-// cleans up everything the hub created for the cluster.
+// cleans up everything the hub created for the cluster. Under the ManagedClusterAutoApproval
+// gate the hub itself accepts a first join (AutoAccept), which CSR approval calls.
 package managedcluster
 
 import (
@@ -86,12 +87,7 @@ func (r *Reconciler) accept(ctx context.Context, mc *clusterv1.ManagedCluster) e
 			break
 		}
 	}
-	cond := metav1.Condition{
-		Type:    clusterv1.ManagedClusterConditionHubAccepted,
-		Status:  metav1.ConditionTrue,
-		Reason:  clusterv1.ConditionReasonHubClusterAdminAccepted,
-		Message: "Accepted by hub cluster admin",
-	}
+	cond := acceptedCondition(mc)
 	if applyErr != nil {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "Error", applyErr.Error()
 	}

@@ -1,0 +1,42 @@
+package commands
+
+import (
+	"bytes"
+	"io"
+	"strings"
+	"testing"
+)
+
+func TestHubRejectsUnimplementedFeatureGates(t *testing.T) {
+	cmd := newHubCommand()
+	cmd.SetArgs([]string{"--feature-gates", "ClusterProfile=true"})
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	err := cmd.ExecuteContext(t.Context())
+	want := `unknown feature gate "ClusterProfile" (known gates: DefaultClusterSet, ManagedClusterAutoApproval)`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("got %v, want an error containing %q", err, want)
+	}
+}
+
+func TestHubHelpListsOnlyImplementedGates(t *testing.T) {
+	cmd := newHubCommand()
+	var out bytes.Buffer
+	cmd.SetArgs([]string{"--help"})
+	cmd.SetOut(&out)
+	if err := cmd.ExecuteContext(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	help := out.String()
+	for _, want := range []string{"DefaultClusterSet=true|false", "ManagedClusterAutoApproval=true|false",
+		"--autoapprove-users U --autoapprove-cluster-patterns '*'"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("--help lacks %q", want)
+		}
+	}
+	for _, absent := range []string{"ClusterProfile", "ClusterImporter", "ResourceCleanup", "V1beta1CSRAPICompatibility", "AllAlpha"} {
+		if strings.Contains(help, absent) {
+			t.Errorf("--help offers %s, which the hub does not implement", absent)
+		}
+	}
+}
