@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // HubName is the name of the hub control plane.
@@ -36,6 +38,13 @@ type Options struct {
 	ManagedCRDs []string
 	// StartTimeout bounds the start of each component. Default DefaultStartTimeout.
 	StartTimeout time.Duration
+	// SimulatedNodes is the number of Nodes created on each managed cluster (none on the hub),
+	// so that node resources are summed into cluster status although no kubelet runs. They
+	// are API objects only (SimulatedNode). Default 0.
+	SimulatedNodes int
+	// SimulatedNodeCapacity is each simulated Node's capacity and allocatable; nil means
+	// DefaultSimulatedNodeCapacity.
+	SimulatedNodeCapacity corev1.ResourceList
 	// Log receives progress messages, one line each. Default: discarded.
 	Log io.Writer
 }
@@ -54,6 +63,12 @@ type Fleet struct {
 func Start(ctx context.Context, opts Options) (*Fleet, error) {
 	if opts.ManagedClusters < 0 {
 		return nil, fmt.Errorf("fleet: ManagedClusters %d must not be negative", opts.ManagedClusters)
+	}
+	if opts.SimulatedNodes < 0 {
+		return nil, fmt.Errorf("fleet: SimulatedNodes %d must not be negative", opts.SimulatedNodes)
+	}
+	if opts.SimulatedNodeCapacity == nil {
+		opts.SimulatedNodeCapacity = DefaultSimulatedNodeCapacity()
 	}
 	begin := time.Now()
 	if opts.BinDir == "" {
@@ -93,7 +108,12 @@ func Start(ctx context.Context, opts Options) (*Fleet, error) {
 	errs := make([]error, len(planeOpts))
 	var wg sync.WaitGroup
 	for i, o := range planeOpts {
-		wg.Go(func() { planes[i], errs[i] = StartControlPlane(ctx, o) })
+		wg.Go(func() {
+			planes[i], errs[i] = StartControlPlane(ctx, o)
+			if errs[i] == nil && o.Name != HubName {
+				errs[i] = planes[i].CreateSimulatedNodes(ctx, opts.SimulatedNodes, opts.SimulatedNodeCapacity)
+			}
+		})
 	}
 	wg.Wait()
 	f := &Fleet{}

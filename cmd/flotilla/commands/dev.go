@@ -42,6 +42,7 @@ func newDevCommand(components ...DevComponent) *cobra.Command {
 		signingDuration time.Duration
 		startTimeout    time.Duration
 		keep            bool
+		simulatedNodes  int
 	)
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -54,6 +55,11 @@ The hub serves every Flotilla/OCM CustomResourceDefinition; each managed cluster
 the agent-side ones (ClusterClaim, AppliedManifestWork). Each cluster has its own CA, and
 kube-controller-manager signs approved CertificateSigningRequests with it for
 --signing-duration, so agent certificate rotation can be watched with a short duration.
+
+No kubelet runs anywhere. So that managed clusters still report resources (CPU and MEMORY
+in flotilla get clusters), each gets --simulated-nodes Node objects labelled
+flotilla.dev/simulated=true, Ready, each with cpu 4, memory 16Gi and pods 110. They are API
+objects only: no pod ever runs on them.
 
 Admin kubeconfigs are written to <dir>/<cluster>/kubeconfig and printed with a
 ready-to-paste KUBECONFIG line (contexts are named after the clusters). Ctrl-C stops
@@ -72,6 +78,9 @@ The control-plane binaries come from $FLOTILLA_BIN_DIR or the checkout's bin/ di
 			if signingDuration <= 0 {
 				return fmt.Errorf("--signing-duration %s must be positive", signingDuration)
 			}
+			if simulatedNodes < 0 {
+				return fmt.Errorf("--simulated-nodes %d must not be negative", simulatedNodes)
+			}
 			absDir, err := filepath.Abs(dir)
 			if err != nil {
 				return fmt.Errorf("--dir %q: %w", dir, err)
@@ -82,6 +91,7 @@ The control-plane binaries come from $FLOTILLA_BIN_DIR or the checkout's bin/ di
 				StartTimeout:    startTimeout,
 				Dir:             absDir,
 				Keep:            keep,
+				SimulatedNodes:  simulatedNodes,
 			}, components)
 		},
 	}
@@ -91,6 +101,8 @@ The control-plane binaries come from $FLOTILLA_BIN_DIR or the checkout's bin/ di
 	f.DurationVar(&signingDuration, "signing-duration", 24*time.Hour, "lifetime of certificates signed from approved CSRs (kube-controller-manager --cluster-signing-duration)")
 	f.DurationVar(&startTimeout, "start-timeout", environment.DefaultStartTimeout, "how long each control-plane component may take to become ready")
 	f.BoolVar(&keep, "keep", false, "keep the cluster directories (logs, etcd data) after exit")
+	f.IntVar(&simulatedNodes, "simulated-nodes", 1,
+		"Nodes created on each managed cluster so its capacity is reported; API objects only, no kubelet (0 disables)")
 	return cmd
 }
 

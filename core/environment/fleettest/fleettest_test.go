@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -33,7 +34,7 @@ func crdNames(t *testing.T, cfg *rest.Config) []string {
 }
 
 func TestFleet(t *testing.T) {
-	fleet := StartT(t, environment.Options{ManagedClusters: 1})
+	fleet := StartT(t, environment.Options{ManagedClusters: 1, SimulatedNodes: 2})
 	if fleet.Hub == nil || fleet.Hub.Name != environment.HubName || len(fleet.Managed) != 1 || fleet.Managed[0].Name != "cluster1" {
 		t.Fatalf("fleet has hub %+v and managed %+v, want hub and cluster1", fleet.Hub, fleet.Managed)
 	}
@@ -55,6 +56,29 @@ func TestFleet(t *testing.T) {
 	wantManaged := slices.Sorted(slices.Values(environment.ManagedClusterCRDs))
 	if got := crdNames(t, cluster1.Config); !slices.Equal(got, wantManaged) {
 		t.Errorf("cluster1 CRDs = %v, want %v", got, wantManaged)
+	}
+
+	// Simulated Nodes live on managed clusters only, Ready and with the default capacity.
+	for _, cp := range fleet.ControlPlanes() {
+		nodes, err := kubernetes.NewForConfigOrDie(cp.Config).CoreV1().Nodes().List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatalf("listing Nodes on %s: %v", cp.Name, err)
+		}
+		want := 2
+		if cp == hub {
+			want = 0
+		}
+		if len(nodes.Items) != want {
+			t.Errorf("%s has %d Nodes, want %d", cp.Name, len(nodes.Items), want)
+		}
+		for _, n := range nodes.Items {
+			ready := len(n.Status.Conditions) == 1 && n.Status.Conditions[0].Type == corev1.NodeReady && n.Status.Conditions[0].Status == corev1.ConditionTrue
+			if n.Labels[environment.SimulatedNodeLabel] != "true" || !ready ||
+				n.Status.Capacity.Cpu().String() != "4" || n.Status.Allocatable.Memory().String() != "16Gi" || n.Status.Capacity.Pods().String() != "110" {
+				t.Errorf("%s Node %s: labels %v, status %+v; want a Ready simulated node with cpu 4, memory 16Gi, pods 110",
+					cp.Name, n.Name, n.Labels, n.Status)
+			}
+		}
 	}
 
 	if bytes.Equal(hub.CAData, cluster1.CAData) {
