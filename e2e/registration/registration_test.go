@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -495,7 +496,19 @@ var _ = Describe("Registration", Ordered, func() {
 		Expect(c1.Get(suiteCtx, client.ObjectKey{Name: cluster1}, &clusterv1.ManagedCluster{})).To(Succeed())
 	})
 
-	It("marks a cluster whose lease stops Unknown and unreachable, and recovers it", func() {
+	It("marks a cluster whose lease stops Unknown and unreachable, and recovers it, keeping others' taints", func() {
+		// An admin's taint is no hub taint: the hub adds and removes its own around it.
+		adminTaint := clusterv1.Taint{Key: "example.com/maintenance", Effect: clusterv1.TaintEffectNoSelect, TimeAdded: metav1.Now()}
+		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			mc := &clusterv1.ManagedCluster{}
+			if err := hubClient.Get(suiteCtx, client.ObjectKey{Name: cluster2}, mc); err != nil {
+				return err
+			}
+			mc.Spec.Taints = append(mc.Spec.Taints, adminTaint)
+			return hubClient.Update(suiteCtx, mc)
+		})).To(Succeed())
+		isAdminTaint := HaveField("Key", adminTaint.Key)
+
 		a := managedAgent(cluster2)
 		a.stop()
 		Eventually(condition(cluster2, clusterv1.ManagedClusterConditionAvailable)).Should(
@@ -504,19 +517,29 @@ var _ = Describe("Registration", Ordered, func() {
 		Eventually(func(g Gomega) {
 			mc := &clusterv1.ManagedCluster{}
 			g.Expect(hubClient.Get(suiteCtx, client.ObjectKey{Name: cluster2}, mc)).To(Succeed())
-			g.Expect(mc.Spec.Taints).To(ConsistOf(And(HaveField("Key", clusterv1.ManagedClusterTaintUnreachable),
-				HaveField("Effect", clusterv1.TaintEffectNoSelect), HaveField("Value", ""))))
-			added = mc.Spec.Taints[0].TimeAdded
+			unreachable := And(HaveField("Key", clusterv1.ManagedClusterTaintUnreachable),
+				HaveField("Effect", clusterv1.TaintEffectNoSelect), HaveField("Value", ""))
+			g.Expect(mc.Spec.Taints).To(ConsistOf(unreachable, isAdminTaint))
+			for _, t := range mc.Spec.Taints {
+				if t.Key == clusterv1.ManagedClusterTaintUnreachable {
+					added = t.TimeAdded
+				}
+			}
 			g.Expect(added.IsZero()).To(BeFalse())
 		}).Should(Succeed())
 
 		startAgent(cluster2, a.managed, "", 0)
 		Eventually(condition(cluster2, clusterv1.ManagedClusterConditionAvailable)).Should(haveStatus(metav1.ConditionTrue))
-		Eventually(func(g Gomega) []clusterv1.Taint {
+		taints := func(g Gomega) []clusterv1.Taint {
 			mc := &clusterv1.ManagedCluster{}
 			g.Expect(hubClient.Get(suiteCtx, client.ObjectKey{Name: cluster2}, mc)).To(Succeed())
 			return mc.Spec.Taints
-		}).Should(BeEmpty())
+		}
+		Eventually(taints).Should(ConsistOf(isAdminTaint))
+
+		Expect(hubClient.Patch(suiteCtx, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: cluster2}},
+			client.RawPatch(types.MergePatchType, []byte(`{"spec":{"taints":[]}}`)))).To(Succeed())
+		Eventually(taints).Should(BeEmpty())
 	})
 
 	It("revokes access when hubAcceptsClient is set back to false, and restores it on accept", func() {

@@ -9,7 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -61,7 +63,9 @@ var (
 	bootstrapKC []byte
 	agents      = map[string]*runningAgent{}
 	logger      logr.Logger
-	cleanupHook = &recordingHook{calls: map[string]int{}}
+	// conflictErrors counts "Reconciler error"s that are optimistic-concurrency conflicts.
+	conflictErrors atomic.Int32
+	cleanupHook    = &recordingHook{calls: map[string]int{}}
 )
 
 // recordingHook stands in for the work cleanup a later issue adds: it makes the first
@@ -88,7 +92,16 @@ var _ = BeforeSuite(func() {
 	suiteCtx, suiteCancel = context.WithCancel(context.Background())
 	SetDefaultEventuallyTimeout(90 * time.Second)
 	SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
-	logger = funcr.New(func(prefix, args string) { fmt.Fprintln(GinkgoWriter, prefix, args) }, funcr.Options{Verbosity: 0})
+	logger = funcr.New(func(prefix, args string) {
+		if strings.Contains(args, `"msg"="Reconciler error"`) && strings.Contains(args, "the object has been modified") {
+			conflictErrors.Add(1)
+		}
+		fmt.Fprintln(GinkgoWriter, prefix, args)
+	}, funcr.Options{Verbosity: 0})
+	// Writers racing on a ManagedCluster is normal; a controller reporting it as a failure is not.
+	DeferCleanup(func() {
+		Expect(conflictErrors.Load()).To(BeZero(), "controllers logged write conflicts as reconcile errors")
+	})
 
 	var err error
 	fleet, err = environment.Start(suiteCtx, environment.Options{

@@ -16,6 +16,7 @@ import (
 
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1alpha1"
+	"github.com/flotilla-dev/flotilla/core/apply"
 )
 
 // Condition the agent sets after renewing its certificate (as OCM does).
@@ -27,24 +28,23 @@ const (
 	ReasonCustomClusterClaimsTruncated = "CustomClusterClaimsTruncated"
 )
 
-// statusConflictRetries bounds immediate retries when the hub changed the
-// ManagedCluster between our read and our patch.
-const statusConflictRetries = 3
+// statusFieldManager owns what the agent reports in the ManagedCluster status. The agent
+// applies only its own fields (its conditions, version, resources and claims), so hub
+// controllers writing other conditions at the same time do not make it retry.
+const statusFieldManager = apply.FieldManagerPrefix + "registration-agent"
+
+// agentConditions are the condition types the agent reports. Available is also set to Unknown
+// by the hub when the lease goes stale; the agent takes it back when it reports again.
+var agentConditions = []string{
+	clusterv1.ManagedClusterConditionJoined,
+	clusterv1.ManagedClusterConditionAvailable,
+	ConditionClusterCertificateRotated,
+}
 
 // syncStatus reports the cluster's state on its ManagedCluster. Nothing is
 // written until the hub has accepted the cluster, and only when something
 // changed.
 func (s *session) syncStatus(ctx context.Context) error {
-	var err error
-	for range statusConflictRetries {
-		if err = s.syncStatusOnce(ctx); !apierrors.IsConflict(err) {
-			return err
-		}
-	}
-	return err
-}
-
-func (s *session) syncStatusOnce(ctx context.Context) error {
 	name := s.id.ClusterName
 	mc := &clusterv1.ManagedCluster{}
 	if err := s.hubClient.Get(ctx, client.ObjectKey{Name: name}, mc); err != nil {
@@ -77,8 +77,11 @@ func (s *session) syncStatusOnce(ctx context.Context) error {
 	})
 	available := s.a.probeAPIServer(ctx)
 	meta.SetStatusCondition(&desired.Status.Conditions, available)
+	// While the managed API server is unavailable the last report of resources stands.
+	var own *nodeResources
 	if available.Status == metav1.ConditionTrue {
-		if err := s.a.fillClusterInfo(ctx, &desired.Status); err != nil {
+		var err error
+		if own, err = s.a.fillClusterInfo(ctx, &desired.Status); err != nil {
 			return err
 		}
 		if err := s.fillClaims(ctx, &desired.Status); err != nil {
@@ -91,11 +94,7 @@ func (s *session) syncStatusOnce(ctx context.Context) error {
 
 	changed := !equality.Semantic.DeepEqual(mc.Status, desired.Status)
 	if changed {
-		patch := client.MergeFromWithOptions(mc, client.MergeFromWithOptimisticLock{})
-		if err := s.hubClient.Status().Patch(ctx, desired, patch); err != nil {
-			if apierrors.IsConflict(err) {
-				return err
-			}
+		if err := apply.Fields(ctx, s.hubClient, mc, statusFieldManager, true, agentStatus(&desired.Status, own)); err != nil {
 			return s.hubError("updating status of ManagedCluster "+name+" on the hub", err)
 		}
 	}
@@ -108,6 +107,36 @@ func (s *session) syncStatusOnce(ctx context.Context) error {
 	})
 	return nil
 }
+
+// agentStatus is the part of st the agent owns and applies. Entries other components added
+// to capacity and allocatable are left to them, unless own is nil (nothing was measured) and
+// the current maps are applied as they are.
+func agentStatus(st *clusterv1.ManagedClusterStatus, own *nodeResources) map[string]any {
+	var conds []metav1.Condition
+	for _, t := range agentConditions {
+		if c := meta.FindStatusCondition(st.Conditions, t); c != nil {
+			conds = append(conds, *c)
+		}
+	}
+	capacity, allocatable := st.Capacity, st.Allocatable
+	if own != nil {
+		capacity, allocatable = own.capacity, own.allocatable
+	}
+	out := map[string]any{"conditions": conds, "version": st.Version}
+	if len(capacity) > 0 {
+		out["capacity"] = capacity
+	}
+	if len(allocatable) > 0 {
+		out["allocatable"] = allocatable
+	}
+	if len(st.ClusterClaims) > 0 {
+		out["clusterClaims"] = st.ClusterClaims
+	}
+	return map[string]any{"status": out}
+}
+
+// nodeResources are the sums over the managed cluster's nodes.
+type nodeResources struct{ capacity, allocatable clusterv1.ResourceList }
 
 // probeAPIServer checks the managed API server the way OCM's agent does:
 // /livez, falling back to /healthz on servers without it.
@@ -135,26 +164,35 @@ func (a *Agent) probeAPIServer(ctx context.Context) metav1.Condition {
 	return cond
 }
 
-// fillClusterInfo sets the Kubernetes version and the node resource sums.
-func (a *Agent) fillClusterInfo(ctx context.Context, st *clusterv1.ManagedClusterStatus) error {
+// fillClusterInfo sets the Kubernetes version and the node resource sums, and returns the
+// sums alone.
+func (a *Agent) fillClusterInfo(ctx context.Context, st *clusterv1.ManagedClusterStatus) (*nodeResources, error) {
 	v, err := a.managed.Discovery().ServerVersion()
 	if err != nil {
-		return fmt.Errorf("reading the managed cluster's server version: %w", err)
+		return nil, fmt.Errorf("reading the managed cluster's server version: %w", err)
 	}
 	st.Version.Kubernetes = v.GitVersion
 	nodes, err := a.managed.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return fmt.Errorf("listing Nodes on the managed cluster: %w", err)
+		return nil, fmt.Errorf("listing Nodes on the managed cluster: %w", err)
 	}
-	capacity, allocatable := SumNodeResources(nodes.Items)
-	// Other components may report extra capacity entries; keep those.
-	for k, q := range st.Capacity {
-		if _, ours := capacity[k]; !ours {
-			capacity[k] = q
-		}
+	own := &nodeResources{}
+	own.capacity, own.allocatable = SumNodeResources(nodes.Items)
+	// Other components may report extra entries; keep those (the apply leaves them alone).
+	st.Capacity, st.Allocatable = withOthers(own.capacity, st.Capacity), withOthers(own.allocatable, st.Allocatable)
+	return own, nil
+}
+
+// withOthers returns own plus the entries of current own lacks.
+func withOthers(own, current clusterv1.ResourceList) clusterv1.ResourceList {
+	out := make(clusterv1.ResourceList, len(own)+len(current))
+	for k, q := range current {
+		out[k] = q
 	}
-	st.Capacity, st.Allocatable = capacity, allocatable
-	return nil
+	for k, q := range own {
+		out[k] = q
+	}
+	return out
 }
 
 // SumNodeResources adds up capacity over all nodes and allocatable over the

@@ -18,6 +18,7 @@ import (
 
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
 	clusterv1beta2 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta2"
+	"github.com/flotilla-dev/flotilla/core/apply"
 )
 
 // Selector returns the label selector choosing the members of set.
@@ -50,6 +51,14 @@ func EmptyCondition(count int) metav1.Condition {
 		Reason: clusterv1beta2.ConditionReasonClustersSelected, Message: fmt.Sprintf("%d ManagedClusters selected", count)}
 }
 
+// Controller names; each is also, after apply.FieldManagerPrefix, the field manager of what
+// that controller writes.
+const (
+	statusController       = "registration-clusterset-status"
+	defaultSetsController  = "registration-default-clustersets"
+	defaultLabelController = "registration-default-clusterset-label"
+)
+
 // StatusReconciler keeps ClusterSetEmpty up to date.
 type StatusReconciler struct {
 	Client client.Client
@@ -59,7 +68,7 @@ type StatusReconciler struct {
 // cheap at hub scale and keeps LabelSelector sets correct without reverse indexing.
 func (r *StatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
-		Named("registration-clusterset-status").
+		Named(statusController).
 		For(&clusterv1beta2.ManagedClusterSet{}).
 		Watches(&clusterv1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 			sets := &clusterv1beta2.ManagedClusterSetList{}
@@ -72,10 +81,11 @@ func (r *StatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			}
 			return out
 		})).
-		Complete(r)
+		Complete(apply.Quiet(r))
 }
 
-// Reconcile counts the members of one set.
+// Reconcile counts the members of one set. status.conditions of a set is an atomic list, so
+// it is applied whole, guarded by the resourceVersion it was computed from.
 func (r *StatusReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	set := &clusterv1beta2.ManagedClusterSet{}
 	if err := r.Client.Get(ctx, req.NamespacedName, set); err != nil {
@@ -96,12 +106,14 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		}
 		cond = EmptyCondition(len(clusters.Items))
 	}
-	orig := set.DeepCopy()
-	if !meta.SetStatusCondition(&set.Status.Conditions, cond) {
+	conds := append([]metav1.Condition(nil), set.Status.Conditions...)
+	if !meta.SetStatusCondition(&conds, cond) {
 		return reconcile.Result{}, nil
 	}
-	if err := r.Client.Status().Patch(ctx, set, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-		return reconcile.Result{}, fmt.Errorf("ManagedClusterSet %s: updating status: %w", set.Name, err)
+	err = apply.Guarded(ctx, r.Client, set, apply.FieldManagerPrefix+statusController, true,
+		map[string]any{"status": map[string]any{"conditions": conds}})
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("ManagedClusterSet %s: updating status.conditions: %w", set.Name, err)
 	}
 	return reconcile.Result{}, nil
 }
@@ -130,9 +142,11 @@ type DefaultSetsReconciler struct {
 
 // SetupWithManager registers the reconciler and ensures both sets once at start.
 func (r *DefaultSetsReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	rec := apply.Quiet(r)
 	if err := mgr.Add(runnable(func(ctx context.Context) error {
 		for _, s := range DefaultSets() {
-			if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(s)}); err != nil {
+			// A conflict here is no failure: the controller below restores the set on its next event.
+			if _, err := rec.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(s)}); err != nil {
 				return err
 			}
 		}
@@ -141,9 +155,9 @@ func (r *DefaultSetsReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
-		Named("registration-default-clustersets").
+		Named(defaultSetsController).
 		For(&clusterv1beta2.ManagedClusterSet{}).
-		Complete(r)
+		Complete(rec)
 }
 
 type runnable func(context.Context) error
@@ -175,6 +189,8 @@ func (r *DefaultSetsReconciler) Reconcile(ctx context.Context, req reconcile.Req
 	if !got.DeletionTimestamp.IsZero() || sameSelector(got.Spec.ClusterSelector, want.Spec.ClusterSelector) {
 		return reconcile.Result{}, nil
 	}
+	// The whole selector is replaced, including fields someone else added (an apply would leave
+	// those), so this stays a patch guarded by resourceVersion.
 	orig := got.DeepCopy()
 	got.Spec.ClusterSelector = want.Spec.ClusterSelector
 	if err := r.Client.Patch(ctx, got, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
@@ -206,9 +222,9 @@ type DefaultLabelReconciler struct {
 // SetupWithManager registers the reconciler.
 func (r *DefaultLabelReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
-		Named("registration-default-clusterset-label").
+		Named(defaultLabelController).
 		For(&clusterv1.ManagedCluster{}).
-		Complete(r)
+		Complete(apply.Quiet(r))
 }
 
 // Reconcile labels one cluster if it has no set.
@@ -223,12 +239,9 @@ func (r *DefaultLabelReconciler) Reconcile(ctx context.Context, req reconcile.Re
 	if _, ok := mc.Labels[clusterv1beta2.ClusterSetLabel]; ok {
 		return reconcile.Result{}, nil
 	}
-	orig := mc.DeepCopy()
-	if mc.Labels == nil {
-		mc.Labels = map[string]string{}
-	}
-	mc.Labels[clusterv1beta2.ClusterSetLabel] = clusterv1beta2.DefaultClusterSetName
-	if err := r.Client.Patch(ctx, mc, client.MergeFrom(orig)); err != nil {
+	err := apply.Label(ctx, r.Client, mc, apply.FieldManagerPrefix+defaultLabelController,
+		clusterv1beta2.ClusterSetLabel, clusterv1beta2.DefaultClusterSetName)
+	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("ManagedCluster %s: adding label %s=%s: %w", mc.Name,
 			clusterv1beta2.ClusterSetLabel, clusterv1beta2.DefaultClusterSetName, err)
 	}

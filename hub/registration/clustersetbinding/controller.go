@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clusterv1beta2 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta2"
+	"github.com/flotilla-dev/flotilla/core/apply"
 )
 
 // ReasonNameMismatch is the Bound reason when a binding is not named after its set.
@@ -41,6 +42,12 @@ func BoundCondition(binding *clusterv1beta2.ManagedClusterSetBinding, setExists 
 	return c
 }
 
+const (
+	controllerName = "registration-clustersetbinding"
+	// fieldManager owns status.conditions of bindings.
+	fieldManager = apply.FieldManagerPrefix + controllerName
+)
+
 // Reconciler maintains the Bound condition.
 type Reconciler struct {
 	Client client.Client
@@ -49,7 +56,7 @@ type Reconciler struct {
 // SetupWithManager registers the reconciler; set changes re-evaluate the bindings naming the set.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
-		Named("registration-clustersetbinding").
+		Named(controllerName).
 		For(&clusterv1beta2.ManagedClusterSetBinding{}).
 		Watches(&clusterv1beta2.ManagedClusterSet{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			list := &clusterv1beta2.ManagedClusterSetBindingList{}
@@ -64,10 +71,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			}
 			return out
 		})).
-		Complete(r)
+		Complete(apply.Quiet(r))
 }
 
-// Reconcile updates one binding's status.
+// Reconcile updates one binding's status. status.conditions of a binding is an atomic list, so
+// it is applied whole, guarded by the resourceVersion it was computed from.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	b := &clusterv1beta2.ManagedClusterSetBinding{}
 	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
@@ -82,12 +90,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	} else if !set.DeletionTimestamp.IsZero() {
 		exists = false
 	}
-	orig := b.DeepCopy()
-	if !meta.SetStatusCondition(&b.Status.Conditions, BoundCondition(b, exists)) {
+	conds := append([]metav1.Condition(nil), b.Status.Conditions...)
+	if !meta.SetStatusCondition(&conds, BoundCondition(b, exists)) {
 		return reconcile.Result{}, nil
 	}
-	if err := r.Client.Status().Patch(ctx, b, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-		return reconcile.Result{}, fmt.Errorf("ManagedClusterSetBinding %s/%s: updating status: %w", b.Namespace, b.Name, err)
+	err := apply.Guarded(ctx, r.Client, b, fieldManager, true, map[string]any{"status": map[string]any{"conditions": conds}})
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("ManagedClusterSetBinding %s/%s: updating status.conditions: %w", b.Namespace, b.Name, err)
 	}
 	return reconcile.Result{}, nil
 }

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
+	"github.com/flotilla-dev/flotilla/core/apply"
 	"github.com/flotilla-dev/flotilla/hub/registration/managedcluster"
 	"github.com/flotilla-dev/flotilla/sdk/abi"
 )
@@ -120,7 +121,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return r.pendingRequests(ctx, client.MatchingLabels{ClusterNameLabel: o.GetName()})
 		})).
 		WatchesRawSource(source.Channel(pluginEvents, allPending)).
-		Complete(r)
+		// Accepting a cluster and approving a CSR are guarded by resourceVersion: a decision is
+		// never made on a stale object, it is made again on the current one.
+		Complete(apply.Quiet(r))
 }
 
 type ctrlRunnable func(context.Context) error

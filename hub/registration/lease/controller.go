@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
+	"github.com/flotilla-dev/flotilla/core/apply"
 )
 
 const (
@@ -28,6 +29,10 @@ const (
 	GraceFactor = 5
 	// DefaultDurationSeconds applies when a ManagedCluster's leaseDurationSeconds is zero.
 	DefaultDurationSeconds = 60
+
+	controllerName = "registration-lease"
+	// fieldManager owns the Available=Unknown condition it sets on stale clusters.
+	fieldManager = apply.FieldManagerPrefix + controllerName
 )
 
 // GracePeriod is how long a cluster's lease may go unrenewed before it is considered stale.
@@ -57,7 +62,7 @@ func (r *Reconciler) now() time.Time {
 // Name (see CacheByObject) so node and leader-election leases are not cached.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
-		Named("registration-lease").
+		Named(controllerName).
 		For(&clusterv1.ManagedCluster{}).
 		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			if o.GetName() != Name {
@@ -65,7 +70,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			}
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetNamespace()}}}
 		})).
-		Complete(r)
+		Complete(apply.Quiet(r))
 }
 
 // Reconcile creates the lease of a newly accepted cluster, marks the cluster Unknown once the
@@ -115,18 +120,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return reconcile.Result{RequeueAfter: grace}, nil
 }
 
+// markUnknown applies Available=Unknown. The agent writes the same condition when it reports
+// again; the other conditions are left alone.
 func (r *Reconciler) markUnknown(ctx context.Context, mc *clusterv1.ManagedCluster) error {
 	if meta.IsStatusConditionPresentAndEqual(mc.Status.Conditions, clusterv1.ManagedClusterConditionAvailable, metav1.ConditionUnknown) {
 		return nil
 	}
-	orig := mc.DeepCopy()
-	meta.SetStatusCondition(&mc.Status.Conditions, metav1.Condition{
+	_, err := apply.Condition(ctx, r.Client, mc, mc.Status.Conditions, fieldManager, metav1.Condition{
 		Type:    clusterv1.ManagedClusterConditionAvailable,
 		Status:  metav1.ConditionUnknown,
 		Reason:  clusterv1.ConditionReasonManagedClusterLeaseUpdateStopped,
 		Message: "Registration agent stopped updating its lease.",
 	})
-	if err := r.Client.Status().Patch(ctx, mc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err != nil {
 		return fmt.Errorf("ManagedCluster %s: setting %s=Unknown: %w", mc.Name, clusterv1.ManagedClusterConditionAvailable, err)
 	}
 	return nil

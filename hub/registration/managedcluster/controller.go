@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
+	"github.com/flotilla-dev/flotilla/core/apply"
 	"github.com/flotilla-dev/flotilla/hub/registration/rbac"
 )
 
@@ -34,6 +35,12 @@ type CleanupHook func(ctx context.Context, cluster string) (done bool, err error
 // cleanupRetry is how soon a deletion waiting for a hook is retried.
 const cleanupRetry = 2 * time.Second
 
+const (
+	controllerName = "registration-managedcluster"
+	// fieldManager owns the finalizer and the HubAcceptedManagedCluster condition.
+	fieldManager = apply.FieldManagerPrefix + controllerName
+)
+
 // Reconciler reconciles ManagedClusters.
 type Reconciler struct {
 	Client client.Client
@@ -44,9 +51,9 @@ type Reconciler struct {
 // SetupWithManager registers the reconciler.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
-		Named("registration-managedcluster").
+		Named(controllerName).
 		For(&clusterv1.ManagedCluster{}).
-		Complete(r)
+		Complete(apply.Quiet(r))
 }
 
 // Reconcile applies the hub-side consequences of one ManagedCluster's acceptance state.
@@ -59,9 +66,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return r.cleanup(ctx, mc)
 	}
 	if !controllerutil.ContainsFinalizer(mc, clusterv1.ManagedClusterFinalizer) {
-		orig := mc.DeepCopy()
-		controllerutil.AddFinalizer(mc, clusterv1.ManagedClusterFinalizer)
-		if err := r.Client.Patch(ctx, mc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		if err := apply.Finalizer(ctx, r.Client, mc, fieldManager, clusterv1.ManagedClusterFinalizer); err != nil {
 			return reconcile.Result{}, fmt.Errorf("ManagedCluster %s: adding finalizer %s: %w", mc.Name, clusterv1.ManagedClusterFinalizer, err)
 		}
 	}
@@ -86,6 +91,10 @@ func (r *Reconciler) accept(ctx context.Context, mc *clusterv1.ManagedCluster) e
 			applyErr = fmt.Errorf("ManagedCluster %s: accepting: %w", name, err)
 			break
 		}
+	}
+	if applyErr != nil && ctx.Err() != nil {
+		// Cut short by shutdown: nothing to report on the cluster.
+		return applyErr
 	}
 	cond := acceptedCondition(mc)
 	if applyErr != nil {
@@ -158,6 +167,9 @@ func (r *Reconciler) cleanup(ctx context.Context, mc *clusterv1.ManagedCluster) 
 	if err := rbac.Delete(ctx, r.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
 		return reconcile.Result{}, fmt.Errorf("ManagedCluster %s: cleanup: %w", name, err)
 	}
+	// Removal is guarded by resourceVersion instead of applied: an apply only drops a finalizer
+	// no other field manager holds, and one added by an earlier Flotilla version (a patch) is
+	// held by another. A conflict is retried quietly (apply.Quiet).
 	orig := mc.DeepCopy()
 	controllerutil.RemoveFinalizer(mc, clusterv1.ManagedClusterFinalizer)
 	if err := r.Client.Patch(ctx, mc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
@@ -166,14 +178,10 @@ func (r *Reconciler) cleanup(ctx context.Context, mc *clusterv1.ManagedCluster) 
 	return reconcile.Result{}, nil
 }
 
-// setCondition patches one status condition, guarded by resourceVersion so that conditions the
-// agent writes concurrently are never overwritten.
+// setCondition applies one status condition; the conditions the agent and other controllers
+// own are left alone.
 func setCondition(ctx context.Context, c client.Client, mc *clusterv1.ManagedCluster, cond metav1.Condition) error {
-	orig := mc.DeepCopy()
-	if !meta.SetStatusCondition(&mc.Status.Conditions, cond) {
-		return nil
-	}
-	if err := c.Status().Patch(ctx, mc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+	if _, err := apply.Condition(ctx, c, mc, mc.Status.Conditions, fieldManager, cond); err != nil {
 		return fmt.Errorf("ManagedCluster %s: setting condition %s=%s: %w", mc.Name, cond.Type, cond.Status, err)
 	}
 	return nil

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
+	"github.com/flotilla-dev/flotilla/core/apply"
 )
 
 // Desired returns the taints the cluster should carry and whether they differ from current.
@@ -56,6 +57,12 @@ func Desired(current []clusterv1.Taint, conds []metav1.Condition, now time.Time)
 	return out, changed
 }
 
+const (
+	controllerName = "registration-taint"
+	// fieldManager owns spec.taints after each change it makes.
+	fieldManager = apply.FieldManagerPrefix + controllerName
+)
+
 // Reconciler maintains the built-in taints.
 type Reconciler struct {
 	Client client.Client
@@ -66,12 +73,14 @@ type Reconciler struct {
 // SetupWithManager registers the reconciler.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
-		Named("registration-taint").
+		Named(controllerName).
 		For(&clusterv1.ManagedCluster{}).
-		Complete(r)
+		Complete(apply.Quiet(r))
 }
 
-// Reconcile updates spec.taints of one cluster.
+// Reconcile updates spec.taints of one cluster. The list is atomic and holds taints others
+// added too, so it is applied whole, guarded by the resourceVersion it was computed from: a
+// conflict means someone changed the cluster meanwhile, and it is looked at again.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	mc := &clusterv1.ManagedCluster{}
 	if err := r.Client.Get(ctx, req.NamespacedName, mc); err != nil {
@@ -88,9 +97,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if !changed {
 		return reconcile.Result{}, nil
 	}
-	orig := mc.DeepCopy()
-	mc.Spec.Taints = taints
-	if err := r.Client.Patch(ctx, mc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := apply.Guarded(ctx, r.Client, mc, fieldManager, false, map[string]any{"spec": map[string]any{"taints": taints}}); err != nil {
 		return reconcile.Result{}, fmt.Errorf("ManagedCluster %s: updating spec.taints: %w", mc.Name, err)
 	}
 	return reconcile.Result{}, nil
