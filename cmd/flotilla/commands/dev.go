@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,9 +12,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-logr/logr/funcr"
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2"
 
 	"github.com/flotilla-dev/flotilla/core/environment"
 	"github.com/flotilla-dev/flotilla/hub/admin"
@@ -28,8 +30,21 @@ import (
 // (or an early return) ends the whole dev session.
 type DevComponent struct {
 	Name string
-	Run  func(ctx context.Context, fleet *environment.Fleet, log io.Writer) error
+	Run  func(ctx context.Context, s *DevSession) error
 }
+
+// DevSession is what `flotilla dev` gives each component.
+type DevSession struct {
+	Fleet *environment.Fleet
+	// Out is the terminal: short progress lines and results for the user, never logs.
+	Out  io.Writer
+	logs *devLogs
+}
+
+// Logger is the logger of what runs for a control plane (environment.HubName or a managed
+// cluster): it writes to that control plane's Flotilla log file, and errors (everything with
+// --verbose) to standard error.
+func (s *DevSession) Logger(controlPlane string) logr.Logger { return s.logs.Logger(controlPlane) }
 
 // devDefaultDir is where `flotilla dev` keeps its control planes unless --dir is given:
 // stable, so the printed KUBECONFIG line stays valid across restarts.
@@ -43,6 +58,7 @@ func newDevCommand(components ...DevComponent) *cobra.Command {
 		startTimeout    time.Duration
 		keep            bool
 		simulatedNodes  int
+		verbose         bool
 	)
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -64,7 +80,13 @@ objects only: no pod ever runs on them.
 Admin kubeconfigs are written to <dir>/<cluster>/kubeconfig and printed with a
 ready-to-paste KUBECONFIG line (contexts are named after the clusters). Ctrl-C stops
 everything and removes <dir>/<cluster> unless --keep is given; the next run reuses the
-same paths. Component logs are in <dir>/<cluster>/*.log.
+same paths.
+
+The terminal shows progress, the summary, the registered clusters and errors. The
+Flotilla components log to files beside their control plane's etcd.log, kube-apiserver.log
+and kube-controller-manager.log: the hub controllers to <dir>/hub/flotilla-hub.log, each
+klusterlet to <dir>/<cluster>/klusterlet.log. --verbose also streams those logs, and the
+control planes' start-up progress, to standard error.
 
 The control-plane binaries come from $FLOTILLA_BIN_DIR or the checkout's bin/ directory
 (make controlplane).`,
@@ -92,7 +114,7 @@ The control-plane binaries come from $FLOTILLA_BIN_DIR or the checkout's bin/ di
 				Dir:             absDir,
 				Keep:            keep,
 				SimulatedNodes:  simulatedNodes,
-			}, components)
+			}, verbose, components)
 		},
 	}
 	f := cmd.Flags()
@@ -103,46 +125,81 @@ The control-plane binaries come from $FLOTILLA_BIN_DIR or the checkout's bin/ di
 	f.BoolVar(&keep, "keep", false, "keep the cluster directories (logs, etcd data) after exit")
 	f.IntVar(&simulatedNodes, "simulated-nodes", 1,
 		"Nodes created on each managed cluster so its capacity is reported; API objects only, no kubelet (0 disables)")
+	f.BoolVarP(&verbose, "verbose", "v", false,
+		"also stream the component logs and the control planes' start-up progress to standard error")
 	return cmd
 }
 
 // runDev starts the fleet, prints how to reach it, runs the components and tears it all
-// down when ctx ends or a component fails.
-func runDev(ctx context.Context, out, logw io.Writer, opts environment.Options, components []DevComponent) (err error) {
-	opts.Log = logw
-	fmt.Fprintf(logw, "starting hub and %d managed clusters in %s\n", opts.ManagedClusters, opts.Dir)
+// down when ctx ends or a component fails. out gets the concise session (progress, summary,
+// results); errw errors, and with verbose the component logs and control-plane progress.
+func runDev(ctx context.Context, out, errw io.Writer, opts environment.Options, verbose bool, components []DevComponent) (err error) {
+	fmt.Fprintf(out, "Starting a hub and %d managed clusters in %s ...\n", opts.ManagedClusters, opts.Dir)
+	// Per-component start-up progress only matters when the start fails.
+	var progress bytes.Buffer
+	opts.Log = &progress
+	if verbose {
+		opts.Log = errw
+	}
 	fleet, err := environment.Start(ctx, opts)
 	if err != nil {
+		_, _ = errw.Write(progress.Bytes())
 		return err
 	}
 	defer func() {
-		fmt.Fprintln(logw, "stopping control planes")
-		err = errors.Join(err, fleet.Stop())
+		fmt.Fprintln(out, "Stopping the control planes ...")
+		if err = errors.Join(err, fleet.Stop()); err == nil {
+			fmt.Fprintln(out, "Stopped.")
+		}
 	}()
 
-	paths := make([]string, 0, len(fleet.Managed)+1)
-	fmt.Fprintf(out, "\nFleet ready in %s:\n", fleet.StartDuration.Round(100*time.Millisecond))
-	for _, cp := range fleet.ControlPlanes() {
-		fmt.Fprintf(out, "  %-10s %s  kubeconfig %s\n", cp.Name, cp.URL, cp.KubeconfigPath)
+	logs, err := openDevLogs(fleet, errw, verbose)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, logs.Close()) }()
+	// What libraries log process-wide (controller-runtime's caches, client-go) belongs to the
+	// hub's log; klog is handed back when the session ends, the file being closed then.
+	setLibraryLoggers(logs.Logger(environment.HubName))
+	defer klog.ClearLogger()
+
+	printDevSummary(out, fleet, logs, opts.Keep)
+	return runComponents(ctx, &DevSession{Fleet: fleet, Out: out, logs: logs}, components)
+}
+
+// printDevSummary says where everything is: API servers, kubeconfigs and log files.
+func printDevSummary(w io.Writer, fleet *environment.Fleet, logs *devLogs, keep bool) {
+	planes := fleet.ControlPlanes()
+	fmt.Fprintf(w, "\nFleet ready in %s:\n", fleet.StartDuration.Round(100*time.Millisecond))
+	paths := make([]string, 0, len(planes))
+	for _, cp := range planes {
+		fmt.Fprintf(w, "  %-10s %s  kubeconfig %s\n", cp.Name, cp.URL, cp.KubeconfigPath)
 		paths = append(paths, cp.KubeconfigPath)
 	}
-	fmt.Fprintf(out, "\nexport KUBECONFIG=%s\n", strings.Join(paths, ":"))
-	fmt.Fprintf(out, "# then e.g.: kubectl --context %s get managedclusters\n\nPress Ctrl-C to stop.\n", environment.HubName)
-
-	return runComponents(ctx, fleet, logw, components)
+	removed := " (removed on exit; --keep keeps them)"
+	if keep {
+		removed = ""
+	}
+	fmt.Fprintf(w, "\nLogs, beside each control plane's etcd.log, kube-apiserver.log and kube-controller-manager.log%s:\n", removed)
+	for _, cp := range planes {
+		fmt.Fprintf(w, "  %-10s %s\n", cp.Name, logs.paths[cp.Name])
+	}
+	fmt.Fprintf(w, "\nexport KUBECONFIG=%s\n", strings.Join(paths, ":"))
+	fmt.Fprintf(w, "# then e.g.: kubectl --context %s get managedclusters\n\nPress Ctrl-C to stop.\n", environment.HubName)
 }
 
 // runComponents runs every component until ctx ends or one of them fails, then cancels
 // the rest and waits for them.
-func runComponents(ctx context.Context, fleet *environment.Fleet, logw io.Writer, components []DevComponent) error {
+func runComponents(ctx context.Context, s *DevSession, components []DevComponent) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	log := s.Logger(environment.HubName)
 	var wg sync.WaitGroup
 	errs := make([]error, len(components))
 	for i, c := range components {
-		fmt.Fprintf(logw, "starting %s\n", c.Name)
+		log.Info("Starting dev component", "component", c.Name)
 		wg.Go(func() {
-			err := c.Run(ctx, fleet, logw)
+			err := c.Run(ctx, s)
 			if err == nil && ctx.Err() == nil {
 				err = errors.New("returned before shutdown")
 			}
@@ -153,6 +210,7 @@ func runComponents(ctx context.Context, fleet *environment.Fleet, logw io.Writer
 		})
 	}
 	<-ctx.Done()
+	fmt.Fprintln(s.Out, "\nStopping the Flotilla components ...")
 	cancel(nil)
 	wg.Wait()
 	return errors.Join(errs...)
@@ -165,11 +223,11 @@ func registrationDevComponent() DevComponent {
 	return DevComponent{Name: "registration (hub + klusterlets)", Run: runRegistration}
 }
 
-func runRegistration(ctx context.Context, fleet *environment.Fleet, logw io.Writer) error {
-	logger := funcr.New(func(prefix, args string) { fmt.Fprintln(logw, prefix, args) }, funcr.Options{})
+func runRegistration(ctx context.Context, s *DevSession) error {
+	fleet := s.Fleet
 	// The fleet already serves every CRD on the hub.
 	h, err := manager.New(manager.Options{Config: fleet.Hub.Config, SkipCRDInstall: true,
-		PluginCacheDir: defaultWasmCacheDir(), Logger: logger.WithName("hub")})
+		PluginCacheDir: defaultWasmCacheDir(), Logger: s.Logger(environment.HubName).WithName("hub")})
 	if err != nil {
 		return err
 	}
@@ -192,14 +250,14 @@ func runRegistration(ctx context.Context, fleet *environment.Fleet, logw io.Writ
 	}
 	run("hub", h.Run)
 	names := make([]string, 0, len(fleet.Managed))
-	for i, m := range fleet.Managed {
-		name := environment.ManagedClusterName(i)
+	for _, m := range fleet.Managed {
+		name := m.Name
 		names = append(names, name)
 		opts := klusterlet.Options{ClusterName: name, ManagedConfig: m.Config, BootstrapKubeconfig: bootstrapKC,
-			Logger: logger.WithName("klusterlet").WithValues("cluster", name)}
+			Logger: s.Logger(name).WithName("klusterlet").WithValues("cluster", name)}
 		run("klusterlet "+name, func(ctx context.Context) error { return klusterlet.Run(ctx, opts) })
 	}
-	if err := acceptAndWait(ctx, fleet, logw, names); err != nil && context.Cause(ctx) == nil {
+	if err := acceptAndWait(ctx, fleet, s.Out, names); err != nil && context.Cause(ctx) == nil {
 		cancel(err)
 	}
 	<-ctx.Done()
@@ -210,20 +268,36 @@ func runRegistration(ctx context.Context, fleet *environment.Fleet, logw io.Writ
 	return nil
 }
 
-// acceptAndWait accepts the clusters once their agents registered, then waits until they are
-// Joined and Available and prints them.
+// acceptAndWait accepts each cluster once its agent registered, as the hub admin would, then
+// waits until all are Joined and Available and prints them. Progress goes to w.
 func acceptAndWait(ctx context.Context, fleet *environment.Fleet, w io.Writer, names []string) error {
+	if len(names) == 0 {
+		return nil
+	}
 	c, kube, err := hubClientsForConfig(fleet.Hub.Config)
 	if err != nil {
 		return err
 	}
 	const timeout = 5 * time.Minute
+	fmt.Fprintf(w, "\nWaiting for the klusterlets of %s to register ...\n", strings.Join(names, ", "))
+	pending := slices.Clone(names)
+	var lastErr error
 	err = wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
-		_, err := admin.Accept(ctx, c, kube, names)
-		return err == nil, nil
+		// Clusters that have not registered yet fail; they are tried again.
+		results, err := admin.Accept(ctx, c, kube, pending)
+		lastErr = err
+		for _, r := range results {
+			pending = slices.DeleteFunc(pending, func(n string) bool { return n == r.Cluster })
+			if len(r.ApprovedCSRs) > 0 {
+				fmt.Fprintf(w, "  %s registered and accepted (approved CSR %s)\n", r.Cluster, strings.Join(r.ApprovedCSRs, ", "))
+			} else {
+				fmt.Fprintf(w, "  %s registered and accepted\n", r.Cluster)
+			}
+		}
+		return len(pending) == 0, nil
 	})
 	if err != nil {
-		return fmt.Errorf("accepting clusters %v: %w", names, err)
+		return fmt.Errorf("accepting clusters %v: %w (last attempt: %v)", pending, err, lastErr)
 	}
 	var rows []admin.ClusterRow
 	err = wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {

@@ -8,10 +8,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/onsi/gomega/gbytes"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -23,15 +25,20 @@ import (
 
 // TestRunDev runs `flotilla dev` with one managed cluster and its simulated Node, the
 // registration component and a probe that waits until the Node's capacity reaches the
-// cluster's ManagedCluster status (CPU and MEMORY of `flotilla get clusters`).
+// cluster's ManagedCluster status (CPU and MEMORY of `flotilla get clusters`), then checks
+// that the components logged to their files and not to the terminal.
 func TestRunDev(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	dir := filepath.Join(t.TempDir(), "dev")
-	var out, logs bytes.Buffer
+	hubLog, agentLog := filepath.Join(dir, "hub", "flotilla-hub.log"), filepath.Join(dir, "cluster1", "klusterlet.log")
+	// Components write the terminal concurrently: gbytes buffers are safe for that.
+	out, errw := gbytes.NewBuffer(), gbytes.NewBuffer()
 	var sawClusters []string
 	var row admin.ClusterRow
-	probe := DevComponent{Name: "probe", Run: func(ctx context.Context, fleet *environment.Fleet, _ io.Writer) error {
+	var hubLogged, agentLogged []byte
+	probe := DevComponent{Name: "probe", Run: func(ctx context.Context, s *DevSession) error {
+		fleet := s.Fleet
 		for _, cp := range fleet.ControlPlanes() {
 			sawClusters = append(sawClusters, cp.Name)
 		}
@@ -70,14 +77,29 @@ func TestRunDev(t *testing.T) {
 		if err != nil {
 			return fmt.Errorf("waiting for cluster1's capacity in its ManagedCluster status (last row %+v): %w", row, err)
 		}
+		// The registration component reports the cluster once Joined and Available.
+		err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+			return strings.Contains(string(out.Contents()), "Managed clusters joined and accepted"), nil
+		})
+		if err != nil {
+			return fmt.Errorf("waiting for the cluster table: %w", err)
+		}
+		// The directories go on exit: read the logs now.
+		if hubLogged, err = os.ReadFile(hubLog); err != nil {
+			return err
+		}
+		if agentLogged, err = os.ReadFile(agentLog); err != nil {
+			return err
+		}
 		cancel() // as Ctrl-C would
 		<-ctx.Done()
 		return nil
 	}}
-	err := runDev(ctx, &out, &logs, environment.Options{ManagedClusters: 1, Dir: dir, SimulatedNodes: 1},
+	err := runDev(ctx, out, errw, environment.Options{ManagedClusters: 1, Dir: dir, SimulatedNodes: 1}, false,
 		[]DevComponent{registrationDevComponent(), probe})
+	stdout, stderr := string(out.Contents()), string(errw.Contents())
 	if err != nil {
-		t.Fatalf("runDev: %v\nlogs:\n%s", err, logs.String())
+		t.Fatalf("runDev: %v\noutput:\n%s\nstandard error:\n%s", err, stdout, stderr)
 	}
 	if strings.Join(sawClusters, ",") != "hub,cluster1" {
 		t.Errorf("component saw clusters %v, want hub and cluster1", sawClusters)
@@ -86,8 +108,34 @@ func TestRunDev(t *testing.T) {
 		t.Errorf("flotilla get clusters row %+v, want cluster1 with the simulated Node's cpu 4 and memory 16Gi", row)
 	}
 	wantExport := "export KUBECONFIG=" + filepath.Join(dir, "hub", "kubeconfig") + ":" + filepath.Join(dir, "cluster1", "kubeconfig")
-	if !strings.Contains(out.String(), wantExport) {
-		t.Errorf("output lacks %q:\n%s", wantExport, out.String())
+	for _, want := range []string{wantExport, hubLog, agentLog, "cluster1 registered and accepted", "Managed clusters joined and accepted", "Stopped."} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout)
+		}
+	}
+	// Each file has its component's log: the hub's controllers, the cluster's agent.
+	for _, c := range []struct {
+		file   string
+		logged []byte
+		want   []string
+	}{
+		{hubLog, hubLogged, []string{`msg="Starting workers"`, "controller=registration-taint", "logger=hub"}},
+		{agentLog, agentLogged, []string{`msg="Hub client certificate issued"`, "logger=klusterlet", "cluster=cluster1"}},
+	} {
+		if !slices.ContainsFunc(strings.Split(string(c.logged), "\n"), func(line string) bool {
+			return !slices.ContainsFunc(c.want, func(w string) bool { return !strings.Contains(line, w) })
+		}) {
+			t.Errorf("%s has no line with all of %q:\n%s", c.file, c.want, c.logged)
+		}
+	}
+	// The terminal is not flooded with component logs, and no write conflict is logged as an error.
+	for _, unwanted := range []string{"Starting workers", "Hub client certificate issued", "Reconciler error"} {
+		if strings.Contains(stdout+stderr, unwanted) {
+			t.Errorf("terminal shows %q:\noutput:\n%s\nstandard error:\n%s", unwanted, stdout, stderr)
+		}
+	}
+	if bytes.Contains(hubLogged, []byte("the object has been modified")) {
+		t.Errorf("hub log has conflict errors:\n%s", hubLogged)
 	}
 	for _, name := range []string{"hub", "cluster1"} {
 		if _, err := os.Stat(filepath.Join(dir, name)); !errors.Is(err, os.ErrNotExist) {
@@ -98,15 +146,15 @@ func TestRunDev(t *testing.T) {
 
 func TestRunComponentsStopsAllWhenOneFails(t *testing.T) {
 	stoppedCleanly := false
-	waiter := DevComponent{Name: "waiter", Run: func(ctx context.Context, _ *environment.Fleet, _ io.Writer) error {
+	waiter := DevComponent{Name: "waiter", Run: func(ctx context.Context, _ *DevSession) error {
 		<-ctx.Done()
 		stoppedCleanly = true
 		return nil
 	}}
-	failing := DevComponent{Name: "broken", Run: func(context.Context, *environment.Fleet, io.Writer) error {
+	failing := DevComponent{Name: "broken", Run: func(context.Context, *DevSession) error {
 		return errors.New("cannot reach the hub")
 	}}
-	err := runComponents(t.Context(), nil, io.Discard, []DevComponent{waiter, failing})
+	err := runComponents(t.Context(), &DevSession{Out: io.Discard}, []DevComponent{waiter, failing})
 	if err == nil || !strings.Contains(err.Error(), "component broken: cannot reach the hub") {
 		t.Fatalf("runComponents: got %v, want the broken component's error", err)
 	}
@@ -116,8 +164,8 @@ func TestRunComponentsStopsAllWhenOneFails(t *testing.T) {
 }
 
 func TestRunComponentsRejectsEarlyReturn(t *testing.T) {
-	quitter := DevComponent{Name: "quitter", Run: func(context.Context, *environment.Fleet, io.Writer) error { return nil }}
-	err := runComponents(t.Context(), nil, io.Discard, []DevComponent{quitter})
+	quitter := DevComponent{Name: "quitter", Run: func(context.Context, *DevSession) error { return nil }}
+	err := runComponents(t.Context(), &DevSession{Out: io.Discard}, []DevComponent{quitter})
 	if err == nil || !strings.Contains(err.Error(), "component quitter: returned before shutdown") {
 		t.Fatalf("runComponents: got %v", err)
 	}
@@ -136,6 +184,59 @@ func TestDevFlagValidation(t *testing.T) {
 		err := cmd.ExecuteContext(t.Context())
 		if err == nil || !strings.Contains(err.Error(), args[0]) {
 			t.Errorf("dev %v: got %v, want an error naming %s", args, err, args[0])
+		}
+	}
+}
+
+func TestDevLogs(t *testing.T) {
+	for _, verbose := range []bool{false, true} {
+		dir := t.TempDir()
+		fleet := &environment.Fleet{
+			Hub:     &environment.ControlPlane{Name: environment.HubName, Dir: filepath.Join(dir, "hub")},
+			Managed: []*environment.ControlPlane{{Name: "cluster1", Dir: filepath.Join(dir, "cluster1")}},
+		}
+		for _, cp := range fleet.ControlPlanes() {
+			if err := os.Mkdir(cp.Dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var term bytes.Buffer
+		logs, err := openDevLogs(fleet, &term, verbose)
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs.Logger("cluster1").WithName("klusterlet").Info("joined", "cluster", "cluster1")
+		logs.Logger(environment.HubName).Error(errors.New("no plugin"), "Reconciler error")
+		logs.Logger("cluster9").Info("nobody hears this")
+		if err := logs.Close(); err != nil {
+			t.Fatal(err)
+		}
+		agent, _ := os.ReadFile(filepath.Join(dir, "cluster1", "klusterlet.log"))
+		hub, _ := os.ReadFile(filepath.Join(dir, "hub", "flotilla-hub.log"))
+		if !strings.Contains(string(agent), `level=INFO msg=joined logger=klusterlet cluster=cluster1`) || strings.Contains(string(agent), "Reconciler") {
+			t.Errorf("verbose=%v: klusterlet.log has\n%s\nwant its own info line only", verbose, agent)
+		}
+		if !strings.Contains(string(hub), `level=ERROR msg="Reconciler error" err="no plugin"`) {
+			t.Errorf("verbose=%v: flotilla-hub.log has\n%s\nwant the error", verbose, hub)
+		}
+		// The terminal always gets errors, info lines only when verbose.
+		if !strings.Contains(term.String(), "Reconciler error") || strings.Contains(term.String(), "joined") != verbose {
+			t.Errorf("verbose=%v: terminal has\n%s", verbose, term.String())
+		}
+	}
+}
+
+func TestDevHelpNamesLogFiles(t *testing.T) {
+	cmd := newDevCommand()
+	var out bytes.Buffer
+	cmd.SetArgs([]string{"--help"})
+	cmd.SetOut(&out)
+	if err := cmd.ExecuteContext(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<dir>/hub/flotilla-hub.log", "<dir>/<cluster>/klusterlet.log", "-v, --verbose"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("--help lacks %q:\n%s", want, out.String())
 		}
 	}
 }

@@ -2,10 +2,7 @@ package commands
 
 import (
 	"fmt"
-	"os"
 
-	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
 	"github.com/spf13/cobra"
 
 	"github.com/flotilla-dev/flotilla/core/apis/featuregates"
@@ -61,13 +58,15 @@ is in Flotilla
 			if err != nil {
 				return err
 			}
+			logger := newLogger(cmd.ErrOrStderr(), verbosity)
+			setLibraryLoggers(logger)
 			h, err := manager.New(manager.Options{
 				Config:             cfg,
 				FeatureGates:       gate,
 				PluginCacheDir:     pluginCacheDir,
 				MetricsBindAddress: metricsAddr,
 				AutoApprove:        plugininstall.AutoApprove{Users: autoUsers, ClusterNamePatterns: autoPatterns},
-				Logger:             stderrLogger(verbosity),
+				Logger:             logger,
 			})
 			if err != nil {
 				return err
@@ -83,20 +82,9 @@ is in Flotilla
 		"users whose first-time cluster CSRs csr-autoapprove approves (default: the bootstrap ServiceAccount); OCM's --cluster-auto-approval-users")
 	f.StringSliceVar(&autoPatterns, "autoapprove-cluster-patterns", nil,
 		"cluster name globs (path.Match) whose first-time CSRs are auto-approved; enables csr-autoapprove")
-	f.IntVar(&verbosity, "v", 0, "log verbosity")
+	f.IntVar(&verbosity, "v", 0, "log verbosity on standard error: 0 logs what the hub does and its errors, higher values add detail")
 	if gateErr == nil {
 		featuregates.AddFlag(f, gate)
 	}
 	return cmd
-}
-
-// stderrLogger logs to standard error up to verbosity v.
-func stderrLogger(v int) logr.Logger {
-	return funcr.New(func(prefix, args string) {
-		if prefix != "" {
-			fmt.Fprintln(os.Stderr, prefix, args)
-			return
-		}
-		fmt.Fprintln(os.Stderr, args)
-	}, funcr.Options{Verbosity: v})
 }

@@ -1,12 +1,10 @@
 package commands
 
 import (
-	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
 
-	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 
 	"github.com/flotilla-dev/flotilla/klusterlet"
@@ -18,6 +16,7 @@ func newKlusterletCommand() *cobra.Command {
 		opts                klusterlet.Options
 		managedKubeconfig   string
 		bootstrapKubeconfig string
+		verbosity           int
 	)
 	cmd := &cobra.Command{
 		Use:   "klusterlet",
@@ -60,7 +59,8 @@ Cluster and agent names are kept in the secret, so restarts keep the same identi
 			}
 			opts.ManagedConfig = cfg
 			opts.BootstrapKubeconfigFile = bootstrapKubeconfig
-			opts.Logger = logr.FromSlogHandler(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+			opts.Logger = newLogger(cmd.ErrOrStderr(), verbosity)
+			setLibraryLoggers(opts.Logger)
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return klusterlet.Run(ctx, opts)
@@ -89,6 +89,7 @@ Cluster and agent names are kept in the secret, so restarts keep the same identi
 		"requested client certificate lifetime (at least 600; 0 leaves it to the hub's signer)")
 	f.DurationVar(&opts.RetryMax, "max-retry-interval", registration.DefaultRetryMax,
 		"longest wait between retries while the hub or managed API server fails")
+	f.IntVar(&verbosity, "v", 0, "log verbosity on standard error: 0 logs what the agent does and its errors, higher values add detail")
 	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
 		// The flag's 0 means "no custom claims", the library's 0 means "default".
 		if opts.MaxCustomClusterClaims == 0 {

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -398,7 +397,7 @@ func runPluginTest(ctx context.Context, stdout, stderr io.Writer, file string, o
 	level := wasm.LogOff
 	if o.verbose {
 		level = wasm.LogDebug
-		logger = funcr.New(func(prefix, args string) { fmt.Fprintln(stderr, "log:", prefix, args) }, funcr.Options{Verbosity: 3})
+		logger = newLogger(stderr, 3)
 	}
 	engine, err := wasm.NewEngine(ctx, wasm.EngineOptions{CacheDir: o.cacheDir, Logger: logger, GuestLogLevel: level})
 	if err != nil {
