@@ -12,8 +12,10 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	flotillav1alpha1 "github.com/flotilla-dev/flotilla/core/apis/flotilla/v1alpha1"
@@ -99,7 +101,11 @@ func TestPluginPushAppliesAndWaitsForReady(t *testing.T) {
 	engine, err := wasm.NewEngine(ctx, wasm.EngineOptions{CacheDir: defaultWasmCacheDir(), Logger: testr.New(t)})
 	g.Expect(err).NotTo(HaveOccurred())
 	registry := wasm.NewRegistry()
-	mgr, err := ctrl.NewManager(cp.Config, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, Logger: testr.New(t)})
+	// Controller names repeat when the test runs more than once in a process (-count=N).
+	mgr, err := ctrl.NewManager(cp.Config, ctrl.Options{
+		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, Logger: testr.New(t),
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(wasmplugin.SetupWithManager(mgr, engine, registry)).To(Succeed())
 	mgrCtx, cancel := context.WithCancel(context.Background())
