@@ -7,60 +7,19 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"time"
-
-	"github.com/go-logr/logr"
-	"k8s.io/client-go/rest"
-	"k8s.io/utils/clock"
 
 	"github.com/flotilla-dev/flotilla/klusterlet/registration"
 )
 
-// Options configures a klusterlet. Only ManagedConfig is required; see
-// registration.Config for the meaning of each field and its default.
+// Options configures a klusterlet: one section per agent it runs. Today that is the
+// registration agent; the work and add-on agents join here as they arrive.
 type Options struct {
-	// ClusterName: empty means the name stored in the hub kubeconfig secret, or
-	// a generated one.
-	ClusterName string
-	// AgentName: empty means the name stored in the hub kubeconfig secret, or a
-	// generated one (persisted as agent-name).
-	AgentName string
-
-	// ManagedConfig reaches the managed cluster's API server.
-	ManagedConfig *rest.Config
-	// ManagedClusterURL and ManagedClusterCABundle are reported to the hub;
-	// default the host and CA of ManagedConfig.
-	ManagedClusterURL      string
-	ManagedClusterCABundle []byte
-
-	// BootstrapKubeconfig (bytes) or BootstrapKubeconfigFile (path) hold the
-	// bootstrap kubeconfig; when both are empty it is read from the secret
-	// bootstrap-hub-kubeconfig in AgentNamespace.
-	BootstrapKubeconfig     []byte
+	// Registration configures the registration agent; registration.Config documents each
+	// field and its default. Only Registration.ManagedConfig is required.
+	Registration registration.Config
+	// BootstrapKubeconfigFile is read into Registration.BootstrapKubeconfig when that is
+	// empty; with both empty the agent reads the secret bootstrap-hub-kubeconfig.
 	BootstrapKubeconfigFile string
-
-	// AgentNamespace (default open-cluster-management-agent) holds the secrets.
-	AgentNamespace string
-	// HubKubeconfigSecret (default hub-kubeconfig-secret) stores the hub
-	// kubeconfig, tls.crt, tls.key, cluster-name and agent-name.
-	HubKubeconfigSecret string
-
-	// MaxCustomClusterClaims: 0 means 20; negative means none.
-	MaxCustomClusterClaims int
-	// LeaseDurationSeconds for a ManagedCluster the agent creates (default 60).
-	LeaseDurationSeconds int32
-	// StatusSyncPeriod is the periodic status resync (default 1m); changes are
-	// also pushed as soon as watches see them.
-	StatusSyncPeriod time.Duration
-	// RotationThreshold: renew when this fraction of the lifetime remains (0.2).
-	RotationThreshold float64
-	// CSRExpirationSeconds requests a certificate lifetime (0: signer default).
-	CSRExpirationSeconds int32
-	// RetryInitial and RetryMax bound the retry backoff (1s and 10s).
-	RetryInitial, RetryMax time.Duration
-
-	Logger logr.Logger
-	Clock  clock.Clock
 }
 
 // Agent is a configured klusterlet.
@@ -70,33 +29,15 @@ type Agent struct {
 
 // New validates opts and builds the agent without contacting any server.
 func New(opts Options) (*Agent, error) {
-	bootstrap := opts.BootstrapKubeconfig
-	if len(bootstrap) == 0 && opts.BootstrapKubeconfigFile != "" {
+	cfg := opts.Registration
+	if len(cfg.BootstrapKubeconfig) == 0 && opts.BootstrapKubeconfigFile != "" {
 		data, err := os.ReadFile(opts.BootstrapKubeconfigFile)
 		if err != nil {
-			return nil, fmt.Errorf("klusterlet: reading bootstrap kubeconfig file: %w", err)
+			return nil, fmt.Errorf("klusterlet: reading bootstrap kubeconfig file %s: %w", opts.BootstrapKubeconfigFile, err)
 		}
-		bootstrap = data
+		cfg.BootstrapKubeconfig = data
 	}
-	reg, err := registration.New(registration.Config{
-		ClusterName:            opts.ClusterName,
-		AgentName:              opts.AgentName,
-		ManagedConfig:          opts.ManagedConfig,
-		ManagedClusterURL:      opts.ManagedClusterURL,
-		ManagedClusterCABundle: opts.ManagedClusterCABundle,
-		BootstrapKubeconfig:    bootstrap,
-		AgentNamespace:         opts.AgentNamespace,
-		HubKubeconfigSecret:    opts.HubKubeconfigSecret,
-		MaxCustomClusterClaims: opts.MaxCustomClusterClaims,
-		LeaseDurationSeconds:   opts.LeaseDurationSeconds,
-		StatusSyncPeriod:       opts.StatusSyncPeriod,
-		RotationThreshold:      opts.RotationThreshold,
-		CSRExpirationSeconds:   opts.CSRExpirationSeconds,
-		RetryInitial:           opts.RetryInitial,
-		RetryMax:               opts.RetryMax,
-		Logger:                 opts.Logger,
-		Clock:                  opts.Clock,
-	})
+	reg, err := registration.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("klusterlet: %w", err)
 	}

@@ -31,6 +31,7 @@ import (
 	"github.com/flotilla-dev/flotilla/hub/registration/bootstrap"
 	"github.com/flotilla-dev/flotilla/hub/registration/managedcluster"
 	"github.com/flotilla-dev/flotilla/klusterlet"
+	"github.com/flotilla-dev/flotilla/klusterlet/registration"
 	"github.com/flotilla-dev/flotilla/sdk/abi"
 )
 
@@ -201,7 +202,7 @@ func startAgent(name string, managed *rest.Config, ns string, maxClaims int) *ru
 	if a.namespace == "" {
 		a.namespace = "open-cluster-management-agent"
 	}
-	opts := klusterlet.Options{
+	opts := klusterlet.Options{Registration: registration.Config{
 		ClusterName:            name,
 		ManagedConfig:          managed,
 		BootstrapKubeconfig:    bootstrapKC,
@@ -211,7 +212,7 @@ func startAgent(name string, managed *rest.Config, ns string, maxClaims int) *ru
 		RetryInitial:           200 * time.Millisecond,
 		RetryMax:               2 * time.Second,
 		Logger:                 logger.WithName("klusterlet").WithValues("cluster", name),
-	}
+	}}
 	go func() {
 		defer close(a.done)
 		defer GinkgoRecover()

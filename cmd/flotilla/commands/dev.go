@@ -22,6 +22,7 @@ import (
 	"github.com/flotilla-dev/flotilla/hub/manager"
 	"github.com/flotilla-dev/flotilla/hub/registration/bootstrap"
 	"github.com/flotilla-dev/flotilla/klusterlet"
+	"github.com/flotilla-dev/flotilla/klusterlet/registration"
 )
 
 // DevComponent is a long-running part of Flotilla that `flotilla dev` runs in-process once
@@ -253,8 +254,8 @@ func runRegistration(ctx context.Context, s *DevSession) error {
 	for _, m := range fleet.Managed {
 		name := m.Name
 		names = append(names, name)
-		opts := klusterlet.Options{ClusterName: name, ManagedConfig: m.Config, BootstrapKubeconfig: bootstrapKC,
-			Logger: s.Logger(name).WithName("klusterlet").WithValues("cluster", name)}
+		opts := klusterlet.Options{Registration: registration.Config{ClusterName: name, ManagedConfig: m.Config,
+			BootstrapKubeconfig: bootstrapKC, Logger: s.Logger(name).WithName("klusterlet").WithValues("cluster", name)}}
 		run("klusterlet "+name, func(ctx context.Context) error { return klusterlet.Run(ctx, opts) })
 	}
 	if err := acceptAndWait(ctx, fleet, s.Out, names); err != nil && context.Cause(ctx) == nil {

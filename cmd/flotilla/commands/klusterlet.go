@@ -57,46 +57,46 @@ Cluster and agent names are kept in the secret, so restarts keep the same identi
 			if err != nil {
 				return err
 			}
-			opts.ManagedConfig = cfg
+			opts.Registration.ManagedConfig = cfg
 			opts.BootstrapKubeconfigFile = bootstrapKubeconfig
-			opts.Logger = newLogger(cmd.ErrOrStderr(), verbosity)
-			setLibraryLoggers(opts.Logger)
+			opts.Registration.Logger = newLogger(cmd.ErrOrStderr(), verbosity)
+			setLibraryLoggers(opts.Registration.Logger)
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return klusterlet.Run(ctx, opts)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&opts.ClusterName, "cluster-name", "",
+	f.StringVar(&opts.Registration.ClusterName, "cluster-name", "",
 		"name of the ManagedCluster on the hub, a DNS label unique on the hub (default: the name stored in the hub kubeconfig secret, else a generated UUID)")
-	f.StringVar(&opts.AgentName, "agent-name", "",
+	f.StringVar(&opts.Registration.AgentName, "agent-name", "",
 		"agent part of the certificate common name (default: the agent-name stored in the hub kubeconfig secret, else generated once and stored)")
 	f.StringVar(&managedKubeconfig, "kubeconfig", "",
 		"kubeconfig of the managed cluster the agent runs for (default: $KUBECONFIG or ~/.kube/config)")
 	f.StringVar(&bootstrapKubeconfig, "bootstrap-kubeconfig", "",
 		"file with the bootstrap kubeconfig for the hub (default: key \"kubeconfig\" of the secret "+registration.DefaultBootstrapKubeconfigSecret+" in --agent-namespace)")
-	f.StringVar(&opts.AgentNamespace, "agent-namespace", registration.DefaultAgentNamespace,
+	f.StringVar(&opts.Registration.AgentNamespace, "agent-namespace", registration.DefaultAgentNamespace,
 		"namespace on the managed cluster for the agent's secrets; created if missing")
-	f.StringVar(&opts.HubKubeconfigSecret, "hub-kubeconfig-secret", registration.DefaultHubKubeconfigSecret,
+	f.StringVar(&opts.Registration.HubKubeconfigSecret, "hub-kubeconfig-secret", registration.DefaultHubKubeconfigSecret,
 		"secret in --agent-namespace that stores the hub kubeconfig, tls.crt, tls.key, cluster-name and agent-name")
-	f.IntVar(&opts.MaxCustomClusterClaims, "max-custom-cluster-claims", 20,
+	f.IntVar(&opts.Registration.MaxCustomClusterClaims, "max-custom-cluster-claims", 20,
 		"most custom (non-reserved) ClusterClaims reported to the hub, sorted by name; 0 reports none. Claims labelled open-cluster-management.io/spoke-only are never reported")
-	f.Int32Var(&opts.LeaseDurationSeconds, "lease-duration-seconds", registration.DefaultLeaseDurationSeconds,
+	f.Int32Var(&opts.Registration.LeaseDurationSeconds, "lease-duration-seconds", registration.DefaultLeaseDurationSeconds,
 		"spec.leaseDurationSeconds of a ManagedCluster the agent creates; the agent always renews at the value on the hub")
-	f.DurationVar(&opts.StatusSyncPeriod, "status-sync-period", registration.DefaultStatusSyncPeriod,
+	f.DurationVar(&opts.Registration.StatusSyncPeriod, "status-sync-period", registration.DefaultStatusSyncPeriod,
 		"periodic status resync; changes to nodes, ClusterClaims and the ManagedCluster are pushed immediately")
-	f.Int32Var(&opts.CSRExpirationSeconds, "csr-expiration-seconds", 0,
+	f.Int32Var(&opts.Registration.CSRExpirationSeconds, "csr-expiration-seconds", 0,
 		"requested client certificate lifetime (at least 600; 0 leaves it to the hub's signer)")
-	f.DurationVar(&opts.RetryMax, "max-retry-interval", registration.DefaultRetryMax,
+	f.DurationVar(&opts.Registration.RetryMax, "max-retry-interval", registration.DefaultRetryMax,
 		"longest wait between retries while the hub or managed API server fails")
 	f.IntVar(&verbosity, "v", 0, "log verbosity on standard error: 0 logs what the agent does and its errors, higher values add detail")
 	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
 		// The flag's 0 means "no custom claims", the library's 0 means "default".
-		if opts.MaxCustomClusterClaims == 0 {
-			opts.MaxCustomClusterClaims = -1
+		if opts.Registration.MaxCustomClusterClaims == 0 {
+			opts.Registration.MaxCustomClusterClaims = -1
 		}
-		if opts.RetryMax <= 0 {
-			opts.RetryMax = registration.DefaultRetryMax
+		if opts.Registration.RetryMax <= 0 {
+			opts.Registration.RetryMax = registration.DefaultRetryMax
 		}
 		return nil
 	}

@@ -31,6 +31,7 @@ import (
 	"github.com/flotilla-dev/flotilla/hub/manager"
 	"github.com/flotilla-dev/flotilla/hub/registration/bootstrap"
 	"github.com/flotilla-dev/flotilla/klusterlet"
+	"github.com/flotilla-dev/flotilla/klusterlet/registration"
 )
 
 func main() {
@@ -108,11 +109,11 @@ func run(ctx context.Context, n int, verbose bool) (secs float64, err error) {
 	fmt.Fprintf(os.Stderr, "starting %d klusterlets\n", n)
 	start := time.Now()
 	for _, name := range names {
-		opts := klusterlet.Options{
+		opts := klusterlet.Options{Registration: registration.Config{
 			ClusterName: name, ManagedConfig: managed.Config, BootstrapKubeconfig: bootstrapKC,
 			AgentNamespace: "agent-" + name, Logger: logger.WithName("klusterlet").WithValues("cluster", name),
 			RetryInitial: 500 * time.Millisecond, RetryMax: 5 * time.Second,
-		}
+		}}
 		go func() { done <- klusterlet.Run(runCtx, opts) }()
 		running++
 	}
