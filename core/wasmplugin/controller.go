@@ -40,6 +40,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	flotillav1alpha1 "github.com/flotilla-dev/flotilla/core/apis/flotilla/v1alpha1"
+	"github.com/flotilla-dev/flotilla/core/apply"
 	"github.com/flotilla-dev/flotilla/core/wasm"
 	"github.com/flotilla-dev/flotilla/sdk/abi"
 )
@@ -93,7 +94,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WatchesMetadata(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.pluginsForConfigMap)).
 		// Compiling is CPU-bound; two at a time keeps the hub responsive.
 		WithOptions(controller.Options{MaxConcurrentReconciles: 2}).
-		Complete(r)
+		// A load cut short by shutdown (a cold compile can take a second) is no failure.
+		Complete(apply.Quiet(r))
 }
 
 func indexConfigMap(obj client.Object) []string {
