@@ -47,7 +47,7 @@ generate: $(CONTROLLER_GEN)
 verify-generate: $(CONTROLLER_GEN)
 	$(GO) test -count=1 -run TestGeneratedFilesAreCurrent ./core/crds/
 
-## test: every unit, Rego and API-server-backed suite
+## test: every unit and API-server-backed suite
 test: $(CONTROLPLANE) $(CONTROLLER_GEN) plugins-examples
 	$(GO) test -count=1 -timeout 40m ./...
 
