@@ -339,15 +339,8 @@ func (r *Reader) Object(fn func(key string) error) error {
 	default:
 		return r.errf("expected an object")
 	}
-	if err := r.enter(); err != nil {
+	if empty, err := r.open('}'); err != nil || empty {
 		return err
-	}
-	r.pos++
-	r.ws()
-	if r.pos < len(r.data) && r.data[r.pos] == '}' {
-		r.pos++
-		r.depth--
-		return nil
 	}
 	for {
 		if r.Peek() != String {
@@ -367,24 +360,8 @@ func (r *Reader) Object(fn func(key string) error) error {
 		if err := fn(key); err != nil {
 			return err
 		}
-		if r.pos == before {
-			if err := r.Skip(); err != nil {
-				return err
-			}
-		}
-		r.ws()
-		if r.pos >= len(r.data) {
-			return r.errf("unterminated object")
-		}
-		switch r.data[r.pos] {
-		case ',':
-			r.pos++
-		case '}':
-			r.pos++
-			r.depth--
-			return nil
-		default:
-			return r.errf("expected ',' or '}' in object")
+		if done, err := r.next(before, '}', "object"); err != nil || done {
+			return err
 		}
 	}
 }
@@ -400,15 +377,8 @@ func (r *Reader) Array(fn func(i int) error) error {
 	default:
 		return r.errf("expected an array")
 	}
-	if err := r.enter(); err != nil {
+	if empty, err := r.open(']'); err != nil || empty {
 		return err
-	}
-	r.pos++
-	r.ws()
-	if r.pos < len(r.data) && r.data[r.pos] == ']' {
-		r.pos++
-		r.depth--
-		return nil
 	}
 	for i := 0; ; i++ {
 		r.ws()
@@ -416,25 +386,52 @@ func (r *Reader) Array(fn func(i int) error) error {
 		if err := fn(i); err != nil {
 			return err
 		}
-		if r.pos == before {
-			if err := r.Skip(); err != nil {
-				return err
-			}
+		if done, err := r.next(before, ']', "array"); err != nil || done {
+			return err
 		}
-		r.ws()
-		if r.pos >= len(r.data) {
-			return r.errf("unterminated array")
+	}
+}
+
+// open enters the object or array whose opening byte is at r.pos. If the container
+// is empty it consumes the closing byte too, leaves it, and reports empty.
+func (r *Reader) open(close byte) (empty bool, err error) {
+	if err := r.enter(); err != nil {
+		return false, err
+	}
+	r.pos++
+	r.ws()
+	if r.pos < len(r.data) && r.data[r.pos] == close {
+		r.pos++
+		r.depth--
+		return true, nil
+	}
+	return false, nil
+}
+
+// next finishes a member of an object or array that started at before: it skips
+// the value if the callback consumed none of it, then consumes the ',' or the
+// closing byte that follows, reporting done (and leaving the container) on the
+// latter.
+func (r *Reader) next(before int, close byte, container string) (done bool, err error) {
+	if r.pos == before {
+		if err := r.Skip(); err != nil {
+			return false, err
 		}
-		switch r.data[r.pos] {
-		case ',':
-			r.pos++
-		case ']':
-			r.pos++
-			r.depth--
-			return nil
-		default:
-			return r.errf("expected ',' or ']' in array")
-		}
+	}
+	r.ws()
+	if r.pos >= len(r.data) {
+		return false, r.errf("unterminated " + container)
+	}
+	switch r.data[r.pos] {
+	case ',':
+		r.pos++
+		return false, nil
+	case close:
+		r.pos++
+		r.depth--
+		return true, nil
+	default:
+		return false, r.errf("expected ',' or '" + string(close) + "' in " + container)
 	}
 }
 
