@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,15 +48,7 @@ func TestSeedsDecodeStrictly(t *testing.T) {
 			if tm.APIVersion != addonv1alpha1.GroupVersion.String() {
 				t.Fatalf("apiVersion %q, want %s", tm.APIVersion, addonv1alpha1.GroupVersion)
 			}
-			obj, err := v.Check(data)
-			if err != nil {
-				t.Fatal(err)
-			}
-			kind := obj.GetObjectKind().GroupVersionKind().Kind
-			if want := "-" + strings.ToLower(kind) + ".yaml"; !strings.HasSuffix(path, want) {
-				t.Errorf("file holds a %s; its name must end in %s", kind, want)
-			}
-			seen[kind]++
+			seen[seedcheck.CheckSeed(t, v, path, data)]++
 		})
 	}
 	for _, k := range seedKinds {
@@ -67,22 +58,10 @@ func TestSeedsDecodeStrictly(t *testing.T) {
 	}
 }
 
-func decode[T any](t *testing.T, name string, obj *T) *T {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(seedDir, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := yaml.UnmarshalStrict(data, obj); err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	return obj
-}
-
 // TestSeedShapes pins decoded values where inline members (ConfigGroupResource,
 // ConfigReferent, PlacementRef, RolloutConfig) could put a field in the wrong place.
 func TestSeedShapes(t *testing.T) {
-	cma := decode(t, "addon-addon-management-4-clustermanagementaddon.yaml", &addonv1alpha1.ClusterManagementAddOn{})
+	cma := seedcheck.DecodeSeed(t, seedDir, "addon-addon-management-4-clustermanagementaddon.yaml", &addonv1alpha1.ClusterManagementAddOn{})
 	if cma.Annotations[addonv1alpha1.AddonLifecycleAnnotationKey] != addonv1alpha1.AddonLifecycleAddonManagerAnnotationValue {
 		t.Errorf("lifecycle annotation: got %v", cma.Annotations)
 	}
@@ -103,25 +82,25 @@ func TestSeedShapes(t *testing.T) {
 		t.Errorf("rolloutStrategy: got %+v", pl.RolloutStrategy)
 	}
 
-	defaults := decode(t, "addon-concepts-5-clustermanagementaddon.yaml", &addonv1alpha1.ClusterManagementAddOn{})
+	defaults := seedcheck.DecodeSeed(t, seedDir, "addon-concepts-5-clustermanagementaddon.yaml", &addonv1alpha1.ClusterManagementAddOn{})
 	sc := defaults.Spec.SupportedConfigs
 	if len(sc) != 2 || sc[1].Group != "example.open-cluster-management.io" || sc[1].Resource != "exampleconfigs" ||
 		sc[1].DefaultConfig == nil || sc[1].DefaultConfig.Name != "default-example-config" {
 		t.Errorf("supportedConfigs: got %+v", sc)
 	}
 
-	mca := decode(t, "addon-scenarios-2-managedclusteraddon.yaml", &addonv1alpha1.ManagedClusterAddOn{})
+	mca := seedcheck.DecodeSeed(t, seedDir, "addon-scenarios-2-managedclusteraddon.yaml", &addonv1alpha1.ManagedClusterAddOn{})
 	if mca.Spec.InstallNamespace != "open-cluster-management-agent-addon" || len(mca.Spec.Configs) != 1 ||
 		mca.Spec.Configs[0].Name != "addon-proxy-settings" || mca.Spec.Configs[0].Group != "addon.open-cluster-management.io" {
 		t.Errorf("ManagedClusterAddOn spec: got %+v", mca.Spec)
 	}
 
-	adc := decode(t, "addon-scenarios-1-addondeploymentconfig.yaml", &addonv1alpha1.AddOnDeploymentConfig{})
+	adc := seedcheck.DecodeSeed(t, seedDir, "addon-scenarios-1-addondeploymentconfig.yaml", &addonv1alpha1.AddOnDeploymentConfig{})
 	if adc.Spec.ProxyConfig.NoProxy != ".cluster.local,.svc," || string(adc.Spec.ProxyConfig.CABundle) != "------\n" {
 		t.Errorf("proxyConfig: got %+v", adc.Spec.ProxyConfig)
 	}
 
-	tmpl := decode(t, "addon-addon-gitops-upgrades-2-addontemplate.yaml", &addonv1alpha1.AddOnTemplate{})
+	tmpl := seedcheck.DecodeSeed(t, seedDir, "addon-addon-gitops-upgrades-2-addontemplate.yaml", &addonv1alpha1.AddOnTemplate{})
 	if tmpl.Spec.AddonName != "hello-template" || len(tmpl.Spec.AgentSpec.Workload.Manifests) != 3 {
 		t.Fatalf("AddOnTemplate spec: got %+v", tmpl.Spec)
 	}

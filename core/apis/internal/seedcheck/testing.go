@@ -1,10 +1,13 @@
 package seedcheck
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
 )
 
 // ForTest loads the CRDs matching crdGlob into a Validator for the kinds that
@@ -45,4 +48,34 @@ func ExpectRejected(t *testing.T, v *Validator, cases []Rejection) {
 			}
 		})
 	}
+}
+
+// CheckSeed validates the seed document data, read from path, with v and checks
+// that the file's name ends in -<kind>.yaml; any failure fails t. It returns the
+// document's kind.
+func CheckSeed(t *testing.T, v *Validator, path string, data []byte) string {
+	t.Helper()
+	obj, err := v.Check(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kind := obj.GetObjectKind().GroupVersionKind().Kind
+	if want := "-" + strings.ToLower(kind) + ".yaml"; !strings.HasSuffix(path, want) {
+		t.Errorf("file holds a %s; its name must end in %s", kind, want)
+	}
+	return kind
+}
+
+// DecodeSeed reads the seed document name from dir and decodes it strictly into
+// obj, which it returns; any failure fails t.
+func DecodeSeed[T any](t testing.TB, dir, name string, obj *T) *T {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.UnmarshalStrict(data, obj); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return obj
 }

@@ -50,15 +50,7 @@ func TestSeedsDecodeStrictly(t *testing.T) {
 			continue // other versions of the group are checked by their own package's test
 		}
 		t.Run(filepath.Base(path), func(t *testing.T) {
-			obj, err := v.Check(data)
-			if err != nil {
-				t.Fatal(err)
-			}
-			kind := obj.GetObjectKind().GroupVersionKind().Kind
-			if want := "-" + strings.ToLower(kind) + ".yaml"; !strings.HasSuffix(path, want) {
-				t.Errorf("file holds a %s; its name must end in %s", kind, want)
-			}
-			kinds[kind]++
+			kinds[seedcheck.CheckSeed(t, v, path, data)]++
 		})
 	}
 	if kinds["ManifestWork"] == 0 {
@@ -186,13 +178,5 @@ func TestStrictDecodingRejectsMisnamedFields(t *testing.T) {
 
 func decodeWork(t *testing.T, name string) *workv1.ManifestWork {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(seedDir, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mw := &workv1.ManifestWork{}
-	if err := yaml.UnmarshalStrict(data, mw); err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	return mw
+	return seedcheck.DecodeSeed(t, seedDir, name, &workv1.ManifestWork{})
 }

@@ -3,7 +3,6 @@ package v1alpha1_test
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -47,14 +46,7 @@ func TestSeedsDecodeStrictly(t *testing.T) {
 			continue // work/v1 seeds are checked by that package
 		}
 		t.Run(filepath.Base(path), func(t *testing.T) {
-			obj, err := v.Check(data)
-			if err != nil {
-				t.Fatal(err)
-			}
-			kind := obj.GetObjectKind().GroupVersionKind().Kind
-			if want := "-" + strings.ToLower(kind) + ".yaml"; !strings.HasSuffix(path, want) {
-				t.Errorf("file holds a %s; its name must end in %s", kind, want)
-			}
+			seedcheck.CheckSeed(t, v, path, data)
 		})
 		checked++
 	}
@@ -66,14 +58,7 @@ func TestSeedsDecodeStrictly(t *testing.T) {
 // TestSeedReplicaSetShape pins the decoded rollout strategies of the documented
 // ManifestWorkReplicaSet, whose inline members are easy to get wrong.
 func TestSeedReplicaSetShape(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join(seedDir, "work-concepts-13-manifestworkreplicaset.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rs := &workv1alpha1.ManifestWorkReplicaSet{}
-	if err := yaml.UnmarshalStrict(data, rs); err != nil {
-		t.Fatal(err)
-	}
+	rs := seedcheck.DecodeSeed(t, seedDir, "work-concepts-13-manifestworkreplicaset.yaml", &workv1alpha1.ManifestWorkReplicaSet{})
 	refs := rs.Spec.PlacementRefs
 	if len(refs) != 3 {
 		t.Fatalf("placementRefs: got %d, want 3", len(refs))
