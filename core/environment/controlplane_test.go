@@ -303,8 +303,13 @@ func runHelper() {
 }
 
 func TestKilledParentTakesChildrenDown(t *testing.T) {
+	// A private TMPDIR for the helper and for this test's sweep: every Start in other test
+	// processes sweeps stale directories under the shared temp dir and could remove the
+	// helper's before this test looks at it.
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
 	helper := exec.Command(os.Args[0])
-	helper.Env = append(os.Environ(), helperEnv+"=1")
+	helper.Env = append(os.Environ(), helperEnv+"=1", "TMPDIR="+tmp)
 	out, err := helper.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
