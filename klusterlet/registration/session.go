@@ -10,12 +10,16 @@ import (
 	"sync/atomic"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	corev1listers "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
@@ -54,6 +58,17 @@ type session struct {
 	rotatedCondition atomic.Pointer[metav1.Condition]
 	// droppedClaims is the custom-claim overflow last reported (status goroutine only).
 	droppedClaims int
+
+	// nodes is the session's cache of the managed cluster's Nodes, fed by one watch;
+	// nodesSynced reports that it holds the initial list.
+	nodes       corev1listers.NodeLister
+	nodesSynced cache.InformerSynced
+	// nodeWatchError is the Node watch's latest failure, for the status sync to report.
+	nodeWatchError atomic.Pointer[string]
+	// kubeVersion is the managed API server's version as last read; versionStale asks the
+	// next sync to read it again, which only the periodic sync does (status goroutine only).
+	kubeVersion  string
+	versionStale bool
 }
 
 // serve runs the connected agent until the session ends or ctx is done.
@@ -76,10 +91,16 @@ func (a *Agent) serve(ctx context.Context, id Identity, conn *HubConnection) end
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	nodeInformers, err := s.watchNodes()
+	if err != nil {
+		return endReason{reason: fmt.Sprintf("setting up the Node cache: %v", err)}
+	}
+	nodeInformers.Start(ctx.Done())
+	defer nodeInformers.Shutdown()
 	var wg sync.WaitGroup
 	for _, run := range []func(context.Context){
 		s.statusLoop, s.leaseLoop, s.rotationLoop,
-		s.watchManagedCluster, s.watchNodes, s.watchClaims, s.watchHubSecret,
+		s.watchManagedCluster, s.watchClaims, s.watchHubSecret,
 	} {
 		wg.Add(1)
 		go func() {
@@ -143,6 +164,7 @@ func isUntrustedServer(err error) bool {
 func (s *session) statusLoop(ctx context.Context) {
 	cfg := s.a.cfg
 	b := s.a.backoff()
+	s.versionStale = true
 	for ctx.Err() == nil {
 		if err := s.syncStatus(ctx); err != nil {
 			s.a.recordError(err)
@@ -157,6 +179,7 @@ func (s *session) statusLoop(ctx context.Context) {
 		case <-ctx.Done():
 		case <-s.statusWake:
 		case <-t.C():
+			s.versionStale = true
 		}
 		t.Stop()
 	}
@@ -204,13 +227,40 @@ func (s *session) watchManagedCluster(ctx context.Context) {
 		})
 }
 
-// watchNodes wakes the status sync when node capacity may have changed.
-func (s *session) watchNodes(ctx context.Context) {
-	watchForever(ctx, s.a.log, s.a.cfg.Clock, s.a.backoff(), "Nodes on the managed cluster",
-		func(ctx context.Context) (watch.Interface, error) {
-			return s.a.managed.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{})
-		},
-		func(watch.Event) { s.statusWake.notify() })
+// watchNodes sets up the session's Node cache (started by the caller): one watch keeps
+// it current, and every change wakes the status sync, which sums the cached nodes.
+func (s *session) watchNodes() (informers.SharedInformerFactory, error) {
+	factory := informers.NewSharedInformerFactoryWithOptions(s.a.managed, 0, informers.WithTransform(trimNode))
+	nodes := factory.Core().V1().Nodes()
+	informer := nodes.Informer()
+	if err := informer.SetWatchErrorHandler(func(_ *cache.Reflector, err error) {
+		msg := err.Error()
+		s.nodeWatchError.Store(&msg)
+		s.a.log.Info("Watch failed, retrying", "objects", "Nodes on the managed cluster", "error", msg)
+	}); err != nil {
+		return nil, err
+	}
+	wake := func(any) { s.statusWake.notify() }
+	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: wake, DeleteFunc: wake, UpdateFunc: func(_, obj any) { wake(obj) },
+	}); err != nil {
+		return nil, err
+	}
+	s.nodes, s.nodesSynced = nodes.Lister(), informer.HasSynced
+	return factory, nil
+}
+
+// trimNode keeps only what the resource sums need, so a large cluster's Node cache stays small.
+func trimNode(obj any) (any, error) {
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return obj, nil
+	}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion},
+		Spec:       corev1.NodeSpec{Unschedulable: n.Spec.Unschedulable},
+		Status:     corev1.NodeStatus{Capacity: n.Status.Capacity, Allocatable: n.Status.Allocatable},
+	}, nil
 }
 
 // watchClaims wakes the status sync when a ClusterClaim changes.

@@ -2,8 +2,10 @@ package registration
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +14,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/version"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
@@ -81,7 +86,7 @@ func (s *session) syncStatus(ctx context.Context) error {
 	var own *nodeResources
 	if available.Status == metav1.ConditionTrue {
 		var err error
-		if own, err = s.a.fillClusterInfo(ctx, &desired.Status); err != nil {
+		if own, err = s.fillClusterInfo(ctx, &desired.Status); err != nil {
 			return err
 		}
 		if err := s.fillClaims(ctx, &desired.Status); err != nil {
@@ -165,22 +170,62 @@ func (a *Agent) probeAPIServer(ctx context.Context) metav1.Condition {
 }
 
 // fillClusterInfo sets the Kubernetes version and the node resource sums, and returns the
-// sums alone.
-func (a *Agent) fillClusterInfo(ctx context.Context, st *clusterv1.ManagedClusterStatus) (*nodeResources, error) {
-	v, err := a.managed.Discovery().ServerVersion()
-	if err != nil {
-		return nil, fmt.Errorf("reading the managed cluster's server version: %w", err)
+// sums alone. The sums come from the session's Node cache; the version is read again only
+// when the periodic sync asks for it.
+func (s *session) fillClusterInfo(ctx context.Context, st *clusterv1.ManagedClusterStatus) (*nodeResources, error) {
+	if s.versionStale || s.kubeVersion == "" {
+		v, err := s.a.serverVersion(ctx)
+		if err != nil {
+			return nil, err
+		}
+		s.kubeVersion, s.versionStale = v, false
 	}
-	st.Version.Kubernetes = v.GitVersion
-	nodes, err := a.managed.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	st.Version.Kubernetes = s.kubeVersion
+	if err := s.waitForNodes(ctx); err != nil {
+		return nil, err
+	}
+	nodes, err := s.nodes.List(labels.Everything())
 	if err != nil {
-		return nil, fmt.Errorf("listing Nodes on the managed cluster: %w", err)
+		return nil, fmt.Errorf("listing cached Nodes of the managed cluster: %w", err)
 	}
 	own := &nodeResources{}
-	own.capacity, own.allocatable = SumNodeResources(nodes.Items)
+	own.capacity, own.allocatable = sumNodeResources(nodes)
 	// Other components may report extra entries; keep those (the apply leaves them alone).
 	st.Capacity, st.Allocatable = withOthers(own.capacity, st.Capacity), withOthers(own.allocatable, st.Allocatable)
 	return own, nil
+}
+
+// nodeCacheSyncTimeout bounds how long a status sync waits for the Node cache's first list.
+const nodeCacheSyncTimeout = 10 * time.Second
+
+// waitForNodes waits, briefly, until the Node cache holds the initial list.
+func (s *session) waitForNodes(ctx context.Context) error {
+	if s.nodesSynced() {
+		return nil
+	}
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, nodeCacheSyncTimeout, true,
+		func(context.Context) (bool, error) { return s.nodesSynced(), nil })
+	if err == nil {
+		return nil
+	}
+	if msg := s.nodeWatchError.Load(); msg != nil {
+		return fmt.Errorf("listing Nodes on the managed cluster: %s", *msg)
+	}
+	return fmt.Errorf("listing Nodes on the managed cluster: not listed after %s: %w", nodeCacheSyncTimeout, err)
+}
+
+// serverVersion reads the managed API server's /version (what discovery's ServerVersion
+// reads, but bounded by ctx).
+func (a *Agent) serverVersion(ctx context.Context) (string, error) {
+	body, err := a.managed.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
+	if err != nil {
+		return "", fmt.Errorf("reading the managed cluster's server version: %w", err)
+	}
+	var info version.Info
+	if err := json.Unmarshal(body, &info); err != nil {
+		return "", fmt.Errorf("reading the managed cluster's server version: decoding /version: %w", err)
+	}
+	return info.GitVersion, nil
 }
 
 // withOthers returns own plus the entries of current own lacks.
@@ -198,6 +243,15 @@ func withOthers(own, current clusterv1.ResourceList) clusterv1.ResourceList {
 // SumNodeResources adds up capacity over all nodes and allocatable over the
 // schedulable ones (an unschedulable node offers nothing to new workloads).
 func SumNodeResources(nodes []corev1.Node) (capacity, allocatable clusterv1.ResourceList) {
+	ptrs := make([]*corev1.Node, len(nodes))
+	for i := range nodes {
+		ptrs[i] = &nodes[i]
+	}
+	return sumNodeResources(ptrs)
+}
+
+// sumNodeResources is SumNodeResources over nodes as a lister returns them.
+func sumNodeResources(nodes []*corev1.Node) (capacity, allocatable clusterv1.ResourceList) {
 	capacity, allocatable = clusterv1.ResourceList{}, clusterv1.ResourceList{}
 	add := func(into clusterv1.ResourceList, from corev1.ResourceList) {
 		for k, q := range from {
@@ -206,10 +260,10 @@ func SumNodeResources(nodes []corev1.Node) (capacity, allocatable clusterv1.Reso
 			into[clusterv1.ResourceName(k)] = sum
 		}
 	}
-	for i := range nodes {
-		add(capacity, nodes[i].Status.Capacity)
-		if !nodes[i].Spec.Unschedulable {
-			add(allocatable, nodes[i].Status.Allocatable)
+	for _, n := range nodes {
+		add(capacity, n.Status.Capacity)
+		if !n.Spec.Unschedulable {
+			add(allocatable, n.Status.Allocatable)
 		}
 	}
 	return capacity, allocatable
