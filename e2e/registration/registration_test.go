@@ -246,6 +246,47 @@ var _ = Describe("Registration", Ordered, func() {
 			HaveField("Clusters", ContainElements(cluster1, cluster2)))))
 	})
 
+	It("binds a set to a namespace only for users allowed to create managedclustersets/bind on it", func() {
+		const set, ns, user = "team-a", "team-a-ws", "binder"
+		Expect(hubClient.Create(suiteCtx, &clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: set}})).To(Succeed())
+		Expect(hubClient.Create(suiteCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		// The user may create and read bindings in ns, but holds no bind permission on any set.
+		Expect(hubClient.Create(suiteCtx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bindings"},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{clusterv1beta2.GroupVersion.Group}, Resources: []string{"managedclustersetbindings"},
+				Verbs: []string{"create", "get"}}}})).To(Succeed())
+		Expect(hubClient.Create(suiteCtx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bindings"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "bindings"},
+			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}})).To(Succeed())
+		cfg, err := fleet.Hub.UserConfig(user)
+		Expect(err).NotTo(HaveOccurred())
+		uc := managedClient(cfg)
+		binding := func(name string) *clusterv1beta2.ManagedClusterSetBinding {
+			return &clusterv1beta2.ManagedClusterSetBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+				Spec: clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: name}}
+		}
+		denied := func(name string) OmegaMatcher {
+			return And(Satisfy(apierrors.IsForbidden), MatchError(ContainSubstring(
+				"binding to ManagedClusterSet "+name+" (spec.clusterSet) requires create permission on managedclustersets/bind")))
+		}
+		// RBAC for the Role may take a moment to be seen; until then the error is RBAC's.
+		Eventually(func() error { return uc.Create(suiteCtx, binding(set)) }).Should(denied(set))
+
+		Expect(hubClient.Create(suiteCtx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "bind-" + set},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{clusterv1beta2.GroupVersion.Group}, Resources: []string{"managedclustersets/bind"},
+				ResourceNames: []string{set}, Verbs: []string{"create"}}}})).To(Succeed())
+		Expect(hubClient.Create(suiteCtx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "bind-" + set},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "bind-" + set},
+			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}})).To(Succeed())
+		b := binding(set)
+		Eventually(func() error { return uc.Create(suiteCtx, b) }).Should(Succeed())
+		Eventually(func(g Gomega) *metav1.Condition {
+			g.Expect(hubClient.Get(suiteCtx, client.ObjectKeyFromObject(b), b)).To(Succeed())
+			return meta.FindStatusCondition(b.Status.Conditions, clusterv1beta2.ClusterSetBindingBoundType)
+		}).Should(And(haveStatus(metav1.ConditionTrue), HaveField("Reason", clusterv1beta2.ConditionReasonClusterSetBound)))
+		// The grant names one set: binding another is still refused.
+		Expect(uc.Create(suiteCtx, binding(clusterv1beta2.DefaultClusterSetName))).To(denied(clusterv1beta2.DefaultClusterSetName))
+	})
+
 	It("syncs cluster claims, skipping spoke-only ones", func() {
 		mc1 := managedClient(fleet.Managed[0].Config)
 		claim := func(name, value string, labels map[string]string) *clusterv1alpha1.ClusterClaim {

@@ -1,5 +1,5 @@
 // Package manager assembles the hub: it prepares the hub API server (CRDs, bootstrap identity,
-// shared agent roles, the hubAcceptsClient admission policy) and runs the registration
+// shared agent roles, the hubAcceptsClient and clusterset-bind admission policies) and runs the registration
 // controllers in one controller-runtime manager.
 package manager
 
@@ -202,7 +202,7 @@ func (h *Hub) Manager() ctrl.Manager { return h.mgr }
 func (h *Hub) Registry() *wasm.Registry { return h.registry }
 
 // Prepare installs what the controllers and agents rely on: CRDs (unless skipped), the
-// bootstrap identity, the shared registration and work roles, and the admission policy.
+// bootstrap identity, the shared registration and work roles, and the admission policies.
 func (h *Hub) Prepare(ctx context.Context) error {
 	if !h.opts.SkipCRDInstall {
 		if err := crds.Install(ctx, h.opts.Config); err != nil {

@@ -1,9 +1,9 @@
 // Package clustersetbinding reports whether each ManagedClusterSetBinding is Bound.
 //
 // A binding is Bound when its ManagedClusterSet exists and the binding is named after the set
-// (the OCM rule that keeps one binding per set and namespace). OCM's validating webhook also
-// requires the binding's creator to hold "create" on managedclustersets/bind for that set; that
-// check belongs to admission and is not done here.
+// (the OCM rule that keeps one binding per set and namespace). Who may bind is not decided here:
+// as in OCM, creating or updating a binding requires "create" on managedclustersets/bind for the
+// set, which the hub's admission policy (package hub/registration/admission) enforces.
 package clustersetbinding
 
 import (
