@@ -1,6 +1,7 @@
 package v1alpha1_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -64,5 +65,35 @@ func TestCRDsMatchOCM(t *testing.T) {
 				t.Errorf("printer columns: got %v, want %v", got, tc.columns)
 			}
 		})
+	}
+}
+
+// TestAgentSpecSchemaIsManifestWorkSpec: an AddOnTemplate's agentSpec is
+// generated from the very type of a ManifestWork's spec, so the two schemas agree
+// field for field.
+func TestAgentSpecSchemaIsManifestWorkSpec(t *testing.T) {
+	read := func(name string) *apiextensionsv1.JSONSchemaProps {
+		data, err := os.ReadFile(filepath.Join("../../../crds/bases", name))
+		if err != nil {
+			t.Fatalf("reading generated CRD (run make generate): %v", err)
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.UnmarshalStrict(data, crd); err != nil {
+			t.Fatal(err)
+		}
+		return crd.Spec.Versions[0].Schema.OpenAPIV3Schema
+	}
+	spec := read("work.open-cluster-management.io_manifestworks.yaml").Properties["spec"]
+	agent := read("addon.open-cluster-management.io_addontemplates.yaml").Properties["spec"].Properties["agentSpec"]
+	want, err := json.Marshal(spec.Properties)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := json.Marshal(agent.Properties)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("spec.agentSpec of AddOnTemplate differs from spec of ManifestWork:\n got %s\nwant %s", got, want)
 	}
 }

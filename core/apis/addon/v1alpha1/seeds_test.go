@@ -13,6 +13,7 @@ import (
 	addonv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/addon/v1alpha1"
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1alpha1"
 	"github.com/flotilla-dev/flotilla/core/apis/internal/seedcheck"
+	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
 )
 
 // seedDir holds the documented example objects, relative to this package.
@@ -187,4 +188,54 @@ func TestCRDDefaults(t *testing.T) {
 	if got := u["spec"].(map[string]any)["agentInstallNamespace"]; got != "open-cluster-management-agent-addon" {
 		t.Errorf("agentInstallNamespace defaults to %v", got)
 	}
+}
+
+// TestAgentSpecCarriesCurrentManifestConfigs: an AddOnTemplate's agentSpec is a
+// ManifestWork spec, so it takes the current manifestConfigs fields and refuses
+// the old ones under its own path.
+func TestAgentSpecCarriesCurrentManifestConfigs(t *testing.T) {
+	v := newValidator(t)
+	v.CompareDefaulted = true
+	const cfg = "apiVersion: addon.open-cluster-management.io/v1alpha1\nkind: AddOnTemplate\nmetadata: {name: t}\n" +
+		"spec:\n  addonName: hello\n  agentSpec:\n    manifestConfigs:\n    - resourceIdentifier: {group: apps, resource: deployments, namespace: agent, name: hello-agent}\n"
+	obj, err := v.Check([]byte(cfg + `      feedbackScrapeType: Watch
+      feedbackRules: [{type: WellKnownStatus}]
+      conditionRules:
+      - {type: CEL, condition: Ready, celExpressions: ['object.status.readyReplicas == object.status.replicas'], messageExpression: 'result ? "ready" : "not ready"'}
+      updateStrategy:
+        type: ServerSideApply
+        serverSideApply:
+          ignoreFields:
+          - condition: OnSpokePresent
+            jsonPointers: [/spec/replicas]
+          - condition: OnSpokeChange
+            jqPathExpressions: ['.spec.template.metadata.annotations']
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mc := obj.(*addonv1alpha1.AddOnTemplate).Spec.AgentSpec.ManifestConfigs[0]
+	ignore := mc.UpdateStrategy.ServerSideApply.IgnoreFields
+	if mc.FeedbackScrapeType != workv1.FeedbackWatchType || mc.ConditionRules[0].Type != workv1.CelConditionExpressionsType ||
+		mc.ConditionRules[0].CelExpressions[0] != "object.status.readyReplicas == object.status.replicas" ||
+		len(ignore) != 2 || ignore[0].JSONPointers[0] != "/spec/replicas" || ignore[1].JQPathExpressions[0] != ".spec.template.metadata.annotations" {
+		t.Errorf("agentSpec.manifestConfigs[0]: got %+v", mc)
+	}
+
+	u, err := v.Defaulted([]byte(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent := u["spec"].(map[string]any)["agentSpec"].(map[string]any)
+	if got := agent["manifestConfigs"].([]any)[0].(map[string]any)["feedbackScrapeType"]; got != string(workv1.FeedbackPollType) {
+		t.Errorf("agentSpec.manifestConfigs[0].feedbackScrapeType defaults to %v, want Poll", got)
+	}
+
+	const path = "spec.agentSpec.manifestConfigs[0]"
+	seedcheck.ExpectRejected(t, v, []seedcheck.Rejection{
+		{Name: "old rule type WellKnownCompletions", Doc: cfg + "      conditionRules: [{type: WellKnownCompletions, condition: Complete}]", Want: path + ".conditionRules[0].type"},
+		{Name: "celExpressions in the old object form", Doc: cfg + "      conditionRules: [{type: CEL, condition: Complete, celExpressions: [{expression: 'true'}]}]", Want: path + ".conditionRules[0].celExpressions[0]"},
+		{Name: "feedbackScrapeType outside the enum", Doc: cfg + "      feedbackScrapeType: Stream", Want: path + ".feedbackScrapeType"},
+		{Name: "ignore field selecting nothing", Doc: cfg + "      updateStrategy: {type: ServerSideApply, serverSideApply: {ignoreFields: [{condition: OnSpokeChange}]}}", Want: "at least one of jsonPaths, jsonPointers or jqPathExpressions must be set"},
+	})
 }

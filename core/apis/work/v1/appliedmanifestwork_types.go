@@ -31,7 +31,9 @@ type AppliedManifestWorkSpec struct {
 	// +required
 	HubHash string `json:"hubHash"`
 
-	// AgentID is the ID of the work agent responsible for this record.
+	// AgentID is the ID of the work agent responsible for this record. Not
+	// required by the schema, as in OCM.
+	// +optional
 	AgentID string `json:"agentID"`
 
 	// ManifestWorkName is the name of the ManifestWork on the hub.

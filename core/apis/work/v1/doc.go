@@ -3,5 +3,6 @@
 // AppliedManifestWork, the agent-side record of what it applied.
 //
 // +kubebuilder:object:generate=true
+// +kubebuilder:validation:Optional
 // +groupName=work.open-cluster-management.io
 package v1

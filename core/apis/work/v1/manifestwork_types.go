@@ -83,9 +83,11 @@ type DeleteOption struct {
 	// PropagationPolicy is Foreground, Orphan or SelectivelyOrphan. SelectivelyOrphan
 	// exists to hand a resource over to another ManifestWork without an outage:
 	// create the new work, orphan the resource in the old one, then drop it there.
-	// The tag has no omitempty (as in OCM): Go clients setting a DeleteOption must
-	// set the policy too, as an empty string fails the enum.
+	// Not required by the schema, which defaults it (as in OCM); but the tag has no
+	// omitempty, so Go clients setting a DeleteOption must set the policy too, as
+	// an empty string fails the enum.
 	// +kubebuilder:default=Foreground
+	// +optional
 	PropagationPolicy DeletePropagationPolicyType `json:"propagationPolicy"`
 
 	// SelectivelyOrphan lists the resources kept when the policy is SelectivelyOrphan.
@@ -146,29 +148,55 @@ type ManifestConfigOption struct {
 	// +optional
 	UpdateStrategy *UpdateStrategy `json:"updateStrategy,omitempty"`
 
-	// ConditionRules derive ManifestWork conditions from the manifest's live state.
+	// ConditionRules derive ManifestWork conditions from the manifest's live state,
+	// at most one rule per condition type.
+	// +listType:=map
+	// +listMapKey:=condition
 	// +optional
 	ConditionRules []ConditionRule `json:"conditionRules,omitempty"`
+
+	// FeedbackScrapeType is how the agent collects the status feedback of this
+	// manifest: Poll (the default) reads it every status sync interval; Watch
+	// registers a watch on the resource and refreshes the feedback on every change,
+	// falling back to Poll when the agent's watch limit is reached.
+	// +kubebuilder:validation:Enum=Poll;Watch
+	// +kubebuilder:default=Poll
+	// +optional
+	FeedbackScrapeType FeedbackScrapeType `json:"feedbackScrapeType,omitempty"`
 }
+
+// FeedbackScrapeType is how status feedback of a manifest is collected.
+type FeedbackScrapeType string
+
+const (
+	// FeedbackPollType reads the feedback values periodically.
+	FeedbackPollType FeedbackScrapeType = "Poll"
+	// FeedbackWatchType watches the resource and reads the feedback values on
+	// every change.
+	FeedbackWatchType FeedbackScrapeType = "Watch"
+)
 
 // ConditionRule sets a condition on the manifest from its live object.
 // +kubebuilder:validation:XValidation:rule="self.type != 'CEL' || self.condition != \"\"",message="Condition is required for CEL rules"
 type ConditionRule struct {
-	// Condition is the condition type to set. Complete is special: a completed
-	// manifest is no longer updated. Required for CEL rules; WellKnownCompletions
-	// defaults to Complete.
-	// +optional
+	// Condition is the condition type to set; it keys the list of rules. Complete is
+	// special: a completed manifest is no longer updated. For WellKnownConditions
+	// rules it names the built-in condition to evaluate, e.g. Complete.
+	// +kubebuilder:validation:Required
+	// +required
 	Condition string `json:"condition"`
 
-	// Type is CEL (evaluate celExpressions) or WellKnownCompletions (built-in
-	// completion checks for common k8s.io/api kinds such as Job and Pod).
+	// Type is CEL (evaluate celExpressions) or WellKnownConditions (built-in
+	// checks for common k8s.io/api kinds such as Job and Pod).
 	// +kubebuilder:validation:Required
 	// +required
 	Type ConditionRuleType `json:"type"`
 
-	// CelExpressions must all evaluate to true for the condition to be True.
+	// CelExpressions are CEL expressions over the live manifest (variable object);
+	// the condition is True when all of them evaluate to true. An expression with
+	// a non-boolean result makes the condition False.
 	// +optional
-	CelExpressions []CelConditionExpressions `json:"celExpressions"`
+	CelExpressions []string `json:"celExpressions"`
 
 	// Message is written on the condition.
 	// +optional
@@ -182,28 +210,21 @@ type ConditionRule struct {
 }
 
 // ConditionRuleType says how a condition rule is evaluated.
-// +kubebuilder:validation:Enum=WellKnownCompletions;CEL
+// +kubebuilder:validation:Enum=WellKnownConditions;CEL
 type ConditionRuleType string
 
 const (
-	// WellKnownCompletionsType uses built-in completion checks for common kinds.
-	WellKnownCompletionsType ConditionRuleType = "WellKnownCompletions"
+	// WellKnownConditionsType uses built-in condition checks for common kinds
+	// (Complete for Job and Pod).
+	WellKnownConditionsType ConditionRuleType = "WellKnownConditions"
 	// CelConditionExpressionsType evaluates the rule's CEL expressions.
 	CelConditionExpressionsType ConditionRuleType = "CEL"
 )
 
-// CelConditionExpressions is one CEL expression over the live manifest (variable
-// object). A non-boolean result makes the condition False.
-type CelConditionExpressions struct {
-	// Expression is the CEL source.
-	// +kubebuilder:validation:Required
-	// +required
-	Expression string `json:"expression"`
-}
-
 // ManifestWorkExecutor is the identity the work agent acts as.
 type ManifestWorkExecutor struct {
-	// Subject is that identity.
+	// Subject is that identity. Not required by the schema, as in OCM.
+	// +optional
 	Subject ManifestWorkExecutorSubject `json:"subject"`
 }
 
@@ -294,7 +315,8 @@ type ServerSideApplyConfig struct {
 	// +optional
 	FieldManager string `json:"fieldManager,omitempty"`
 
-	// IgnoreFields are JSON paths the agent leaves alone on the managed cluster.
+	// IgnoreFields are fields the agent leaves alone on the managed cluster, at
+	// most one entry per condition.
 	// +listType:=map
 	// +listMapKey:=condition
 	// +optional
@@ -313,20 +335,31 @@ const (
 	IgnoreFieldsConditionOnSpokePresent IgnoreFieldsCondition = "OnSpokePresent"
 )
 
-// IgnoreField is a set of JSON paths not enforced while a condition holds.
+// IgnoreField is a set of fields not enforced while a condition holds. The fields
+// are selected by any mix of JSON paths, JSON pointers and jq path expressions,
+// at least one in all; the agent removes them in that order before applying.
+// +kubebuilder:validation:XValidation:rule="(has(self.jsonPaths) && size(self.jsonPaths) > 0) || (has(self.jsonPointers) && size(self.jsonPointers) > 0) || (has(self.jqPathExpressions) && size(self.jqPathExpressions) > 0)",message="at least one of jsonPaths, jsonPointers or jqPathExpressions must be set"
 type IgnoreField struct {
-	// Condition is when the paths are ignored.
+	// Condition is when the fields are ignored.
 	// +kubebuilder:default=OnSpokePresent
 	// +kubebuilder:validation:Enum=OnSpokePresent;OnSpokeChange
 	// +kubebuilder:validation:Required
 	// +required
 	Condition IgnoreFieldsCondition `json:"condition"`
 
-	// JSONPaths are the ignored paths.
-	// +kubebuilder:validation:Required
-	// +kubebuilder:validation:MinItems=1
-	// +required
-	JSONPaths []string `json:"jsonPaths"`
+	// JSONPaths are kubectl-style JSON paths of the ignored fields, e.g. .spec.replicas.
+	// +optional
+	JSONPaths []string `json:"jsonPaths,omitempty"`
+
+	// JSONPointers are RFC 6901 JSON pointers of the ignored fields, e.g.
+	// /spec/replicas; in a key, ~ is written ~0 and / is written ~1.
+	// +optional
+	JSONPointers []string `json:"jsonPointers,omitempty"`
+
+	// JQPathExpressions are jq path expressions selecting the ignored fields, e.g.
+	// .spec.template.spec.containers[] | select(.name == "sidecar") | .image.
+	// +optional
+	JQPathExpressions []string `json:"jqPathExpressions,omitempty"`
 }
 
 // FeedBackType is how status values are picked from a live resource.

@@ -13,6 +13,9 @@ const (
 	// WorkDeleted: the agent removed everything the work applied. Reported by
 	// transports that keep a status after the hub object is gone.
 	WorkDeleted = "Deleted"
+	// WorkComplete: every manifest with condition rules reached Complete; the work
+	// is no longer updated (and is deleted after deleteOption.ttlSecondsAfterFinished).
+	WorkComplete = "Complete"
 )
 
 // Condition types on each entry of status.resourceStatus.manifests.
@@ -52,12 +55,30 @@ const (
 	// ManifestAppliedReasonApplyConflict: server-side apply hit a field owned by
 	// another manager.
 	ManifestAppliedReasonApplyConflict = "ApplyConflict"
+	// ManifestAppliedReasonSSAIgnoreFieldError: Applied=False on a manifest because
+	// its serverSideApply.ignoreFields could not be processed (a JSON pointer or jq
+	// expression failed on the object).
+	ManifestAppliedReasonSSAIgnoreFieldError = "AppliedManifestSSAIgnoreFieldError"
 	// ManifestAvailableReasonAvailable: Available=True on a manifest.
 	ManifestAvailableReasonAvailable = "ResourceAvailable"
 	// ManifestAvailableReasonNotAvailable: Available=False on a manifest.
 	ManifestAvailableReasonNotAvailable = "ResourceNotAvailable"
 	// ManifestAvailableReasonStatusUnknown: availability could not be determined.
 	ManifestAvailableReasonStatusUnknown = "ResourceStatusUnknown"
+)
+
+// Reasons on conditions set by condition rules; every such reason starts with
+// ConditionRule, which tells rule-made conditions from the agent's own.
+const (
+	// ConditionRuleEvaluated: the rule was evaluated.
+	ConditionRuleEvaluated = "ConditionRuleEvaluated"
+	// ConditionRuleInvalid: the rule is invalid and was not evaluated.
+	ConditionRuleInvalid = "ConditionRuleInvalid"
+	// ConditionRuleExpressionError: a CEL expression of the rule failed.
+	ConditionRuleExpressionError = "ConditionRuleExpressionError"
+	// ConditionRuleInternalError: evaluation failed for a reason other than the
+	// expressions.
+	ConditionRuleInternalError = "ConditionRuleInternalError"
 )
 
 // Finalizers.

@@ -1,6 +1,7 @@
 package v1alpha1_test
 
 import (
+	"encoding/json"
 	"os"
 	"testing"
 
@@ -41,6 +42,63 @@ func TestCRDMatchesOCM(t *testing.T) {
 	for i := range want {
 		if got[i] != want[i] {
 			t.Errorf("printer column %d: got %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}
+
+// TestTemplateSchemaIsManifestWorkSpec: the replica set's manifestWorkTemplate is
+// generated from the very type of a ManifestWork's spec, so the two schemas agree
+// field for field.
+func TestTemplateSchemaIsManifestWorkSpec(t *testing.T) {
+	read := func(name string) *apiextensionsv1.JSONSchemaProps {
+		data, err := os.ReadFile("../../../crds/bases/" + name)
+		if err != nil {
+			t.Fatalf("reading generated CRD (run make generate): %v", err)
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.UnmarshalStrict(data, crd); err != nil {
+			t.Fatal(err)
+		}
+		return crd.Spec.Versions[0].Schema.OpenAPIV3Schema
+	}
+	spec := read("work.open-cluster-management.io_manifestworks.yaml").Properties["spec"]
+	tmpl := read("work.open-cluster-management.io_manifestworkreplicasets.yaml").Properties["spec"].Properties["manifestWorkTemplate"]
+	want, err := json.Marshal(spec.Properties)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := json.Marshal(tmpl.Properties)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("spec.manifestWorkTemplate of ManifestWorkReplicaSet differs from spec of ManifestWork:\n got %s\nwant %s", got, want)
+	}
+}
+
+// TestRequiredAsInOCM: OCM's work/v1alpha1 package is optional by default, so only
+// placementRefs is required in the spec and nothing in the status.
+func TestRequiredAsInOCM(t *testing.T) {
+	data, err := os.ReadFile("../../../crds/bases/work.open-cluster-management.io_manifestworkreplicasets.yaml")
+	if err != nil {
+		t.Fatalf("reading generated CRD (run make generate): %v", err)
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.UnmarshalStrict(data, crd); err != nil {
+		t.Fatal(err)
+	}
+	root := crd.Spec.Versions[0].Schema.OpenAPIV3Schema
+	if got := root.Properties["spec"].Required; len(got) != 1 || got[0] != "placementRefs" {
+		t.Errorf("spec required: got %v, want [placementRefs]", got)
+	}
+	status := root.Properties["status"]
+	for path, s := range map[string]apiextensionsv1.JSONSchemaProps{
+		"status":                    status,
+		"status.summary":            status.Properties["summary"],
+		"status.placementSummary[]": *status.Properties["placementSummary"].Items.Schema,
+	} {
+		if len(s.Required) != 0 {
+			t.Errorf("%s required: got %v, want none", path, s.Required)
 		}
 	}
 }

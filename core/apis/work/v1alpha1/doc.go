@@ -3,5 +3,6 @@
 // every cluster its Placements select and rolls changes out by a rollout strategy.
 //
 // +kubebuilder:object:generate=true
+// +kubebuilder:validation:Optional
 // +groupName=work.open-cluster-management.io
 package v1alpha1

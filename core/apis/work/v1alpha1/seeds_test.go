@@ -125,3 +125,51 @@ func TestCRDDefaults(t *testing.T) {
 		t.Errorf("progressive rollout config defaults: got %v", prog)
 	}
 }
+
+// TestTemplateCarriesCurrentManifestConfigs: the ManifestWork template of a
+// replica set takes the current manifestConfigs fields (it is the same Go type as
+// a ManifestWork's spec) and refuses the old ones under its own path.
+func TestTemplateCarriesCurrentManifestConfigs(t *testing.T) {
+	v := newValidator(t)
+	const head = "apiVersion: work.open-cluster-management.io/v1alpha1\nkind: ManifestWorkReplicaSet\nmetadata: {name: r, namespace: ocm-ns}\n"
+	const cfg = head + "spec:\n  placementRefs: [{name: p}]\n  manifestWorkTemplate:\n    manifestConfigs:\n    - resourceIdentifier: {group: batch, resource: jobs, namespace: default, name: pi}\n"
+	obj, err := v.Check([]byte(cfg + `      feedbackScrapeType: Watch
+      conditionRules:
+      - {type: WellKnownConditions, condition: Complete}
+      - {type: CEL, condition: Ready, celExpressions: ['object.status.ready == true']}
+      updateStrategy:
+        type: ServerSideApply
+        serverSideApply:
+          ignoreFields:
+          - condition: OnSpokeChange
+            jsonPointers: [/spec/parallelism]
+            jqPathExpressions: [.metadata.labels]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mc := obj.(*workv1alpha1.ManifestWorkReplicaSet).Spec.ManifestWorkTemplate.ManifestConfigs[0]
+	if mc.FeedbackScrapeType != workv1.FeedbackWatchType || len(mc.ConditionRules) != 2 ||
+		mc.ConditionRules[0].Type != workv1.WellKnownConditionsType || mc.ConditionRules[1].CelExpressions[0] != "object.status.ready == true" ||
+		mc.UpdateStrategy.ServerSideApply.IgnoreFields[0].JSONPointers[0] != "/spec/parallelism" ||
+		mc.UpdateStrategy.ServerSideApply.IgnoreFields[0].JQPathExpressions[0] != ".metadata.labels" {
+		t.Errorf("manifestWorkTemplate.manifestConfigs[0]: got %+v", mc)
+	}
+
+	u, err := v.Defaulted([]byte(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := u["spec"].(map[string]any)["manifestWorkTemplate"].(map[string]any)
+	if got := tmpl["manifestConfigs"].([]any)[0].(map[string]any)["feedbackScrapeType"]; got != string(workv1.FeedbackPollType) {
+		t.Errorf("manifestWorkTemplate.manifestConfigs[0].feedbackScrapeType defaults to %v, want Poll", got)
+	}
+
+	const path = "spec.manifestWorkTemplate.manifestConfigs[0]"
+	seedcheck.ExpectRejected(t, v, []seedcheck.Rejection{
+		{Name: "old rule type WellKnownCompletions", Doc: cfg + "      conditionRules: [{type: WellKnownCompletions, condition: Complete}]", Want: path + ".conditionRules[0].type"},
+		{Name: "celExpressions in the old object form", Doc: cfg + "      conditionRules: [{type: CEL, condition: Complete, celExpressions: [{expression: 'true'}]}]", Want: path + ".conditionRules[0].celExpressions[0]"},
+		{Name: "feedbackScrapeType outside the enum", Doc: cfg + "      feedbackScrapeType: POLL", Want: path + ".feedbackScrapeType"},
+		{Name: "ignore field selecting nothing", Doc: cfg + "      updateStrategy: {type: ServerSideApply, serverSideApply: {ignoreFields: [{condition: OnSpokePresent}]}}", Want: "at least one of jsonPaths, jsonPointers or jqPathExpressions must be set"},
+	})
+}
