@@ -47,5 +47,6 @@ func newGetCommand() *cobra.Command {
 			return admin.WriteClusterSets(cmd.OutOrStdout(), rows)
 		},
 	})
+	cmd.AddCommand(newGetWorksCommand(&kubeconfig))
 	return cmd
 }

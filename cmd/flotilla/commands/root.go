@@ -25,6 +25,7 @@ prioritizers, CSR approval, status feedback, add-on templates) are sandboxed Was
 		newHubCommand(),
 		newAcceptCommand(),
 		newGetCommand(),
+		newCreateCommand(),
 	)
 	return root
 }
