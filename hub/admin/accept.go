@@ -68,15 +68,32 @@ func acceptOne(ctx context.Context, c client.Client, kube kubernetes.Interface, 
 		return res, fmt.Errorf("cluster %q: listing CertificateSigningRequests: %w", name, err)
 	}
 	approvedBefore := false
+	var pending []*certificatesv1.CertificateSigningRequest
 	for i := range list.Items {
 		r := &list.Items[i]
 		if !csr.IsRegistrationCSR(r) {
 			continue
 		}
-		if !csr.IsPending(r) {
+		if csr.IsPending(r) {
+			pending = append(pending, r)
+		} else {
 			approvedBefore = approvedBefore || isApproved(r)
-			continue
 		}
+	}
+	if len(pending) == 0 && !approvedBefore && !joined(mc) {
+		return res, fmt.Errorf("cluster %q: %w", name, ErrNoCSR)
+	}
+	// Accept before approving: the agent acts as soon as it has its certificate, and the hub
+	// grants the cluster's RBAC on acceptance, so this order spares it a round of forbidden
+	// errors.
+	res.AlreadyAccepted = mc.Spec.HubAcceptsClient
+	if !mc.Spec.HubAcceptsClient {
+		patch := []byte(`{"spec":{"hubAcceptsClient":true}}`)
+		if err := c.Patch(ctx, mc, client.RawPatch(types.MergePatchType, patch)); err != nil {
+			return res, fmt.Errorf("cluster %q: setting spec.hubAcceptsClient: %w", name, err)
+		}
+	}
+	for _, r := range pending {
 		r.Status.Conditions = append(r.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
 			Type:           certificatesv1.CertificateApproved,
 			Status:         corev1.ConditionTrue,
@@ -88,17 +105,6 @@ func acceptOne(ctx context.Context, c client.Client, kube kubernetes.Interface, 
 			return res, fmt.Errorf("cluster %q: approving CertificateSigningRequest %s: %w", name, r.Name, err)
 		}
 		res.ApprovedCSRs = append(res.ApprovedCSRs, r.Name)
-	}
-	if len(res.ApprovedCSRs) == 0 && !approvedBefore && !joined(mc) {
-		return res, fmt.Errorf("cluster %q: %w", name, ErrNoCSR)
-	}
-	if mc.Spec.HubAcceptsClient {
-		res.AlreadyAccepted = true
-		return res, nil
-	}
-	patch := []byte(`{"spec":{"hubAcceptsClient":true}}`)
-	if err := c.Patch(ctx, mc, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return res, fmt.Errorf("cluster %q: setting spec.hubAcceptsClient: %w", name, err)
 	}
 	return res, nil
 }
