@@ -4,10 +4,11 @@ BIN   := $(CURDIR)/bin
 GO    ?= go
 export FLOTILLA_BIN_DIR := $(BIN)
 
-CONTROLPLANE := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kube-controller-manager
+KWOK := $(BIN)/kwok
+CONTROLPLANE := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kube-scheduler $(KWOK)
 CONTROLLER_GEN := $(BIN)/controller-gen
 
-.PHONY: all build generate verify-generate controlplane test run clean
+.PHONY: all build generate verify-generate controlplane kwok test run clean
 
 all: build
 
@@ -15,8 +16,10 @@ all: build
 build:
 	$(GO) build -o $(BIN)/flotilla ./cmd/flotilla
 
-## controlplane: etcd, kube-apiserver and kube-controller-manager built from source (tools/controlplane) into bin/.
-## Rebuilt only when missing or when the pinned versions in tools/controlplane/go.mod change.
+## controlplane: etcd, kube-apiserver, kube-controller-manager and kube-scheduler built from source
+## (tools/controlplane) into bin/, and kwok (tools/kwok) for the managed clusters' simulated Nodes.
+## Rebuilt only when missing or when the pinned versions in tools/controlplane/go.mod or
+## tools/kwok/go.mod change.
 controlplane: $(CONTROLPLANE)
 
 # Stamp the pinned versions into the binaries (a plain `go build` reports v0.0.0-master), so
@@ -34,6 +37,16 @@ $(BIN)/kube-apiserver: tools/controlplane/go.mod tools/controlplane/go.sum
 	cd tools/controlplane && $(GO) build -ldflags '$(K8S_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/kube-apiserver
 $(BIN)/kube-controller-manager: tools/controlplane/go.mod tools/controlplane/go.sum
 	cd tools/controlplane && $(GO) build -ldflags '$(K8S_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/kube-controller-manager
+$(BIN)/kube-scheduler: tools/controlplane/go.mod tools/controlplane/go.sum
+	cd tools/controlplane && $(GO) build -ldflags '$(K8S_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/kube-scheduler
+
+## kwok: KWOK's controller (simulated Nodes and the lifecycle of their Pods on managed clusters)
+## built from source (tools/kwok, its own module so its dependencies never move the control
+## plane's) into bin/. Its release version is compiled into the module, no ldflags needed.
+kwok: $(KWOK)
+
+$(KWOK): tools/kwok/go.mod tools/kwok/go.sum
+	cd tools/kwok && $(GO) build -o $@ sigs.k8s.io/kwok/cmd/kwok
 
 $(CONTROLLER_GEN): tools/codegen/go.mod tools/codegen/go.sum
 	cd tools/codegen && $(GO) build -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen
@@ -100,3 +113,10 @@ bench-wasm:
 ## `registration-100 seconds=<time until all are Joined and Available>`
 bench-registration: $(CONTROLPLANE)
 	$(GO) run ./e2e/registration/bench -clusters 100
+
+.PHONY: bench-work
+## bench-work: one klusterlet (its own process) applies 100 ManifestWorks created one after
+## another, then 1,000 at once; the last line is `work-apply p50_ms=… p99_ms=… fanout_1000_s=…
+## agent_rss_mib=…`
+bench-work: build $(CONTROLPLANE)
+	$(GO) run ./e2e/work/bench -flotilla $(BIN)/flotilla

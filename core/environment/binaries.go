@@ -10,7 +10,7 @@ import (
 )
 
 // BinDirEnv names the environment variable that points at the directory holding etcd,
-// kube-apiserver and kube-controller-manager. The Makefile exports it.
+// kube-apiserver, kube-controller-manager, kube-scheduler and kwok. The Makefile exports it.
 const BinDirEnv = "FLOTILLA_BIN_DIR"
 
 // ModulePath is the Go module whose go.mod marks the repository root.
@@ -21,6 +21,9 @@ const (
 	EtcdBinary                  = "etcd"
 	KubeAPIServerBinary         = "kube-apiserver"
 	KubeControllerManagerBinary = "kube-controller-manager"
+	// KubeSchedulerBinary and KWOKBinary run on control planes with Workloads.
+	KubeSchedulerBinary = "kube-scheduler"
+	KWOKBinary          = "kwok"
 )
 
 // BinDir returns $FLOTILLA_BIN_DIR, or else the bin/ directory of the repository root
@@ -90,7 +93,7 @@ func binaryPath(dir, name string) (string, error) {
 	p := filepath.Join(dir, name)
 	fi, err := os.Stat(p)
 	if err != nil {
-		return "", fmt.Errorf("control-plane binary %s: %w (run `make controlplane`, or point $%s at a directory holding etcd, kube-apiserver and kube-controller-manager)", p, err, BinDirEnv)
+		return "", fmt.Errorf("control-plane binary %s: %w (run `make controlplane`, or point $%s at a directory holding etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok)", p, err, BinDirEnv)
 	}
 	if fi.IsDir() || fi.Mode().Perm()&0o111 == 0 {
 		return "", fmt.Errorf("control-plane binary %s is not an executable file", p)

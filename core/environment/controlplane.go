@@ -11,11 +11,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 )
 
@@ -38,7 +40,8 @@ const serviceCIDR = "10.0.0.0/24"
 // directory (flotilla dev) only ever wipes what we created.
 const markerFile = ".flotilla-environment"
 
-// kcmControllers are the kube-controller-manager controllers Flotilla's behaviour relies on.
+// kcmControllers are the kube-controller-manager controllers Flotilla's behaviour relies on,
+// run on every control plane; managed clusters add workloadControllers.
 var kcmControllers = []string{
 	"certificatesigningrequest-signing-controller", // signs approved CSRs (registration, rotation)
 	"certificatesigningrequest-cleaner-controller", // garbage-collects old CSRs
@@ -73,11 +76,24 @@ type ControlPlaneOptions struct {
 	CRDs []string
 	// StartTimeout bounds the start of each component. Default DefaultStartTimeout.
 	StartTimeout time.Duration
+	// Workloads makes workloads run as on a real cluster (a managed cluster):
+	// kube-controller-manager also runs the workload controllers (Deployments, ReplicaSets,
+	// StatefulSets, DaemonSets, Jobs, CronJobs and what they rely on), kube-scheduler binds
+	// Pods to Nodes, and KWOK runs the Pods bound to simulated Nodes (Running and Ready; a
+	// Job's Pods succeed). Both are logged to kube-scheduler.log and kwok.log in Dir.
+	Workloads bool
+	// SimulatedNodes is the number of simulated Nodes (SimulatedNode) created at start and
+	// waited for until KWOK reports them Ready. It needs Workloads. Default 0.
+	SimulatedNodes int
+	// SimulatedNodeCapacity is each simulated Node's capacity and allocatable; nil means
+	// DefaultSimulatedNodeCapacity.
+	SimulatedNodeCapacity corev1.ResourceList
 	// Log receives progress messages. Default: discarded.
 	Log io.Writer
 }
 
-// ControlPlane is a running etcd + kube-apiserver + kube-controller-manager.
+// ControlPlane is a running etcd + kube-apiserver + kube-controller-manager, plus
+// kube-scheduler and KWOK with ControlPlaneOptions.Workloads.
 type ControlPlane struct {
 	// Name is the cluster name.
 	Name string
@@ -93,7 +109,8 @@ type ControlPlane struct {
 	// CACertPath and CAKeyPath are the PEM files of the cluster CA.
 	CACertPath, CAKeyPath string
 	// Dir holds everything this control plane wrote, including the component logs
-	// etcd.log, kube-apiserver.log and kube-controller-manager.log.
+	// etcd.log, kube-apiserver.log and kube-controller-manager.log (and with Workloads
+	// kube-scheduler.log and kwok.log).
 	Dir string
 	// SigningDuration is the lifetime of certificates kube-controller-manager signs.
 	SigningDuration time.Duration
@@ -109,6 +126,8 @@ type ControlPlane struct {
 	mu    sync.Mutex
 	procs []*process // in start order
 	ports []int
+	kwok  *process // with Workloads
+	nodes int      // simulated Nodes created so far
 
 	stopOnce sync.Once
 	stopErr  error
@@ -140,6 +159,15 @@ func startControlPlane(ctx context.Context, opts ControlPlaneOptions, pickPorts 
 	}
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = DefaultStartTimeout
+	}
+	if opts.SimulatedNodes < 0 {
+		return nil, fmt.Errorf("control plane %s: SimulatedNodes %d must not be negative", opts.Name, opts.SimulatedNodes)
+	}
+	if opts.SimulatedNodes > 0 && !opts.Workloads {
+		return nil, fmt.Errorf("control plane %s: SimulatedNodes needs Workloads (KWOK runs simulated Nodes)", opts.Name)
+	}
+	if opts.SimulatedNodeCapacity == nil {
+		opts.SimulatedNodeCapacity = DefaultSimulatedNodeCapacity()
 	}
 	log := opts.Log
 	if log == nil {
@@ -201,7 +229,11 @@ func (cp *ControlPlane) prepare() error {
 		}
 	}
 	cp.bins = map[string]string{}
-	for _, name := range []string{EtcdBinary, KubeAPIServerBinary, KubeControllerManagerBinary} {
+	binaries := []string{EtcdBinary, KubeAPIServerBinary, KubeControllerManagerBinary}
+	if cp.opts.Workloads {
+		binaries = append(binaries, KubeSchedulerBinary, KWOKBinary)
+	}
+	for _, name := range binaries {
 		if cp.bins[name], err = binaryPath(binDir, name); err != nil {
 			return err
 		}
@@ -253,6 +285,13 @@ func (cp *ControlPlane) prepare() error {
 		"kcm.crt": kcmCert, "kcm.key": kcmKey,
 		"sa.key": saKey, "sa.pub": saPub,
 	}
+	if cp.opts.Workloads {
+		schedulerSpec := servingHosts
+		schedulerSpec.commonName = "kube-scheduler"
+		if files["scheduler.crt"], files["scheduler.key"], err = cp.ca.issue(schedulerSpec); err != nil {
+			return err
+		}
+	}
 	if err := os.MkdirAll(cp.path("pki"), 0o700); err != nil {
 		return fmt.Errorf("control plane %s: %w", cp.Name, err)
 	}
@@ -268,16 +307,22 @@ func (cp *ControlPlane) path(elem ...string) string {
 	return filepath.Join(append([]string{cp.Dir}, elem...)...)
 }
 
-// start runs one attempt: choose ports, then etcd, kube-apiserver, CRDs and
-// kube-controller-manager, each waited for.
+// start runs one attempt: choose ports, then etcd, kube-apiserver, and concurrently the
+// CRDs, kube-controller-manager and (Workloads) kube-scheduler, KWOK and the simulated
+// Nodes, each waited for.
 func (cp *ControlPlane) start(ctx context.Context) error {
-	ports, err := cp.pickPorts(4)
+	nPorts := 4
+	if cp.opts.Workloads {
+		nPorts++
+	}
+	ports, err := cp.pickPorts(nPorts)
 	if err != nil {
 		return err
 	}
 	etcdClient, etcdPeer, apiPort, kcmPort := ports[0], ports[1], ports[2], ports[3]
 	cp.mu.Lock()
 	cp.ports = ports
+	cp.kwok, cp.nodes = nil, 0 // a previous attempt's are gone with its etcd data
 	cp.mu.Unlock()
 	cp.URL = "https://127.0.0.1:" + strconv.Itoa(apiPort)
 
@@ -305,7 +350,7 @@ func (cp *ControlPlane) start(ctx context.Context) error {
 		// Throwaway data: skipping fsync makes writes (and so every test) much faster.
 		"--unsafe-no-fsync=true",
 		"--log-level=warn",
-	})
+	}, nil)
 	if err != nil {
 		return err
 	}
@@ -319,7 +364,7 @@ func (cp *ControlPlane) start(ctx context.Context) error {
 
 	t = time.Now()
 	pki := func(name string) string { return cp.path("pki", name) }
-	apiserver, err := cp.launch(KubeAPIServerBinary, []string{
+	apiserverArgs := []string{
 		"--etcd-servers=" + etcdURL,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
@@ -345,7 +390,15 @@ func (cp *ControlPlane) start(ctx context.Context) error {
 		// validation rejects; nothing in Flotilla reaches the API server through it.
 		"--endpoint-reconciler-type=none",
 		"--profiling=false",
-	})
+	}
+	if cp.opts.Workloads {
+		// TaintNodesByCondition taints every new Node node.kubernetes.io/not-ready until
+		// node-lifecycle-controller lifts the taint once the Node is Ready. That controller
+		// is not run (see workloadControllers), so simulated Nodes are created untainted
+		// and KWOK makes them Ready.
+		apiserverArgs = append(apiserverArgs, "--disable-admission-plugins=TaintNodesByCondition")
+	}
+	apiserver, err := cp.launch(KubeAPIServerBinary, apiserverArgs, nil)
 	if err != nil {
 		return err
 	}
@@ -379,8 +432,13 @@ func (cp *ControlPlane) start(ctx context.Context) error {
 		return err
 	}
 
-	// The controller manager and the CRDs are independent; start both at once.
+	// The controller manager, the CRDs, the scheduler and KWOK are independent; start them
+	// all at once.
 	t = time.Now()
+	controllers := kcmControllers
+	if cp.opts.Workloads {
+		controllers = append(slices.Clone(kcmControllers), workloadControllers...)
+	}
 	kcm, err := cp.launch(KubeControllerManagerBinary, []string{
 		"--kubeconfig=" + kcmKubeconfig,
 		"--authentication-kubeconfig=" + kcmKubeconfig,
@@ -395,18 +453,24 @@ func (cp *ControlPlane) start(ctx context.Context) error {
 		"--cluster-signing-cert-file=" + pki("ca.crt"),
 		"--cluster-signing-key-file=" + pki("ca.key"),
 		"--cluster-signing-duration=" + cp.SigningDuration.String(),
-		"--controllers=" + strings.Join(kcmControllers, ","),
+		"--controllers=" + strings.Join(controllers, ","),
 		"--use-service-account-credentials=true",
 		"--service-account-private-key-file=" + pki("sa.key"),
 		"--root-ca-file=" + pki("ca.crt"),
 		"--leader-elect=false",
 		"--profiling=false",
-	})
+	}, nil)
 	if err != nil {
 		return err
 	}
 	crdErr := make(chan error, 1)
 	go func() { crdErr <- cp.installCRDs(ctx) }()
+	awaitWorkloads := func() error { return nil }
+	if cp.opts.Workloads {
+		if awaitWorkloads, err = cp.startWorkloads(ctx, ports[4]); err != nil {
+			return errors.Join(err, <-crdErr)
+		}
+	}
 
 	pool := x509.NewCertPool()
 	pool.AddCert(cp.ca.cert)
@@ -422,12 +486,12 @@ func (cp *ControlPlane) start(ctx context.Context) error {
 		return err
 	}
 	cp.logf("kube-controller-manager and CRDs ready in %s", time.Since(t).Round(10*time.Millisecond))
-	return nil
+	return awaitWorkloads()
 }
 
-// launch starts one component, logging to <Dir>/<binary>.log.
-func (cp *ControlPlane) launch(binary string, args []string) (*process, error) {
-	p, err := startProcess(cp.spawner, binary, cp.bins[binary], args, cp.Dir, cp.path(binary+".log"))
+// launch starts one component, logging to <Dir>/<binary>.log, with env added to ours.
+func (cp *ControlPlane) launch(binary string, args, env []string) (*process, error) {
+	p, err := startProcess(cp.spawner, binary, cp.bins[binary], args, env, cp.Dir, cp.path(binary+".log"))
 	if err != nil {
 		return nil, err
 	}
@@ -510,16 +574,16 @@ func (cp *ControlPlane) PIDs() []int {
 }
 
 // Ports returns the loopback TCP ports the components listen on: etcd client and peer,
-// kube-apiserver and kube-controller-manager.
+// kube-apiserver, kube-controller-manager and (Workloads) kube-scheduler.
 func (cp *ControlPlane) Ports() []int {
 	cp.mu.Lock()
 	defer cp.mu.Unlock()
 	return append([]int(nil), cp.ports...)
 }
 
-// Stop stops kube-controller-manager, kube-apiserver and etcd in that order (SIGTERM, then
-// SIGKILL to each process group after a grace period) and removes Dir unless Keep was
-// set. It is safe to call more than once and from several goroutines.
+// Stop stops KWOK, kube-scheduler, kube-controller-manager, kube-apiserver and etcd (those
+// it runs) in that order (SIGTERM, then SIGKILL to each process group after a grace
+// period) and removes Dir unless Keep was set. It is safe to call more than once and from several goroutines.
 func (cp *ControlPlane) Stop() error {
 	cp.stopOnce.Do(func() {
 		err := cp.stopProcesses()

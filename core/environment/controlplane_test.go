@@ -289,12 +289,13 @@ func TestMain(m *testing.M) {
 }
 
 func runHelper() {
-	cp, err := StartControlPlane(context.Background(), ControlPlaneOptions{Name: "orphan"})
+	// A managed cluster's shape: kube-scheduler and kwok must die with the helper too.
+	cp, err := StartControlPlane(context.Background(), ControlPlaneOptions{Name: "orphan", Workloads: true, SimulatedNodes: 1})
 	if err != nil {
 		fmt.Printf("error %v\n", strings.ReplaceAll(err.Error(), "\n", " | "))
 		os.Exit(1)
 	}
-	pids := make([]string, 0, 3)
+	pids := make([]string, 0, 5)
 	for _, pid := range cp.PIDs() {
 		pids = append(pids, strconv.Itoa(pid))
 	}
@@ -339,8 +340,16 @@ func TestKilledParentTakesChildrenDown(t *testing.T) {
 			break
 		}
 	}
-	if len(pids) != 3 {
-		t.Fatalf("helper exited before reporting its control plane (scan error %v)", sc.Err())
+	if len(pids) != 5 {
+		t.Fatalf("helper exited before reporting its 5 components (got pids %v, scan error %v)", pids, sc.Err())
+	}
+	var names []string
+	for _, pid := range pids {
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+		names = append(names, strings.TrimSpace(string(b)))
+	}
+	if !slices.Contains(names, "kwok") || !slices.Contains(names, "kube-scheduler") {
+		t.Fatalf("helper's components are %v, want kwok and kube-scheduler among them", names)
 	}
 	// SIGKILL: no deferred function, no cleanup, no signal handler runs in the helper.
 	if err := helper.Process.Signal(syscall.SIGKILL); err != nil {

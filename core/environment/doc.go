@@ -2,6 +2,16 @@
 // for each cluster an etcd, a kube-apiserver and a kube-controller-manager built from
 // source into the repository's bin/ directory (`make controlplane`).
 //
+// Managed clusters also run workloads as a real cluster would, without a kubelet
+// (ControlPlaneOptions.Workloads): kube-controller-manager adds the workload controllers
+// (Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs, CronJobs, ...), kube-scheduler
+// binds Pods to Nodes, and KWOK (sigs.k8s.io/kwok, pinned in tools/kwok and also built by
+// `make controlplane`) runs the simulated Nodes (SimulatedNodeLabel) and the Pods bound to
+// them: Nodes are Ready, Pods become Running and Ready with an IP from their Node's Pod
+// CIDR, a Job's Pods succeed and deleted Pods go at once (kwok-stages.yaml). So a
+// Deployment reports ready replicas and Available, a Job completes, and a Pod that fits no
+// Node stays Pending.
+//
 // Each control plane gets its own certificate authority. The CA key is kept on disk and
 // exposed because Flotilla's behaviour depends on it: kube-controller-manager signs
 // CertificateSigningRequests with it (cluster registration and certificate rotation), and

@@ -38,9 +38,11 @@ type Options struct {
 	ManagedCRDs []string
 	// StartTimeout bounds the start of each component. Default DefaultStartTimeout.
 	StartTimeout time.Duration
-	// SimulatedNodes is the number of Nodes created on each managed cluster (none on the hub),
-	// so that node resources are summed into cluster status although no kubelet runs. They
-	// are API objects only (SimulatedNode). Default 0.
+	// SimulatedNodes is the number of Nodes created on each managed cluster (none on the
+	// hub). No kubelet runs: KWOK makes them Ready and runs the Pods kube-scheduler binds to
+	// them (see SimulatedNode), and their capacity is summed into cluster status. Start
+	// returns once every one is Ready. Default 0: Pods stay Pending, as on a cluster
+	// without Nodes.
 	SimulatedNodes int
 	// SimulatedNodeCapacity is each simulated Node's capacity and allocatable; nil means
 	// DefaultSimulatedNodeCapacity.
@@ -58,8 +60,10 @@ type Fleet struct {
 }
 
 // Start starts the hub and opts.ManagedClusters managed clusters concurrently and
-// returns once all are ready. ctx bounds the start only; call Stop to end the fleet. On
-// error every control plane that did start is stopped again.
+// returns once all are ready. Managed clusters run workloads (ControlPlaneOptions.Workloads:
+// the workload controllers, kube-scheduler and KWOK); the hub does not. ctx bounds the
+// start only; call Stop to end the fleet. On error every control plane that did start is
+// stopped again.
 func Start(ctx context.Context, opts Options) (*Fleet, error) {
 	if opts.ManagedClusters < 0 {
 		return nil, fmt.Errorf("fleet: ManagedClusters %d must not be negative", opts.ManagedClusters)
@@ -90,7 +94,8 @@ func Start(ctx context.Context, opts Options) (*Fleet, error) {
 	planeOpts := make([]ControlPlaneOptions, 0, 1+opts.ManagedClusters)
 	planeOpts = append(planeOpts, ControlPlaneOptions{Name: HubName, AllCRDs: true})
 	for i := range opts.ManagedClusters {
-		planeOpts = append(planeOpts, ControlPlaneOptions{Name: ManagedClusterName(i), CRDs: managedCRDs})
+		planeOpts = append(planeOpts, ControlPlaneOptions{Name: ManagedClusterName(i), CRDs: managedCRDs,
+			Workloads: true, SimulatedNodes: opts.SimulatedNodes, SimulatedNodeCapacity: opts.SimulatedNodeCapacity})
 	}
 	for i := range planeOpts {
 		o := &planeOpts[i]
@@ -108,12 +113,7 @@ func Start(ctx context.Context, opts Options) (*Fleet, error) {
 	errs := make([]error, len(planeOpts))
 	var wg sync.WaitGroup
 	for i, o := range planeOpts {
-		wg.Go(func() {
-			planes[i], errs[i] = StartControlPlane(ctx, o)
-			if errs[i] == nil && o.Name != HubName {
-				errs[i] = planes[i].CreateSimulatedNodes(ctx, opts.SimulatedNodes, opts.SimulatedNodeCapacity)
-			}
-		})
+		wg.Go(func() { planes[i], errs[i] = StartControlPlane(ctx, o) })
 	}
 	wg.Wait()
 	f := &Fleet{}

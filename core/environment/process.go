@@ -86,9 +86,10 @@ type process struct {
 	waitErr error // valid once exited is closed
 }
 
-// startProcess launches path with args, stdout and stderr written to logPath (truncated:
-// a retried start must not find the previous attempt's errors in it).
-func startProcess(s *spawner, name, path string, args []string, dir, logPath string) (*process, error) {
+// startProcess launches path with args and our environment plus env, stdout and stderr
+// written to logPath (truncated: a retried start must not find the previous attempt's
+// errors in it).
+func startProcess(s *spawner, name, path string, args, env []string, dir, logPath string) (*process, error) {
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("opening log file for %s: %w", name, err)
@@ -97,7 +98,7 @@ func startProcess(s *spawner, name, path string, args []string, dir, logPath str
 	cmd.Dir = dir
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
-	cmd.Env = os.Environ()
+	cmd.Env = append(os.Environ(), env...)
 	if err := s.start(cmd); err != nil {
 		logFile.Close()
 		return nil, fmt.Errorf("starting %s (%s): %w", name, path, err)

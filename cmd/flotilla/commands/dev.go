@@ -73,10 +73,13 @@ the agent-side ones (ClusterClaim, AppliedManifestWork). Each cluster has its ow
 kube-controller-manager signs approved CertificateSigningRequests with it for
 --signing-duration, so agent certificate rotation can be watched with a short duration.
 
-No kubelet runs anywhere. So that managed clusters still report resources (CPU and MEMORY
-in flotilla get clusters), each gets --simulated-nodes Node objects labelled
-flotilla.dev/simulated=true, Ready, each with cpu 4, memory 16Gi and pods 110. They are API
-objects only: no pod ever runs on them.
+No kubelet runs anywhere. Each managed cluster instead gets --simulated-nodes Nodes
+labelled flotilla.dev/simulated=true, each with cpu 4, memory 16Gi and pods 110, run by
+KWOK (kwok.log): they are Ready, and their capacity is what the cluster reports (CPU and
+MEMORY in flotilla get clusters). Managed clusters also run kube-scheduler and the workload
+controllers, so Pods of a Deployment, StatefulSet, DaemonSet or Job are scheduled onto the
+simulated Nodes and KWOK reports them Running and Ready (a Job's Pods succeed): a Deployment
+gets ready replicas and becomes Available, as on a real cluster. No container ever runs.
 
 Admin kubeconfigs are written to <dir>/<cluster>/kubeconfig and printed with a
 ready-to-paste KUBECONFIG line (contexts are named after the clusters). Ctrl-C stops
@@ -125,7 +128,7 @@ The control-plane binaries come from $FLOTILLA_BIN_DIR or the checkout's bin/ di
 	f.DurationVar(&startTimeout, "start-timeout", environment.DefaultStartTimeout, "how long each control-plane component may take to become ready")
 	f.BoolVar(&keep, "keep", false, "keep the cluster directories (logs, etcd data) after exit")
 	f.IntVar(&simulatedNodes, "simulated-nodes", 1,
-		"Nodes created on each managed cluster so its capacity is reported; API objects only, no kubelet (0 disables)")
+		"Nodes created on each managed cluster, run by KWOK (no kubelet): Pods are scheduled onto them and report Running, and their capacity is reported (0: none, Pods stay Pending)")
 	f.BoolVarP(&verbose, "verbose", "v", false,
 		"also stream the component logs and the control planes' start-up progress to standard error")
 	return cmd

@@ -62,6 +62,10 @@ func TestRunDev(t *testing.T) {
 		if len(nodes.Items) != 1 {
 			return fmt.Errorf("cluster1 has %d simulated Nodes, want 1", len(nodes.Items))
 		}
+		// KWOK runs it: Ready before the fleet is reported ready.
+		if n := nodes.Items[0]; !environment.NodeReady(&n) {
+			return fmt.Errorf("cluster1's simulated Node %s is not Ready: %+v", n.Name, n.Status.Conditions)
+		}
 		c, _, err := hubClientsForConfig(cfg)
 		if err != nil {
 			return err

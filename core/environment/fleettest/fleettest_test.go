@@ -5,7 +5,6 @@ import (
 	"slices"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -58,7 +57,8 @@ func TestFleet(t *testing.T) {
 		t.Errorf("cluster1 CRDs = %v, want %v", got, wantManaged)
 	}
 
-	// Simulated Nodes live on managed clusters only, Ready and with the default capacity.
+	// Simulated Nodes live on managed clusters only, made Ready by KWOK and with the
+	// default capacity.
 	for _, cp := range fleet.ControlPlanes() {
 		nodes, err := kubernetes.NewForConfigOrDie(cp.Config).CoreV1().Nodes().List(t.Context(), metav1.ListOptions{})
 		if err != nil {
@@ -72,8 +72,7 @@ func TestFleet(t *testing.T) {
 			t.Errorf("%s has %d Nodes, want %d", cp.Name, len(nodes.Items), want)
 		}
 		for _, n := range nodes.Items {
-			ready := len(n.Status.Conditions) == 1 && n.Status.Conditions[0].Type == corev1.NodeReady && n.Status.Conditions[0].Status == corev1.ConditionTrue
-			if n.Labels[environment.SimulatedNodeLabel] != "true" || !ready ||
+			if n.Labels[environment.SimulatedNodeLabel] != "true" || !environment.NodeReady(&n) ||
 				n.Status.Capacity.Cpu().String() != "4" || n.Status.Allocatable.Memory().String() != "16Gi" || n.Status.Capacity.Pods().String() != "110" {
 				t.Errorf("%s Node %s: labels %v, status %+v; want a Ready simulated node with cpu 4, memory 16Gi, pods 110",
 					cp.Name, n.Name, n.Labels, n.Status)
