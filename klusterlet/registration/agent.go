@@ -60,6 +60,9 @@ type State struct {
 	// StatusUpdates counts those that had to write (the others found nothing
 	// changed).
 	StatusSyncs, StatusUpdates int
+	// StatusHubReads counts status syncs started: each reads the ManagedCluster on the hub
+	// (and, once the cluster is accepted, probes the managed API server).
+	StatusHubReads int
 	// LastError is the most recent failure, with the object it concerns.
 	LastError     string
 	LastErrorTime time.Time
@@ -79,6 +82,9 @@ type Agent struct {
 	identity Identity
 	// kubeSystemUID backs the id.k8s.io claim; it never changes once read.
 	kubeSystemUID string
+	// rotation is when the current client certificate is renewed; it outlives sessions so
+	// that the point drawn for a certificate stays put.
+	rotation *rotationSchedule
 }
 
 // NewScheme returns the types the agent reads and writes.
@@ -124,6 +130,7 @@ func New(cfg Config) (*Agent, error) {
 		managed:       managed,
 		managedClient: managedClient,
 		state:         State{Phase: PhaseStarting, ClusterName: cfg.ClusterName, AgentName: cfg.AgentName},
+		rotation:      newRotationSchedule(cfg.RotationThreshold, cfg.RotationRand),
 	}, nil
 }
 

@@ -164,6 +164,41 @@ func leaseRenewTime(ctx context.Context, cluster string) func() time.Time {
 	}
 }
 
+// renewalGaps watches the cluster's Lease on the hub until it has seen n renewals after the
+// call, and returns the n-1 gaps between their renew times.
+func renewalGaps(ctx context.Context, cluster string, n int) []time.Duration {
+	GinkgoHelper()
+	leases := hubKube.CoordinationV1().Leases(cluster)
+	cur, err := leases.Get(ctx, registration.LeaseName, metav1.GetOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	wctx, cancel := context.WithTimeout(ctx, time.Duration(n+2)*10*time.Second)
+	defer cancel()
+	w, err := leases.Watch(wctx, metav1.ListOptions{FieldSelector: "metadata.name=" + registration.LeaseName, ResourceVersion: cur.ResourceVersion})
+	Expect(err).NotTo(HaveOccurred())
+	defer w.Stop()
+	last := cur.Spec.RenewTime.Time
+	var renewals []time.Time
+	for len(renewals) < n {
+		select {
+		case <-wctx.Done():
+			Fail(fmt.Sprintf("saw %d of %d lease renewals: %v", len(renewals), n, wctx.Err()))
+		case ev, ok := <-w.ResultChan():
+			Expect(ok).To(BeTrue(), "lease watch closed after %d renewals", len(renewals))
+			l, isLease := ev.Object.(*coordinationv1.Lease)
+			if !isLease || l.Spec.RenewTime == nil || !l.Spec.RenewTime.After(last) {
+				continue
+			}
+			last = l.Spec.RenewTime.Time
+			renewals = append(renewals, last)
+		}
+	}
+	gaps := make([]time.Duration, 0, n-1)
+	for i := 1; i < n; i++ {
+		gaps = append(gaps, renewals[i].Sub(renewals[i-1]))
+	}
+	return gaps
+}
+
 func closedPort() int {
 	GinkgoHelper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -381,8 +416,39 @@ var _ = Describe("Registration agent", Ordered, func() {
 	})
 
 	It("writes the status only when something changed", func(ctx SpecContext) {
-		// Retried as a whole: a certificate rotation in between legitimately
-		// changes the status (its ClusterCertificateRotated condition).
+		// A spoke-only claim wakes the sync but is not reported. Retried as a whole: a
+		// certificate rotation in between legitimately changes the status (its
+		// ClusterCertificateRotated condition).
+		const claim = "local-only.example.com"
+		spokeOnly := map[string]string{clusterv1alpha1.ClusterClaimSpokeOnlyLabel: ""}
+		DeferCleanup(deleteClaim, claim)
+		Eventually(func(g Gomega) {
+			deleteClaim(ctx, claim)
+			before := agent.State()
+			rv := managedCluster(ctx, cluster).ResourceVersion
+			createClaim(ctx, claim, fmt.Sprint(before.StatusSyncs), spokeOnly)
+			// The claim event causes a sync that finds nothing to report.
+			g.Eventually(func() int { return agent.State().StatusSyncs }).Should(BeNumerically(">", before.StatusSyncs))
+			after := agent.State()
+			g.Expect(after.StatusUpdates).To(Equal(before.StatusUpdates))
+			g.Expect(managedCluster(ctx, cluster).ResourceVersion).To(Equal(rv))
+		}).Should(Succeed())
+	})
+
+	It("reads the hub for a Node change only when the node sums change", func(ctx SpecContext) {
+		setCPU := func(ctx context.Context, g Gomega, name, cpu string) {
+			node := &corev1.Node{}
+			g.Expect(managedAdmin.Get(ctx, client.ObjectKey{Name: name}, node)).To(Succeed())
+			node.Status.Capacity[corev1.ResourceCPU] = resource.MustParse(cpu)
+			node.Status.Allocatable[corev1.ResourceCPU] = resource.MustParse(cpu)
+			g.Expect(managedAdmin.Status().Update(ctx, node)).To(Succeed())
+		}
+		DeferCleanup(func(ctx SpecContext) {
+			Eventually(func(g Gomega) { setCPU(ctx, g, "node-b", "1500m") }).Should(Succeed())
+			Eventually(capacityOf(ctx, cluster, clusterv1.ResourceCPU)).Should(Equal("3500m"))
+		})
+		// Retried as a whole: a certificate rotation in between legitimately reads the hub and
+		// writes the status.
 		Eventually(func(g Gomega) {
 			before := agent.State()
 			rv := managedCluster(ctx, cluster).ResourceVersion
@@ -391,26 +457,46 @@ var _ = Describe("Registration agent", Ordered, func() {
 			if node.Labels == nil {
 				node.Labels = map[string]string{}
 			}
-			node.Labels["touched"] = fmt.Sprint(before.StatusSyncs)
+			node.Labels["touched"] = fmt.Sprint(before.StatusHubReads)
 			g.Expect(managedAdmin.Update(ctx, node)).To(Succeed())
-			// The node event causes a sync that finds nothing to report.
-			g.Eventually(func() int { return agent.State().StatusSyncs }).Should(BeNumerically(">", before.StatusSyncs))
-			after := agent.State()
-			g.Expect(after.StatusUpdates).To(Equal(before.StatusUpdates))
+			// A label adds nothing to the sums: no sync, so no hub read, probe or write.
+			g.Consistently(func() int { return agent.State().StatusHubReads }, 2*time.Second, 50*time.Millisecond).
+				Should(Equal(before.StatusHubReads), "a Node label change read the hub")
 			g.Expect(managedCluster(ctx, cluster).ResourceVersion).To(Equal(rv))
+
+			// A capacity change is reported, with exactly one status write.
+			cpu, want := "2500m", "4500m"
+			if capacityOf(ctx, cluster, clusterv1.ResourceCPU)() == "4500m" {
+				cpu, want = "1500m", "3500m"
+			}
+			setCPU(ctx, g, "node-b", cpu)
+			g.Eventually(capacityOf(ctx, cluster, clusterv1.ResourceCPU), 10*time.Second).Should(Equal(want))
+			g.Expect(agent.State().StatusHubReads).To(BeNumerically(">", before.StatusHubReads))
+			g.Consistently(func() int { return agent.State().StatusUpdates }, time.Second, 50*time.Millisecond).
+				Should(Equal(before.StatusUpdates + 1))
 		}).Should(Succeed())
 	})
 
-	It("renews its lease, following the ManagedCluster's leaseDurationSeconds", func(ctx SpecContext) {
+	It("renews its lease every leaseDurationSeconds and follows a change of it", func(ctx SpecContext) {
 		Eventually(leaseRenewTime(ctx, cluster)).ShouldNot(BeZero())
-		first := leaseRenewTime(ctx, cluster)()
-		Eventually(leaseRenewTime(ctx, cluster)).Should(BeTemporally(">", first))
+		// Nothing touches the ManagedCluster while renewals are watched (an update of it wakes
+		// the lease loop), so the spacing below is the loop's own interval.
+		gaps := renewalGaps(ctx, cluster, 3)
+		for _, g := range gaps {
+			Expect(g).To(And(BeNumerically(">=", 3*time.Second-time.Millisecond), BeNumerically("<", 6*time.Second)),
+				"renewal gaps %v with leaseDurationSeconds 3", gaps)
+		}
 
 		mc := managedCluster(ctx, cluster)
 		mc.Spec.LeaseDurationSeconds = 1
 		Expect(hubAdmin.Update(ctx, mc)).To(Succeed())
-		second := leaseRenewTime(ctx, cluster)()
-		Eventually(leaseRenewTime(ctx, cluster)).Should(BeTemporally(">", second))
+		// The change wakes the loop once; the renewal around it may come early. The last two gaps
+		// of four renewals are spaced by the new interval alone.
+		gaps = renewalGaps(ctx, cluster, 4)[1:]
+		for _, g := range gaps {
+			Expect(g).To(And(BeNumerically(">=", time.Second-time.Millisecond), BeNumerically("<", 3*time.Second)),
+				"renewal gaps %v after leaseDurationSeconds changed to 1", gaps)
+		}
 	})
 
 	It("rotates its client certificate before it expires and keeps working", func(ctx SpecContext) {

@@ -1,6 +1,7 @@
 package registration
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -68,9 +69,14 @@ type Config struct {
 	// StatusSyncPeriod bounds how stale the status gets when no watch event
 	// arrives. Default DefaultStatusSyncPeriod.
 	StatusSyncPeriod time.Duration
-	// RotationThreshold is the remaining fraction of the certificate lifetime at
-	// which it is renewed. Default DefaultRotationThreshold (0.2).
+	// RotationThreshold is the least remaining fraction of the certificate lifetime at
+	// which it is renewed; each certificate is renewed at a point chosen at random, once,
+	// between this and RotationJitter (a quarter) more. Default DefaultRotationThreshold
+	// (0.2, so 20% to 25% of the lifetime remaining, as OCM's agent does).
 	RotationThreshold float64
+	// RotationRand returns a number in [0,1) that places a certificate's renewal in that
+	// window; it is called once per certificate. Default math/rand/v2's Float64.
+	RotationRand func() float64
 	// CSRExpirationSeconds asks the signer for this certificate lifetime; 0
 	// leaves it to the signer (Kubernetes requires at least 600).
 	CSRExpirationSeconds int32
@@ -81,6 +87,10 @@ type Config struct {
 	Logger logr.Logger
 	// Clock drives timers; default the real clock.
 	Clock clock.Clock
+	// OnAccepted, when set, runs once per hub session as soon as the hub has accepted the
+	// cluster, with a context that ends with the session (a new identity starts a new one).
+	// The klusterlet runs its work agent in it. An error is logged and the call retried.
+	OnAccepted func(ctx context.Context, s Session) error
 }
 
 // withDefaults validates c and fills in defaults.

@@ -33,10 +33,11 @@ const (
 	bootstrapGroup = "system:bootstrappers:managedcluster"
 )
 
-// bootstrapRules: create the ManagedCluster and request the first certificate.
+// bootstrapRules: create the ManagedCluster and request the first certificate (OCM's role also
+// lets the bootstrap identity list and watch ManagedClusters, and get ConfigMaps for clusteradm).
 var bootstrapRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"certificatesigningrequests"}, Verbs: []string{"create", "get", "list", "watch"}},
-	{APIGroups: []string{"cluster.open-cluster-management.io"}, Resources: []string{"managedclusters"}, Verbs: []string{"get", "create"}},
+	{APIGroups: []string{"cluster.open-cluster-management.io"}, Resources: []string{"managedclusters"}, Verbs: []string{"get", "create", "list", "watch"}},
 }
 
 // clusterRules: the accepted agent's own ManagedCluster and certificate renewal.

@@ -9,8 +9,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// rotationLoop renews the client certificate once only RotationThreshold of its
-// lifetime remains: a new key, a new CSR with the same identity created with the
+// rotationLoop renews the client certificate once only RotationThreshold, plus up to a
+// quarter more drawn once per certificate (20% to 25% by default), of its lifetime
+// remains: a new key, a new CSR with the same identity created with the
 // current (not the bootstrap) credentials, a new secret, and then the switch.
 // If the certificate expires before a new one is issued the session ends and
 // the bootstrap flow takes over.
@@ -19,14 +20,14 @@ func (s *session) rotationLoop(ctx context.Context) {
 	b := s.a.backoff()
 	for ctx.Err() == nil {
 		leaf := s.conn.Credentials().Leaf
-		at := RotationTime(leaf.NotBefore, leaf.NotAfter, cfg.RotationThreshold)
+		at := s.a.rotation.At(leaf)
 		if d := at.Sub(cfg.Clock.Now()); d > 0 {
 			if !sleep(ctx, cfg.Clock, d) {
 				return
 			}
 		}
 		s.a.log.Info("Client certificate reached its rotation threshold; requesting a new one",
-			"cluster", s.id.ClusterName, "agent", s.id.AgentName, "notAfter", leaf.NotAfter)
+			"cluster", s.id.ClusterName, "agent", s.id.AgentName, "rotationTime", at, "notAfter", leaf.NotAfter)
 		_, err := s.rotate(ctx, leaf.NotAfter)
 		if err == nil {
 			b.Reset()

@@ -11,10 +11,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -49,7 +51,9 @@ type session struct {
 
 	statusWake notifier
 	leaseWake  notifier
-	end        chan endReason
+	// acceptedWake fires when the hub's acceptance turns true (see Config.OnAccepted).
+	acceptedWake notifier
+	end          chan endReason
 
 	leaseSeconds atomic.Int32
 	accepted     atomic.Bool
@@ -65,6 +69,9 @@ type session struct {
 	nodesSynced cache.InformerSynced
 	// nodeWatchError is the Node watch's latest failure, for the status sync to report.
 	nodeWatchError atomic.Pointer[string]
+	// reportedNodes are the node sums the last completed status sync found on the hub or
+	// wrote there; nil until one has.
+	reportedNodes atomic.Pointer[nodeResources]
 	// kubeVersion is the managed API server's version as last read; versionStale asks the
 	// next sync to read it again, which only the periodic sync does (status goroutine only).
 	kubeVersion  string
@@ -84,7 +91,7 @@ func (a *Agent) serve(ctx context.Context, id Identity, conn *HubConnection) end
 	}
 	s := &session{
 		a: a, id: id, conn: conn, hubKube: hubKube, hubClient: hubClient,
-		statusWake: newNotifier(), leaseWake: newNotifier(), end: make(chan endReason, 1),
+		statusWake: newNotifier(), leaseWake: newNotifier(), acceptedWake: newNotifier(), end: make(chan endReason, 1),
 	}
 	s.leaseSeconds.Store(a.cfg.LeaseDurationSeconds)
 	a.update(func(st *State) { st.Phase = PhaseConnected })
@@ -100,7 +107,7 @@ func (a *Agent) serve(ctx context.Context, id Identity, conn *HubConnection) end
 	var wg sync.WaitGroup
 	for _, run := range []func(context.Context){
 		s.statusLoop, s.leaseLoop, s.rotationLoop,
-		s.watchManagedCluster, s.watchClaims, s.watchHubSecret,
+		s.watchManagedCluster, s.watchClaims, s.watchHubSecret, s.runOnAccepted,
 	} {
 		wg.Add(1)
 		go func() {
@@ -228,7 +235,9 @@ func (s *session) watchManagedCluster(ctx context.Context) {
 }
 
 // watchNodes sets up the session's Node cache (started by the caller): one watch keeps
-// it current, and every change wakes the status sync, which sums the cached nodes.
+// it current. A Node change wakes the status sync only when it changes what the sync
+// reports, the sums of the nodes' capacity and allocatable: a change of labels, conditions
+// or heartbeats costs no hub read and no probe of the API server.
 func (s *session) watchNodes() (informers.SharedInformerFactory, error) {
 	factory := informers.NewSharedInformerFactoryWithOptions(s.a.managed, 0, informers.WithTransform(trimNode))
 	nodes := factory.Core().V1().Nodes()
@@ -240,14 +249,57 @@ func (s *session) watchNodes() (informers.SharedInformerFactory, error) {
 	}); err != nil {
 		return nil, err
 	}
-	wake := func(any) { s.statusWake.notify() }
-	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: wake, DeleteFunc: wake, UpdateFunc: func(_, obj any) { wake(obj) },
+	s.nodes, s.nodesSynced = nodes.Lister(), informer.HasSynced
+	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(_ any, initialList bool) {
+			if initialList {
+				// The sync waits for the initial list and sums it; one wake-up is enough.
+				s.statusWake.notify()
+				return
+			}
+			s.onNodeChange()
+		},
+		UpdateFunc: func(old, cur any) {
+			if nodeResourcesEqual(old, cur) {
+				return
+			}
+			s.onNodeChange()
+		},
+		DeleteFunc: func(any) { s.onNodeChange() },
 	}); err != nil {
 		return nil, err
 	}
-	s.nodes, s.nodesSynced = nodes.Lister(), informer.HasSynced
 	return factory, nil
+}
+
+// onNodeChange wakes the status sync if the node sums in the cache (which already holds the
+// change) differ from those the last sync reported. The cache may be ahead of a sync still
+// running, never behind the last one completed, so no change goes unreported.
+func (s *session) onNodeChange() {
+	last := s.reportedNodes.Load()
+	if last == nil {
+		s.statusWake.notify()
+		return
+	}
+	nodes, err := s.nodes.List(labels.Everything())
+	if err != nil {
+		s.statusWake.notify()
+		return
+	}
+	capacity, allocatable := sumNodeResources(nodes)
+	if equality.Semantic.DeepEqual(capacity, last.capacity) && equality.Semantic.DeepEqual(allocatable, last.allocatable) {
+		return
+	}
+	s.statusWake.notify()
+}
+
+// nodeResourcesEqual reports that two versions of a Node add the same to the sums.
+func nodeResourcesEqual(old, cur any) bool {
+	o, ok1 := old.(*corev1.Node)
+	c, ok2 := cur.(*corev1.Node)
+	return ok1 && ok2 && o.Spec.Unschedulable == c.Spec.Unschedulable &&
+		equality.Semantic.DeepEqual(o.Status.Capacity, c.Status.Capacity) &&
+		equality.Semantic.DeepEqual(o.Status.Allocatable, c.Status.Allocatable)
 }
 
 // trimNode keeps only what the resource sums need, so a large cluster's Node cache stays small.

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
@@ -52,6 +53,7 @@ var agentConditions = []string{
 func (s *session) syncStatus(ctx context.Context) error {
 	name := s.id.ClusterName
 	mc := &clusterv1.ManagedCluster{}
+	s.a.update(func(st *State) { st.StatusHubReads++ })
 	if err := s.hubClient.Get(ctx, client.ObjectKey{Name: name}, mc); err != nil {
 		return s.hubError("reading ManagedCluster "+name+" on the hub", err)
 	}
@@ -67,6 +69,9 @@ func (s *session) syncStatus(ctx context.Context) error {
 	accepted := meta.IsStatusConditionTrue(mc.Status.Conditions, clusterv1.ManagedClusterConditionHubAccepted)
 	if s.accepted.Swap(accepted) != accepted {
 		s.leaseWake.notify()
+		if accepted {
+			s.acceptedWake.notify()
+		}
 	}
 	s.a.update(func(st *State) { st.Accepted = accepted })
 	if !accepted {
@@ -102,6 +107,9 @@ func (s *session) syncStatus(ctx context.Context) error {
 		if err := apply.Fields(ctx, s.hubClient, mc, statusFieldManager, true, agentStatus(&desired.Status, own)); err != nil {
 			return s.hubError("updating status of ManagedCluster "+name+" on the hub", err)
 		}
+	}
+	if own != nil {
+		s.reportedNodes.Store(own)
 	}
 	s.a.update(func(st *State) {
 		st.Joined = true
@@ -351,33 +359,42 @@ func (s *session) reportTruncatedClaims(ctx context.Context, set ClaimSet) {
 }
 
 // renewLease bumps the renew time of the cluster's Lease on the hub, creating
-// the Lease when the hub has not yet.
+// the Lease when the hub has not yet. The hub's lease controller creates the same
+// Lease when it accepts the cluster, so a create may find it already there: that
+// is not an error, the Lease is read again and renewed. A conflicting update
+// (someone wrote the Lease in between) is retried the same way.
 func (s *session) renewLease(ctx context.Context) error {
 	ns := s.id.ClusterName
 	leases := s.hubKube.CoordinationV1().Leases(ns)
-	now := metav1.NewMicroTime(s.a.cfg.Clock.Now())
-	lease, err := leases.Get(ctx, LeaseName, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		seconds := s.leaseSeconds.Load()
-		_, err = leases.Create(ctx, &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{
-				Name: LeaseName, Namespace: ns,
-				Labels: map[string]string{clusterv1.ClusterNameLabelKey: s.id.ClusterName},
-			},
-			Spec: coordinationv1.LeaseSpec{LeaseDurationSeconds: &seconds, RenewTime: &now},
-		}, metav1.CreateOptions{})
-		if err != nil {
-			return s.hubError("creating Lease "+ns+"/"+LeaseName+" on the hub", err)
+	what := "reading"
+	err := retry.OnError(retry.DefaultRetry, func(err error) bool {
+		return apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err)
+	}, func() error {
+		now := metav1.NewMicroTime(s.a.cfg.Clock.Now())
+		lease, err := leases.Get(ctx, LeaseName, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			what = "creating"
+			seconds := s.leaseSeconds.Load()
+			_, err = leases.Create(ctx, &coordinationv1.Lease{
+				ObjectMeta: metav1.ObjectMeta{
+					Name: LeaseName, Namespace: ns,
+					Labels: map[string]string{clusterv1.ClusterNameLabelKey: s.id.ClusterName},
+				},
+				Spec: coordinationv1.LeaseSpec{LeaseDurationSeconds: &seconds, RenewTime: &now},
+			}, metav1.CreateOptions{})
+			return err
+		case err != nil:
+			what = "reading"
+			return err
 		}
-		s.hubOK()
-		return nil
-	}
+		what = "renewing"
+		lease.Spec.RenewTime = &now
+		_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
-		return s.hubError("reading Lease "+ns+"/"+LeaseName+" on the hub", err)
-	}
-	lease.Spec.RenewTime = &now
-	if _, err := leases.Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
-		return s.hubError("renewing Lease "+ns+"/"+LeaseName+" on the hub", err)
+		return s.hubError(what+" Lease "+ns+"/"+LeaseName+" on the hub", err)
 	}
 	s.hubOK()
 	return nil

@@ -18,7 +18,7 @@ import (
 
 // signingDuration is the hub signer's certificate lifetime. kube-controller-manager
 // backdates NotBefore by 5 minutes, so a certificate lives 7 minutes and the agent
-// rotates it 20% (84s) before it expires: about 36s after it was issued.
+// rotates it 20% to 25% (84s to 105s) before it expires: 15s to 36s after it was issued.
 const signingDuration = 2 * time.Minute
 
 var (

@@ -185,8 +185,14 @@ func WorkClusterRole() *rbacv1.ClusterRole {
 }
 
 // BootstrapClusterRole lets a new agent create its ManagedCluster and request its first
-// certificate, and nothing else: it cannot approve CSRs nor update a ManagedCluster, and the
-// admission policy stops it from creating one that is already accepted.
+// certificate. Its rules are those of OCM's system:open-cluster-management:bootstrap
+// (open-cluster-management-io/ocm, deploy/cluster-manager/chart/cluster-manager/templates/
+// bootstrap_cluster_role.yaml) but one: OCM also grants "get" on every ConfigMap, which only
+// clusteradm join uses (to read the hub's CA with the bootstrap token), not the registration
+// agent; on a Flotilla hub ConfigMaps carry the Wasm plugins and their settings, which a shared
+// bootstrap token should not read. Nothing here lets it approve CSRs or update, patch or delete
+// a ManagedCluster, and the admission policy stops it from creating one that is already
+// accepted.
 func BootstrapClusterRole() *rbacv1.ClusterRole {
 	return &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: BootstrapClusterRoleName},
@@ -197,9 +203,13 @@ func BootstrapClusterRole() *rbacv1.ClusterRole {
 				Verbs:     []string{"create", "get", "list", "watch"},
 			},
 			{
+				// OCM's agent lists and watches its own ManagedCluster (a field selector on its
+				// name) while it waits to be accepted. The bootstrap identity is shared by every
+				// cluster yet to join, so the rule cannot name one: as with OCM, a bootstrap
+				// identity can read every ManagedCluster (it could already get any one by name).
 				APIGroups: []string{clusterGroup},
 				Resources: []string{"managedclusters"},
-				Verbs:     []string{"get", "create"},
+				Verbs:     []string{"get", "create", "list", "watch"},
 			},
 			{
 				// The agent may place its new cluster into a set through the clusterset label.

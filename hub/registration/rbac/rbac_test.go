@@ -49,3 +49,72 @@ func TestBindingsAndNames(t *testing.T) {
 		}
 	}
 }
+
+// grants lists the group/resource/verb triples rules allow (rules without resourceNames only).
+func grants(t *testing.T, rules []rbacv1.PolicyRule) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	for _, r := range rules {
+		if len(r.ResourceNames) > 0 || len(r.NonResourceURLs) > 0 {
+			t.Fatalf("unexpected rule %+v", r)
+		}
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				for _, v := range r.Verbs {
+					out[g+"/"+res+":"+v] = true
+				}
+			}
+		}
+	}
+	return out
+}
+
+// ocmBootstrapRules is OCM's system:open-cluster-management:bootstrap ClusterRole, as its
+// cluster-manager chart installs it (open-cluster-management-io/ocm,
+// deploy/cluster-manager/chart/cluster-manager/templates/bootstrap_cluster_role.yaml).
+var ocmBootstrapRules = []rbacv1.PolicyRule{
+	{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}},
+	{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"certificatesigningrequests"}, Verbs: []string{"create", "get", "list", "watch"}},
+	{APIGroups: []string{"cluster.open-cluster-management.io"}, Resources: []string{"managedclusters"}, Verbs: []string{"get", "create", "list", "watch"}},
+	{APIGroups: []string{"cluster.open-cluster-management.io"}, Resources: []string{"managedclustersets/join"}, Verbs: []string{"create"}},
+}
+
+func TestBootstrapClusterRoleMatchesOCM(t *testing.T) {
+	role := BootstrapClusterRole()
+	if role.Name != "system:open-cluster-management:bootstrap" {
+		t.Errorf("name %q", role.Name)
+	}
+	ours, ocm := grants(t, role.Rules), grants(t, ocmBootstrapRules)
+	// Everything OCM grants but the ConfigMap read clusteradm join needs (see BootstrapClusterRole).
+	delete(ocm, "/configmaps:get")
+	for g := range ocm {
+		if !ours[g] {
+			t.Errorf("OCM's bootstrap role grants %s, ours does not: OCM's agent would be refused", g)
+		}
+	}
+	for g := range ours {
+		if !ocm[g] {
+			t.Errorf("our bootstrap role grants %s beyond OCM's", g)
+		}
+	}
+	// In particular OCM's agent lists and watches its ManagedCluster while waiting to be accepted.
+	for _, v := range []string{"get", "list", "watch", "create"} {
+		if !ours["cluster.open-cluster-management.io/managedclusters:"+v] {
+			t.Errorf("the bootstrap identity may not %s managedclusters", v)
+		}
+	}
+	// And it reads no ConfigMaps or Secrets and changes no existing cluster.
+	for _, g := range []string{
+		"/configmaps:get", "/configmaps:list", "/secrets:get", "/secrets:list",
+		"cluster.open-cluster-management.io/managedclusters:update",
+		"cluster.open-cluster-management.io/managedclusters:patch",
+		"cluster.open-cluster-management.io/managedclusters:delete",
+		"cluster.open-cluster-management.io/managedclusters/status:patch",
+		"register.open-cluster-management.io/managedclusters/accept:update",
+		"certificates.k8s.io/certificatesigningrequests/approval:update",
+	} {
+		if ours[g] {
+			t.Errorf("the bootstrap identity must not have %s", g)
+		}
+	}
+}

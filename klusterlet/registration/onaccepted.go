@@ -1,0 +1,54 @@
+package registration
+
+import (
+	"context"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
+)
+
+// Session is what an accepted hub session offers the agents that run beside registration.
+type Session struct {
+	ClusterName string
+	AgentName   string
+	// HubServer is the hub API server URL.
+	HubServer string
+	// HubConfig reaches the hub with the agent's identity and follows certificate rotations.
+	HubConfig *rest.Config
+	Logger    logr.Logger
+}
+
+// runOnAccepted calls Config.OnAccepted once the hub has accepted the cluster, and again
+// (with backoff) if it fails, until the session ends.
+func (s *session) runOnAccepted(ctx context.Context) {
+	run := s.a.cfg.OnAccepted
+	if run == nil {
+		return
+	}
+	for !s.accepted.Load() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.acceptedWake:
+		}
+	}
+	sess := Session{
+		ClusterName: s.id.ClusterName, AgentName: s.id.AgentName,
+		HubServer: s.conn.Endpoint().Server, HubConfig: s.conn.Config(userAgent), Logger: s.a.log,
+	}
+	b := s.a.backoff()
+	for ctx.Err() == nil {
+		err := run(ctx, sess)
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil {
+			b.Reset()
+		} else {
+			s.a.recordError(err)
+		}
+		if !sleep(ctx, s.a.cfg.Clock, b.Next()) {
+			return
+		}
+	}
+}
