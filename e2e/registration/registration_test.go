@@ -19,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -27,11 +28,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	addonv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/addon/v1alpha1"
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1alpha1"
 	clusterv1beta2 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta2"
 	"github.com/flotilla-dev/flotilla/core/apis/featuregates"
 	flotillav1alpha1 "github.com/flotilla-dev/flotilla/core/apis/flotilla/v1alpha1"
+	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
 	"github.com/flotilla-dev/flotilla/hub/admin"
 	"github.com/flotilla-dev/flotilla/hub/manager"
 	"github.com/flotilla-dev/flotilla/hub/plugininstall"
@@ -362,9 +365,77 @@ var _ = Describe("Registration", Ordered, func() {
 		Expect(apierrors.IsForbidden(c1.Status().Patch(suiteCtx, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: cluster2}}, patch))).To(BeTrue())
 		Expect(apierrors.IsForbidden(c1.Get(suiteCtx, client.ObjectKey{Namespace: cluster2, Name: lease.Name}, &coordinationv1.Lease{}))).To(BeTrue())
 		Expect(apierrors.IsForbidden(c1.Patch(suiteCtx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: cluster2, Name: lease.Name}}, patch))).To(BeTrue())
-		Expect(apierrors.IsForbidden(c1.List(suiteCtx, &corev1.ConfigMapList{}, client.InNamespace(cluster2)))).To(BeTrue())
-		Expect(apierrors.IsForbidden(c1.Create(suiteCtx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: cluster2, Name: "x"}}))).To(BeTrue())
-		Expect(apierrors.IsForbidden(c1.Get(suiteCtx, client.ObjectKey{Name: cluster2}, &corev1.Namespace{}))).To(BeTrue())
+
+		// Everything the agent is granted in its own cluster namespace (ManifestWorks, their status,
+		// ManagedClusterAddOns, their status, Leases, Events) works there and is refused in the
+		// other cluster's namespace. Each namespace holds a ManifestWork and a ManagedClusterAddOn.
+		for _, ns := range []string{cluster1, cluster2} {
+			Expect(hubClient.Create(suiteCtx, isolationWork(ns, "isolation"))).To(Succeed())
+			Expect(hubClient.Create(suiteCtx, &addonv1alpha1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "isolation"}})).To(Succeed())
+		}
+		DeferCleanup(func() {
+			for _, ns := range []string{cluster1, cluster2} {
+				Expect(hubClient.Delete(suiteCtx, &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "isolation"}})).To(Succeed())
+				Expect(hubClient.Delete(suiteCtx, &addonv1alpha1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "isolation"}})).To(Succeed())
+			}
+		})
+		label := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"touched-by":"agent"}}}`))
+		status := client.RawPatch(types.MergePatchType, []byte(`{"status":{"conditions":[{"type":"Touched","status":"True","reason":"Agent","message":"","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}`))
+		work := func(ns string) *workv1.ManifestWork {
+			return &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "isolation"}}
+		}
+		addOn := func(ns string) *addonv1alpha1.ManagedClusterAddOn {
+			return &addonv1alpha1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "isolation"}}
+		}
+		// fresh reads the object as the hub admin, so an update carries a current resourceVersion.
+		fresh := func(o client.Object) client.Object {
+			Expect(hubClient.Get(suiteCtx, client.ObjectKeyFromObject(o), o)).To(Succeed())
+			return o
+		}
+		attempts := []struct {
+			what string
+			try  func(ns string) error
+		}{
+			{"get manifestworks", func(ns string) error { return c1.Get(suiteCtx, client.ObjectKeyFromObject(work(ns)), work(ns)) }},
+			{"list manifestworks", func(ns string) error { return c1.List(suiteCtx, &workv1.ManifestWorkList{}, client.InNamespace(ns)) }},
+			{"update manifestworks", func(ns string) error {
+				w := fresh(work(ns)).(*workv1.ManifestWork)
+				w.Labels = map[string]string{"updated-by": "agent"}
+				return c1.Update(suiteCtx, w)
+			}},
+			{"patch manifestworks", func(ns string) error { return c1.Patch(suiteCtx, work(ns), label) }},
+			{"patch manifestworks/status", func(ns string) error { return c1.Status().Patch(suiteCtx, work(ns), status) }},
+			{"update manifestworks/status", func(ns string) error { return c1.Status().Update(suiteCtx, fresh(work(ns))) }},
+			{"delete manifestworks", func(ns string) error {
+				doomed := isolationWork(ns, "isolation-doomed")
+				Expect(hubClient.Create(suiteCtx, doomed)).To(Succeed())
+				DeferCleanup(func() { Expect(client.IgnoreNotFound(hubClient.Delete(suiteCtx, doomed))).To(Succeed()) })
+				return c1.Delete(suiteCtx, doomed)
+			}},
+			{"get managedclusteraddons", func(ns string) error { return c1.Get(suiteCtx, client.ObjectKeyFromObject(addOn(ns)), addOn(ns)) }},
+			{"list managedclusteraddons", func(ns string) error {
+				return c1.List(suiteCtx, &addonv1alpha1.ManagedClusterAddOnList{}, client.InNamespace(ns))
+			}},
+			{"patch managedclusteraddons/status", func(ns string) error { return c1.Status().Patch(suiteCtx, addOn(ns), status) }},
+			{"list leases", func(ns string) error { return c1.List(suiteCtx, &coordinationv1.LeaseList{}, client.InNamespace(ns)) }},
+			{"update leases", func(ns string) error {
+				return c1.Update(suiteCtx, fresh(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: lease.Name}}))
+			}},
+			{"create leases", func(ns string) error {
+				return c1.Create(suiteCtx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "isolation-" + ns}})
+			}},
+			{"list events", func(ns string) error { return c1.List(suiteCtx, &corev1.EventList{}, client.InNamespace(ns)) }},
+			{"create events", func(ns string) error {
+				return c1.Create(suiteCtx, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "isolation-"},
+					InvolvedObject: corev1.ObjectReference{Kind: "ManifestWork", Namespace: ns, Name: "isolation"},
+					Reason:         "Isolation", Message: "written by cluster1's agent", Type: corev1.EventTypeNormal})
+			}},
+		}
+		for _, at := range attempts {
+			Expect(at.try(cluster1)).To(Succeed(), "%s in its own namespace %s", at.what, cluster1)
+			err := at.try(cluster2)
+			Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%s in %s by cluster1's agent: want Forbidden, got %v", at.what, cluster2, err)
+		}
 	})
 
 	It("denies a CSR in which one cluster's agent asks for another cluster's identity", func() {
@@ -401,6 +472,49 @@ var _ = Describe("Registration", Ordered, func() {
 		Expect(apierrors.IsForbidden(bc.Patch(suiteCtx, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "sneaky"}}, patch))).To(BeTrue())
 		Expect(managedCluster("sneaky").Spec.HubAcceptsClient).To(BeFalse())
 		Expect(hubClient.Delete(suiteCtx, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "sneaky"}})).To(Succeed())
+	})
+
+	It("lets only users allowed to update managedclusters/accept set hubAcceptsClient, even if they may update ManagedClusters", func() {
+		const name, user = "gated", "cluster-editor"
+		Expect(hubClient.Create(suiteCtx, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
+		DeferCleanup(func() {
+			Expect(hubClient.Delete(suiteCtx, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
+		})
+		// RBAC lets the user update and patch ManagedClusters, so only the admission check can refuse.
+		Expect(hubClient.Create(suiteCtx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: user},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{clusterv1.GroupVersion.Group}, Resources: []string{"managedclusters"},
+				Verbs: []string{"get", "list", "update", "patch"}}}})).To(Succeed())
+		Expect(hubClient.Create(suiteCtx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: user},
+			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}})).To(Succeed())
+		cfg, err := fleet.Hub.UserConfig(user)
+		Expect(err).NotTo(HaveOccurred())
+		uc := managedClient(cfg)
+		relabel := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"example.com/owner":"editor"}}}`))
+		Eventually(func() error {
+			return uc.Patch(suiteCtx, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name}}, relabel)
+		}).Should(Succeed())
+		accept := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"hubAcceptsClient":true}}`))
+		err = uc.Patch(suiteCtx, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name}}, accept)
+		Expect(err).To(And(Satisfy(apierrors.IsForbidden), MatchError(ContainSubstring(
+			"setting spec.hubAcceptsClient to true requires update permission on managedclusters/accept"))))
+		// A full update is checked as a patch is.
+		mc := managedCluster(name)
+		mc.Spec.HubAcceptsClient = true
+		Expect(uc.Update(suiteCtx, mc)).To(And(Satisfy(apierrors.IsForbidden), MatchError(ContainSubstring("managedclusters/accept"))))
+		Expect(managedCluster(name).Spec.HubAcceptsClient).To(BeFalse())
+
+		// With update on managedclusters/accept for this cluster, the same patch is allowed.
+		Expect(hubClient.Create(suiteCtx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: user + "-accept"},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{"register.open-cluster-management.io"}, Resources: []string{"managedclusters/accept"},
+				ResourceNames: []string{name}, Verbs: []string{"update"}}}})).To(Succeed())
+		Expect(hubClient.Create(suiteCtx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user + "-accept"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: user + "-accept"},
+			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}})).To(Succeed())
+		Eventually(func() error {
+			return uc.Patch(suiteCtx, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name}}, accept)
+		}).Should(Succeed())
+		Expect(managedCluster(name).Spec.HubAcceptsClient).To(BeTrue())
 	})
 
 	It("denies CSRs a plugin denies, naming the plugin", func() {
@@ -472,10 +586,18 @@ var _ = Describe("Registration", Ordered, func() {
 		}).Should(Succeed())
 	})
 
-	It("takes no decision when a plugin traps, and records an Event and a metric", func() {
+	It("blocks an approving plugin while another traps, records an Event and a metric, and approves once the trap is gone", func() {
+		// Both plugins apply to trap1: one would approve it, the other crashes on it. A failing
+		// fail-closed plugin must keep the approval from taking effect.
+		loadPlugin("trap-approver", `"approve:trap"`)
+		DeferCleanup(unloadPlugin, "trap-approver")
 		loadPlugin("crashy", `"trap:trap"`)
-		DeferCleanup(unloadPlugin, "crashy")
-		// An approving plugin for other clusters shows that the failure gives no decision either way.
+		trapLoaded := true
+		DeferCleanup(func() {
+			if trapLoaded {
+				unloadPlugin("crashy")
+			}
+		})
 		before := failureCount("crashy")
 		m := fleet.Managed[1]
 		Expect(managedClient(m.Config).Create(suiteCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "agent-trap"}})).To(Succeed())
@@ -490,10 +612,27 @@ var _ = Describe("Registration", Ordered, func() {
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(evs.Items).To(ContainElement(And(HaveField("Reason", "CSRApprovalPluginFailed"), HaveField("Note", ContainSubstring("crashy")))))
 		}).Should(Succeed())
-		Expect(failureCount("crashy")).To(BeNumerically(">", before))
+		reviewed := failureCount("crashy")
+		Expect(reviewed).To(BeNumerically(">", before))
+
+		// Reviews of one CSR never overlap, so a further failed review means the one counted above
+		// (with both plugins loaded) has finished, approval included had it approved. Relabelling
+		// the cluster asks for that further review.
+		Expect(hubClient.Patch(suiteCtx, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "trap1"}},
+			client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"example.com/review":"again"}}}`)))).To(Succeed())
+		Eventually(func() float64 { return failureCount("crashy") }).Should(BeNumerically(">", reviewed))
 		got, err := hubKube.CertificatesV1().CertificateSigningRequests().Get(suiteCtx, name, metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())
-		Expect(csr.IsPending(got)).To(BeTrue(), "a trapping plugin must leave the CSR pending: %+v", got.Status)
+		Expect(csr.IsPending(got)).To(BeTrue(), "a trapping plugin must keep trap-approver's approval from taking effect: %+v", got.Status)
+
+		// Without the trap, the same approving plugin approves the waiting CSR.
+		unloadPlugin("crashy")
+		trapLoaded = false
+		Eventually(func(g Gomega) *certificatesv1.CertificateSigningRequestCondition {
+			got, err := hubKube.CertificatesV1().CertificateSigningRequests().Get(suiteCtx, name, metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			return csrCondition(*got, certificatesv1.CertificateApproved)
+		}).Should(And(Not(BeNil()), HaveField("Reason", csr.ReasonPluginApproved), HaveField("Message", ContainSubstring("trap-approver"))))
 	})
 
 	It("looks at pending CSRs again when the plugins change", func() {
@@ -628,7 +767,55 @@ var _ = Describe("Registration", Ordered, func() {
 		Expect(apierrors.IsForbidden(c2.Get(suiteCtx, client.ObjectKey{Name: cluster2}, &clusterv1.ManagedCluster{}))).To(BeTrue())
 		Expect(apierrors.IsForbidden(c2.Create(suiteCtx, registrationCSRObject()))).To(BeTrue())
 	})
+
+	It("lets the bootstrap identity list and watch ManagedClusters as OCM's agent does, and nothing more", func() {
+		scheme, err := manager.NewScheme()
+		Expect(err).NotTo(HaveOccurred())
+		bc, err := client.NewWithWatch(bootstrapConfig(), client.Options{Scheme: scheme})
+		Expect(err).NotTo(HaveOccurred())
+		const name = "bootstrap-watcher"
+		DeferCleanup(func() {
+			Expect(client.IgnoreNotFound(hubClient.Delete(suiteCtx, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name}}))).To(Succeed())
+		})
+
+		// OCM's agent waits for acceptance with a list and watch of its own ManagedCluster (by a
+		// field selector on the name); OCM's bootstrap role allows both, without a name.
+		Expect(bc.List(suiteCtx, &clusterv1.ManagedClusterList{})).To(Succeed())
+		w, err := bc.Watch(suiteCtx, &clusterv1.ManagedClusterList{}, client.MatchingFields{"metadata.name": name})
+		Expect(err).NotTo(HaveOccurred())
+		defer w.Stop()
+		Expect(bc.Create(suiteCtx, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
+		Eventually(w.ResultChan()).Should(Receive(And(HaveField("Type", BeEquivalentTo("ADDED")),
+			HaveField("Object", HaveField("ObjectMeta.Name", name)))))
+
+		// Reading clusters gives it no way to change one: it still may not accept (the admission
+		// policy on create, RBAC on update), relabel or delete a cluster.
+		Eventually(func() error {
+			return bc.Create(suiteCtx, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name + "-accepted"},
+				Spec: clusterv1.ManagedClusterSpec{HubAcceptsClient: true}})
+		}).Should(Satisfy(apierrors.IsForbidden))
+		mc := &clusterv1.ManagedCluster{}
+		Expect(bc.Get(suiteCtx, client.ObjectKey{Name: name}, mc)).To(Succeed())
+		mc.Spec.HubAcceptsClient = true
+		Expect(bc.Update(suiteCtx, mc)).To(Satisfy(apierrors.IsForbidden))
+		relabel := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"example.com/owner":"bootstrap"}}}`))
+		Expect(bc.Patch(suiteCtx, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name}}, relabel)).To(Satisfy(apierrors.IsForbidden))
+		Expect(bc.Delete(suiteCtx, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: cluster1}})).To(Satisfy(apierrors.IsForbidden))
+		Expect(managedCluster(name).Spec.HubAcceptsClient).To(BeFalse())
+
+		// Unlike OCM's role it reads no ConfigMaps (OCM grants get for clusteradm join), nor Secrets.
+		Expect(bc.List(suiteCtx, &corev1.ConfigMapList{})).To(Satisfy(apierrors.IsForbidden))
+		Expect(bc.Get(suiteCtx, client.ObjectKey{Namespace: "kube-public", Name: "kube-root-ca.crt"}, &corev1.ConfigMap{})).To(Satisfy(apierrors.IsForbidden))
+		Expect(bc.List(suiteCtx, &corev1.SecretList{})).To(Satisfy(apierrors.IsForbidden))
+	})
 })
+
+// isolationWork is a ManifestWork with one ConfigMap (the hub's webhook refuses an empty one).
+func isolationWork(ns, name string) *workv1.ManifestWork {
+	return &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: workv1.ManifestWorkSpec{Workload: workv1.ManifestsTemplate{Manifests: []workv1.Manifest{{RawExtension: runtime.RawExtension{
+			Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"isolation","namespace":"default"}}`)}}}}}}
+}
 
 // registrationCSRObject is a well-formed CSR the revoked agent may no longer create.
 func registrationCSRObject() *certificatesv1.CertificateSigningRequest {
