@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -43,13 +46,17 @@ func newEngine(t *testing.T, opts wasm.EngineOptions) *wasm.Engine {
 	return e
 }
 
-// loopWatcher is a logger that also reports when a guest's "loop" export is running.
-func loopWatcher(t *testing.T) (logr.Logger, <-chan struct{}) {
+// loopWatcher is a logger that also reports when a guest's "loop" export is running,
+// and passes every line (funcr's key/value text) to the optional also.
+func loopWatcher(t *testing.T, also ...func(args string)) (logr.Logger, <-chan struct{}) {
 	started := make(chan struct{}, 16)
 	log := funcr.New(func(prefix, args string) {
 		t.Log(prefix, args)
 		if strings.Contains(args, "loop started") {
 			started <- struct{}{}
+		}
+		for _, f := range also {
+			f(args)
 		}
 	}, funcr.Options{Verbosity: 1})
 	return log, started
@@ -132,39 +139,71 @@ func TestPluginConfigIsExposedUnderConfigKey(t *testing.T) {
 }
 
 func TestLoopingGuestTimesOutWhileOtherCallsAreServed(t *testing.T) {
-	log, started := loopWatcher(t)
+	// The host logger runs in the calling goroutine, so holding the looping call's "loop
+	// started" line keeps that call in flight until the other calls are done: they are
+	// served while it runs whatever the scheduling (a fresh instance for them can take
+	// longer than the timeout on a loaded machine). Released, the guest spins until its
+	// deadline stops it.
+	var startedOnce sync.Once
+	started, resume := make(chan struct{}), make(chan struct{})
+	log := funcr.New(func(prefix, args string) {
+		t.Log(prefix, args)
+		if strings.Contains(args, "loop started") {
+			startedOnce.Do(func() { close(started) })
+			<-resume
+		}
+	}, funcr.Options{Verbosity: 1})
+	var resumeOnce sync.Once
+	release := func() { resumeOnce.Do(func() { close(resume) }) }
+	defer release() // before the cleanups, whose Close waits for the looping call
+
 	e := newEngine(t, wasm.EngineOptions{Logger: log})
-	const timeout = 500 * time.Millisecond
+	const timeout = 2 * time.Second // not shorter: it also bounds the guest's start-up at Load
 	m := load(t, e, wasm.ModuleSpec{Name: "looper", Limits: wasm.Limits{CallTimeout: timeout, PoolSize: 3}})
-	var looping atomic.Bool
-	looping.Store(true)
 	loopErr := make(chan error, 1)
-	var elapsed time.Duration
+	var loopStart, loopEnd time.Time
 	go func() {
-		start := time.Now()
+		loopStart = time.Now()
 		_, err := m.Call(context.Background(), "loop", nil)
-		elapsed = time.Since(start)
-		looping.Store(false)
+		loopEnd = time.Now()
 		loopErr <- err
 	}()
 	<-started
-	servedDuringLoop := 0
-	for i := 0; i < 20; i++ {
-		if got := call(t, m, "echo", fmt.Sprint(i)); got != fmt.Sprint(i) {
-			t.Fatalf("echo %d = %q", i, got)
+	served := make(chan error, 1)
+	go func() {
+		for i := range 20 {
+			out, err := m.Call(context.Background(), "echo", []byte(fmt.Sprint(i)))
+			if err != nil || string(out) != fmt.Sprint(i) {
+				served <- fmt.Errorf("echo %d = %q, %v", i, out, err)
+				return
+			}
 		}
-		if looping.Load() {
-			servedDuringLoop++
+		served <- nil
+	}()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatal(err)
 		}
+	case <-time.After(30 * time.Second): // only when calls wait for the looping one
+		t.Fatalf("no call was served while the looping call was in flight")
 	}
-	if servedDuringLoop == 0 {
-		t.Fatalf("no call was served while the looping call was running")
-	}
+	released := time.Now()
+	release()
 	err := <-loopErr
 	wantCallError(t, err, wasm.KindTimeout, "looper", "loop", timeout.String())
-	// Generous bound: the deadline must actually stop the guest (not merely the caller).
-	if elapsed < timeout || elapsed > timeout+5*time.Second {
-		t.Fatalf("looping call returned after %s, want about %s", elapsed, timeout)
+	// Generous bound: the deadline must actually stop the guest (not merely the caller),
+	// at the deadline or as soon as it is released after it.
+	deadline := loopStart.Add(timeout)
+	if loopEnd.Before(deadline) {
+		t.Fatalf("looping call returned after %s, before its %s deadline", loopEnd.Sub(loopStart), timeout)
+	}
+	stop := deadline
+	if released.After(stop) {
+		stop = released
+	}
+	if loopEnd.After(stop.Add(5 * time.Second)) {
+		t.Fatalf("looping call returned %s after its deadline (released %s after it started)", loopEnd.Sub(deadline), released.Sub(loopStart))
 	}
 	if got := call(t, m, "echo", "after"); got != "after" {
 		t.Fatalf("echo after timeout = %q", got)
@@ -183,7 +222,8 @@ func TestCallerCancellationIsNotATimeout(t *testing.T) {
 
 func TestMemoryBombFailsCleanly(t *testing.T) {
 	e := newEngine(t, wasm.EngineOptions{})
-	m := load(t, e, wasm.ModuleSpec{Name: "bomber", Limits: wasm.Limits{MemoryBytes: 48 << 20, PoolSize: 1}})
+	// A long timeout: a starved machine must not turn the memory limit into a Timeout.
+	m := load(t, e, wasm.ModuleSpec{Name: "bomber", Limits: wasm.Limits{MemoryBytes: 48 << 20, PoolSize: 1, CallTimeout: 20 * time.Second}})
 	_, err := m.Call(context.Background(), "bomb", nil)
 	wantCallError(t, err, wasm.KindMemoryLimit, "bomber", "bomb", fmt.Sprint(48<<20))
 	if got := call(t, m, "calls", ""); got != "1" {
@@ -251,7 +291,9 @@ func TestLoadFailuresCarryTheirReason(t *testing.T) {
 	}{
 		{"missing export", wasm.ModuleSpec{Type: abi.TypeCSRApproval, Wasm: v1}, wasm.ReasonMissingExport, "review_csr"},
 		{"rejected config", wasm.ModuleSpec{Type: abi.TypePrioritizer, Wasm: v1, Config: []byte(`{"reject":true}`)}, wasm.ReasonConfigRejected, "config rejected: field reject is set"},
-		{"config validation hangs", wasm.ModuleSpec{Type: abi.TypePrioritizer, Wasm: v1, Config: []byte(`{"hang":true}`), Limits: wasm.Limits{CallTimeout: 200 * time.Millisecond}}, wasm.ReasonConfigRejected, "call timeout"},
+		// The timeout also bounds the guest runtime's start-up (the first call), which can take a
+		// few hundred milliseconds on a loaded machine.
+		{"config validation hangs", wasm.ModuleSpec{Type: abi.TypePrioritizer, Wasm: v1, Config: []byte(`{"hang":true}`), Limits: wasm.Limits{CallTimeout: 2 * time.Second}}, wasm.ReasonConfigRejected, "call timeout"},
 		{"digest mismatch", wasm.ModuleSpec{Type: abi.TypePrioritizer, Wasm: v1, SHA256: strings.Repeat("ab", 32)}, wasm.ReasonDigestMismatch, wasm.Digest(v1)},
 		{"too large", wasm.ModuleSpec{Type: abi.TypePrioritizer, Wasm: make([]byte, 5<<20)}, wasm.ReasonTooLarge, "above the limit"},
 		{"not wasm", wasm.ModuleSpec{Type: abi.TypePrioritizer, Wasm: []byte("definitely not wasm")}, wasm.ReasonInvalidModule, "compiling"},
@@ -296,9 +338,144 @@ func TestLimitsAreClampedToEngineMaxima(t *testing.T) {
 	}
 }
 
+func TestDefaultEngineLimits(t *testing.T) {
+	e := newEngine(t, wasm.EngineOptions{}) // newEngine sets only CacheDir and Logger
+	if o := e.Options(); o.MaxMemoryBytes != wasm.DefaultMaxMemoryBytes || o.MaxCallTimeout != wasm.DefaultMaxCallTimeout ||
+		o.MaxPoolSize != wasm.DefaultMaxPoolSize || o.MaxModuleBytes != wasm.DefaultMaxModuleBytes {
+		t.Fatalf("default engine options: %+v", o)
+	}
+	maxima := wasm.Limits{MemoryBytes: wasm.DefaultMaxMemoryBytes, CallTimeout: wasm.DefaultMaxCallTimeout, PoolSize: wasm.DefaultMaxPoolSize}
+	atMax := load(t, e, wasm.ModuleSpec{Name: "at-max", Limits: maxima})
+	if atMax.Limits() != maxima || len(atMax.Warnings()) != 0 {
+		t.Fatalf("limits at the hub maxima: %+v %v, want %+v unchanged", atMax.Limits(), atMax.Warnings(), maxima)
+	}
+	greedy := load(t, e, wasm.ModuleSpec{Name: "greedy", Limits: wasm.Limits{
+		MemoryBytes: wasm.DefaultMaxMemoryBytes + 1, CallTimeout: wasm.DefaultMaxCallTimeout + 1, PoolSize: wasm.DefaultMaxPoolSize + 1}})
+	if greedy.Limits() != maxima {
+		t.Fatalf("limits above the hub maxima: %+v, want clamped to %+v", greedy.Limits(), maxima)
+	}
+	if w := strings.Join(greedy.Warnings(), "; "); !strings.Contains(w, "limits.memory") || !strings.Contains(w, "limits.timeout") || !strings.Contains(w, "pool size") {
+		t.Fatalf("warnings %q should describe the three clamps", w)
+	}
+
+	// The default pool size is GOMAXPROCS, at least 2 and at most the hub maximum.
+	procs := runtime.GOMAXPROCS(0)
+	defer runtime.GOMAXPROCS(procs)
+	for _, tc := range []struct{ procs, pool int }{{1, 2}, {5, 5}, {wasm.DefaultMaxPoolSize + 8, wasm.DefaultMaxPoolSize}} {
+		runtime.GOMAXPROCS(tc.procs)
+		d := load(t, e, wasm.ModuleSpec{Name: fmt.Sprintf("defaults-%d", tc.procs)})
+		want := wasm.Limits{MemoryBytes: wasm.DefaultMemoryBytes, CallTimeout: wasm.DefaultCallTimeout, PoolSize: tc.pool}
+		if d.Limits() != want || len(d.Warnings()) != 0 {
+			t.Fatalf("default limits with GOMAXPROCS=%d: %+v %v, want %+v", tc.procs, d.Limits(), d.Warnings(), want)
+		}
+	}
+	runtime.GOMAXPROCS(procs)
+
+	d := load(t, e, wasm.ModuleSpec{Name: "defaults"})
+	start := time.Now()
+	_, err := d.Call(context.Background(), "loop", nil)
+	wantCallError(t, err, wasm.KindTimeout, "defaults", "loop", "within the "+wasm.DefaultCallTimeout.String()+" call timeout")
+	// Generous upper bound, far below the 30s hub maximum: the default deadline stops the guest.
+	if elapsed := time.Since(start); elapsed < wasm.DefaultCallTimeout || elapsed > wasm.DefaultCallTimeout+10*time.Second {
+		t.Fatalf("the looping call timed out after %s, want about the default %s", elapsed, wasm.DefaultCallTimeout)
+	}
+}
+
+func TestPoolSizeBoundsConcurrentCalls(t *testing.T) {
+	log, started := loopWatcher(t)
+	e := newEngine(t, wasm.EngineOptions{Logger: log})
+	m := load(t, e, wasm.ModuleSpec{Name: "pooled", Limits: wasm.Limits{PoolSize: 2, CallTimeout: 20 * time.Second}})
+	loopCtx, stopLoops := context.WithCancel(context.Background())
+	defer stopLoops()
+	loopErrs := make(chan error, 2)
+	for range 2 {
+		go func() {
+			_, err := m.Call(loopCtx, "loop", nil)
+			loopErrs <- err
+		}()
+	}
+	<-started
+	<-started
+	// Both instances are busy: a third call waits for one, until its own context ends.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_, err := m.Call(ctx, "echo", []byte("third"))
+	wantCallError(t, err, wasm.KindCanceled, "pooled", "echo", "waiting for a free instance (pool size 2)", "deadline exceeded")
+	stopLoops()
+	for range 2 {
+		wantCallError(t, <-loopErrs, wasm.KindCanceled, "pooled", "loop")
+	}
+	if got := call(t, m, "echo", "after"); got != "after" {
+		t.Fatalf("echo after the loops ended = %q", got)
+	}
+}
+
+// TestSandboxRefusesEveryWayOut backs PLUGINS.md: a guest gets no filesystem, network,
+// environment, arguments or Extism vars. Each attempt is made by the guest's "escape"
+// export; a host that opened the corresponding door would let it succeed.
+func TestSandboxRefusesEveryWayOut(t *testing.T) {
+	const secret = "host secret 7f3a"
+	secretFile := filepath.Join(t.TempDir(), "secret.txt")
+	if err := os.WriteFile(secretFile, []byte(secret), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("FLOTILLA_SANDBOX_PROBE", secret)
+	var requests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		requests.Add(1)
+		_, _ = w.Write([]byte(secret))
+	}))
+	defer srv.Close()
+
+	e := newEngine(t, wasm.EngineOptions{})
+	m := load(t, e, wasm.ModuleSpec{Name: "escaper"})
+	output := func(want string) func(*testing.T, string, error) {
+		return func(t *testing.T, out string, err error) {
+			if err != nil || out != want {
+				t.Fatalf("guest saw %q (error %v), want %q", out, err, want)
+			}
+		}
+	}
+	failedIO := func(t *testing.T, out string, err error) {
+		if err != nil || !strings.HasPrefix(out, "error ") || strings.Contains(out, secret) {
+			t.Fatalf("guest saw %q (call error %v), want an I/O error", out, err)
+		}
+	}
+	trapped := func(contains string) func(*testing.T, string, error) {
+		return func(t *testing.T, out string, err error) {
+			if err == nil {
+				t.Fatalf("the call succeeded with %q, want a trap", out)
+			}
+			wantCallError(t, err, wasm.KindTrap, "escaper", "escape", contains)
+		}
+	}
+	for _, tc := range []struct {
+		name, attempt string
+		check         func(t *testing.T, out string, err error)
+	}{
+		{"read a host file", "read " + secretFile, failedIO},
+		{"list the root directory", "readdir /", failedIO},
+		{"list the working directory", "readdir .", failedIO},
+		{"list the environment", "environ", output(`environ(0) ""`)},
+		{"read a host variable", "getenv FLOTILLA_SANDBOX_PROBE", output(`set=false value=""`)},
+		{"read the arguments", "args", output(`args(0) ""`)},
+		{"send an HTTP request", "http " + srv.URL + "/leak", trapped("HTTP request to '" + srv.URL + "/leak' is not allowed")},
+		{"use Extism vars", "vars", trapped("Vars are disabled by this host")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := m.Call(context.Background(), "escape", []byte(tc.attempt))
+			t.Logf("%s: output %q, error %v", tc.attempt, out, err)
+			tc.check(t, string(out), err)
+		})
+	}
+	if n := requests.Load(); n != 0 {
+		t.Fatalf("the guest's HTTP request reached the server (%d requests)", n)
+	}
+}
+
 func TestInstanceIsRecycledPastTheMemoryHighWaterMark(t *testing.T) {
 	e := newEngine(t, wasm.EngineOptions{})
-	m := load(t, e, wasm.ModuleSpec{Name: "grower", Limits: wasm.Limits{MemoryBytes: 64 << 20, PoolSize: 1}})
+	m := load(t, e, wasm.ModuleSpec{Name: "grower", Limits: wasm.Limits{MemoryBytes: 64 << 20, PoolSize: 1, CallTimeout: 20 * time.Second}})
 	call(t, m, "calls", "")
 	if got := call(t, m, "calls", ""); got != "2" {
 		t.Fatalf("calls = %q", got)
@@ -337,24 +514,54 @@ func TestHundredConcurrentCalls(t *testing.T) {
 }
 
 func TestCloseWaitsForInFlightCalls(t *testing.T) {
-	log, started := loopWatcher(t)
+	// Call logs a failure before it releases the call, and Close returns only after every
+	// release: the looping call's failure line must be logged by the time Close returns.
+	// The looping call ends only when the test cancels it, after Close has begun waiting,
+	// so the test does not depend on timing (a short call timeout could expire before
+	// Close is even called on a loaded machine, or fail the load itself).
+	var loopFailed atomic.Bool
+	log, started := loopWatcher(t, func(args string) {
+		if strings.Contains(args, `"msg"="wasm plugin call failed"`) && strings.Contains(args, `"wasmPlugin"="closing"`) &&
+			strings.Contains(args, `"export"="loop"`) && strings.Contains(args, `"kind"="Canceled"`) {
+			loopFailed.Store(true)
+		}
+	})
 	e := newEngine(t, wasm.EngineOptions{Logger: log})
-	m := load(t, e, wasm.ModuleSpec{Name: "closing", Limits: wasm.Limits{CallTimeout: 300 * time.Millisecond}})
+	m := load(t, e, wasm.ModuleSpec{Name: "closing", Limits: wasm.Limits{CallTimeout: 20 * time.Second, PoolSize: 2}})
+	loopCtx, stopLoop := context.WithCancel(context.Background())
+	defer stopLoop()
 	res := make(chan error, 1)
 	go func() {
-		_, err := m.Call(context.Background(), "loop", nil)
+		_, err := m.Call(loopCtx, "loop", nil)
 		res <- err
 	}()
 	<-started
-	if err := m.Close(context.Background()); err != nil {
-		t.Fatalf("Close: %v", err)
+	closed := make(chan error, 1)
+	go func() { closed <- m.Close(context.Background()) }()
+	// Close refuses new calls before it waits: once a call is refused, Close has begun
+	// and the looping call is still running (nothing can end it but stopLoop).
+	for {
+		_, err := m.Call(context.Background(), "echo", nil)
+		if wasm.CallErrorKindOf(err) == wasm.KindClosed {
+			break
+		}
+		if err != nil {
+			t.Fatalf("echo while Close was starting: %v (want success, then Closed)", err)
+		}
 	}
 	select {
-	case err := <-res:
-		wantCallError(t, err, wasm.KindTimeout, "closing")
+	case err := <-closed:
+		t.Fatalf("Close returned (%v) while a call was running", err)
 	default:
+	}
+	stopLoop()
+	if err := <-closed; err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if !loopFailed.Load() {
 		t.Fatalf("Close returned before the in-flight call finished")
 	}
+	wantCallError(t, <-res, wasm.KindCanceled, "closing", "loop")
 	_, err := m.Call(context.Background(), "echo", nil)
 	wantCallError(t, err, wasm.KindClosed, "closing")
 }

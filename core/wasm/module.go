@@ -31,6 +31,8 @@ type Module struct {
 	failurePolicy FailurePolicy
 	highWater     uint64
 	hasABIExport  bool
+	// declared is what a FeedbackExtractor's declare_resources answered at load (declare.go).
+	declared *abi.FeedbackResources
 
 	compiled *extism.CompiledPlugin
 	logger   *guestLogger
@@ -152,6 +154,9 @@ func (m *Module) validate(ctx context.Context, required []string, config []byte)
 			return loadErr(m.name, ReasonConfigRejected, err, "%s rejected spec.pluginConfig: %s", abi.ExportValidateConfig, msg)
 		}
 	}
+	if err := m.declare(ctx, in); err != nil {
+		return err
+	}
 	m.put(ctx, in)
 	return nil
 }
@@ -197,7 +202,12 @@ func (m *Module) Call(ctx context.Context, export string, input []byte) ([]byte,
 		return nil, &CallError{Plugin: m.name, Export: export, Kind: KindClosed, Message: "module was closed (replaced or removed)"}
 	}
 	defer m.release()
-	return m.call(ctx, export, input)
+	out, err := m.call(ctx, export, input)
+	if err != nil {
+		// Before release, so it is logged by the time Close (which waits for release) returns.
+		m.engine.log.V(1).Info("wasm plugin call failed", "wasmPlugin", m.name, "export", export, "kind", CallErrorKindOf(err))
+	}
+	return out, err
 }
 
 func (m *Module) call(ctx context.Context, export string, input []byte) ([]byte, error) {

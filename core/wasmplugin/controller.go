@@ -21,6 +21,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -57,6 +58,11 @@ type Reconciler struct {
 	Reader   client.Reader
 	Engine   *wasm.Engine
 	Registry *wasm.Registry
+	// Types, when set, limits the controller to WasmPlugins of these types: others are not
+	// loaded and their status is left to whoever serves them (the klusterlet loads only
+	// FeedbackExtractors, so on a hub that is also a managed cluster it leaves the hub's
+	// plugins to the hub).
+	Types []abi.PluginType
 
 	mu sync.Mutex
 	// attempted maps a plugin name to the fingerprint of the inputs last loaded (or
@@ -70,8 +76,9 @@ type attempt struct {
 	err         *wasm.LoadError
 }
 
-// SetupWithManager registers the controller and its ConfigMap index with mgr.
-func SetupWithManager(mgr ctrl.Manager, engine *wasm.Engine, registry *wasm.Registry) error {
+// SetupWithManager registers the controller and its ConfigMap index with mgr; with types, it
+// loads only WasmPlugins of those types (see Reconciler.Types).
+func SetupWithManager(mgr ctrl.Manager, engine *wasm.Engine, registry *wasm.Registry, types ...abi.PluginType) error {
 	if engine == nil || registry == nil {
 		return errors.New("wasmplugin: SetupWithManager needs an engine and a registry")
 	}
@@ -79,7 +86,7 @@ func SetupWithManager(mgr ctrl.Manager, engine *wasm.Engine, registry *wasm.Regi
 	if err := flotillav1alpha1.AddToScheme(mgr.GetScheme()); err != nil {
 		return fmt.Errorf("wasmplugin: adding flotilla.dev/v1alpha1 to the scheme: %w", err)
 	}
-	r := &Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Engine: engine, Registry: registry}
+	r := &Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Engine: engine, Registry: registry, Types: types}
 	return r.SetupWithManager(mgr)
 }
 
@@ -137,7 +144,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, fmt.Errorf("getting WasmPlugin %s: %w", name, err)
 	}
-	if !wp.DeletionTimestamp.IsZero() {
+	if !wp.DeletionTimestamp.IsZero() || !r.handles(abi.PluginType(wp.Spec.Type)) {
 		return reconcile.Result{}, r.unload(ctx, name)
 	}
 
@@ -165,6 +172,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	return result, r.writeStatus(ctx, &wp, failed(lerr))
+}
+
+func (r *Reconciler) handles(t abi.PluginType) bool {
+	return len(r.Types) == 0 || slices.Contains(r.Types, t)
 }
 
 // timingDependent reports a load failure caused by a guest call timing out (in

@@ -3,9 +3,12 @@ package wasmplugin_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 
+	"github.com/go-logr/logr/funcr"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	flotillav1alpha1 "github.com/flotilla-dev/flotilla/core/apis/flotilla/v1alpha1"
@@ -229,6 +233,26 @@ var _ = Describe("WasmPlugin", func() {
 			limits: &flotillav1alpha1.WasmPluginLimits{Timeout: &metav1.Duration{Duration: 200e6}}})
 		Eventually(readyReason(ctx, "slow-check")).Should(Equal("False/ConfigRejected"))
 		Expect(readyMessage(ctx, "slow-check")).To(ContainSubstring("200ms call timeout"))
+
+		// A verdict that depends on timing is retried: the same inputs load the module again and
+		// the reconcile asks to be requeued. A definite rejection is remembered and not retried.
+		r, loads := ownReconciler()
+		for i := 1; i <= 2; i++ {
+			res, err := r.Reconcile(loads.ctx(ctx), reconcile.Request{NamespacedName: types.NamespacedName{Name: "slow-check"}})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(res.RequeueAfter).To(BeNumerically(">", 0))
+			Expect(loads.count("WasmPlugin failed to load")).To(Equal(i), "load attempts after %d reconciles of the same inputs", i)
+		}
+
+		putModule(ctx, "rejecting", flotillav1alpha1.SourceKeyWasmZstd, zstd(v1))
+		createPlugin(ctx, "rejecting", "rejecting", pluginOpts{config: `{"reject":true}`})
+		Eventually(readyReason(ctx, "rejecting")).Should(Equal("False/ConfigRejected"))
+		for range 2 {
+			res, err := r.Reconcile(loads.ctx(ctx), reconcile.Request{NamespacedName: types.NamespacedName{Name: "rejecting"}})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(res.RequeueAfter).To(BeZero())
+		}
+		Expect(loads.count("WasmPlugin failed to load")).To(Equal(3), "a definite rejection is loaded once, then remembered")
 	})
 
 	It("reports a decompression bomb as too large", func(ctx SpecContext) {
@@ -313,15 +337,80 @@ var _ = Describe("WasmPlugin", func() {
 		putModule(ctx, "stable", flotillav1alpha1.SourceKeyWasmZstd, zstd(v1))
 		createPlugin(ctx, "stable", "stable", pluginOpts{})
 		Eventually(readyReason(ctx, "stable")).Should(Equal("True/Loaded"))
-		m, _ := registry.Get("stable")
-		// An unrelated change to the ConfigMap triggers a reconcile with the same inputs.
+
+		// A reconciler of its own, called directly, so each reconcile is observed as it finishes.
+		r, loads := ownReconciler()
+		req := reconcile.Request{NamespacedName: types.NamespacedName{Name: "stable"}}
+		_, err := r.Reconcile(loads.ctx(ctx), req)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(loads.count("WasmPlugin loaded")).To(Equal(1))
+		m, ok := r.Registry.Get("stable")
+		Expect(ok).To(BeTrue())
+
+		// An unrelated change to the ConfigMap: a reconcile with the same inputs reuses the module.
 		cm := &corev1.ConfigMap{}
 		Expect(k8s.Get(ctx, types.NamespacedName{Namespace: hubNamespace, Name: "stable"}, cm)).To(Succeed())
 		cm.Labels = map[string]string{"touched": "yes"}
 		Expect(k8s.Update(ctx, cm)).To(Succeed())
-		Consistently(func() *wasm.Module { cur, _ := registry.Get("stable"); return cur }, "2s").Should(BeIdenticalTo(m))
+		_, err = r.Reconcile(loads.ctx(ctx), req)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(loads.count("WasmPlugin loaded")).To(Equal(1), "the second reconcile loaded the module again")
+		cur, _ := r.Registry.Get("stable")
+		Expect(cur).To(BeIdenticalTo(m))
+
+		// A real change (the module bytes) does load again: the count above can move.
+		putModule(ctx, "stable", flotillav1alpha1.SourceKeyWasmZstd, zstd(v2))
+		_, err = r.Reconcile(loads.ctx(ctx), req)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(loads.count("WasmPlugin loaded")).To(Equal(2))
+		cur, _ = r.Registry.Get("stable")
+		Expect(cur).NotTo(BeIdenticalTo(m))
 	})
 })
+
+// loadLog counts the reconciler's log lines by message.
+type loadLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *loadLog) ctx(ctx context.Context) context.Context {
+	return logf.IntoContext(ctx, funcr.New(func(prefix, args string) {
+		l.mu.Lock()
+		l.lines = append(l.lines, args)
+		l.mu.Unlock()
+		fmt.Fprintln(GinkgoWriter, prefix, args)
+	}, funcr.Options{}))
+}
+
+func (l *loadLog) count(msg string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, line := range l.lines {
+		if strings.Contains(line, `"msg"="`+msg+`"`) {
+			n++
+		}
+	}
+	return n
+}
+
+// ownReconciler is a WasmPlugin reconciler with a registry of its own, beside the manager's,
+// whose reconciles a test calls and observes directly. Its modules are closed after the spec.
+func ownReconciler() (*wasmplugin.Reconciler, *loadLog) {
+	reader, err := client.New(cfg, client.Options{Scheme: scheme})
+	Expect(err).NotTo(HaveOccurred())
+	own := wasm.NewRegistry()
+	DeferCleanup(func(ctx SpecContext) {
+		for _, t := range []abi.PluginType{abi.TypePrioritizer, abi.TypeCSRApproval, abi.TypeFeedbackExtractor, abi.TypeAddOnTemplate} {
+			for _, m := range own.List(t) {
+				_, err := own.Remove(ctx, m.Name())
+				Expect(err).NotTo(HaveOccurred())
+			}
+		}
+	})
+	return &wasmplugin.Reconciler{Client: k8s, Reader: reader, Engine: engine, Registry: own}, &loadLog{}
+}
 
 var _ = Describe("WasmPlugin API validation", func() {
 	It("rejects specs the CRD schema forbids", func(ctx SpecContext) {

@@ -1,7 +1,9 @@
 // Package dist embeds Flotilla's own plugins, built by `make plugins` into
 // plugins/dist/<name>.wasm.zst (zstd, as `flotilla plugin push` stores them). The
-// hub installs the Default ones on start. dist_test.go rebuilds them and fails if
-// a committed artifact no longer matches its sources.
+// Default ones are installed on start: the FeedbackExtractors by the klusterlet on its
+// managed cluster (klusterlet/plugins), the others by the hub (hub/plugininstall).
+// dist_test.go rebuilds them and fails if a committed artifact no longer matches its
+// sources.
 package dist
 
 import (
@@ -10,6 +12,7 @@ import (
 	"fmt"
 
 	"github.com/flotilla-dev/flotilla/core/wasm"
+	"github.com/flotilla-dev/flotilla/core/wasmplugin"
 	"github.com/flotilla-dev/flotilla/plugins/internal/build"
 	"github.com/flotilla-dev/flotilla/sdk/abi"
 )
@@ -91,3 +94,8 @@ func Get(name string) (Plugin, error) {
 
 // ZstdBytes is the compressed size.
 func (p Plugin) ZstdBytes() int { return len(p.Compressed) }
+
+// Bundled describes p for wasmplugin.Installer, with pluginConfig config (nil for none).
+func (p Plugin) Bundled(config []byte) wasmplugin.Bundled {
+	return wasmplugin.Bundled{Name: p.Name, Type: p.Type, SHA256: p.SHA256, Compressed: p.Compressed, Config: config}
+}

@@ -34,6 +34,8 @@ const (
 	ExportScore = "score"
 	// ExportReviewCSR (CSRApproval) decides on one pending CertificateSigningRequest.
 	ExportReviewCSR = "review_csr"
+	// ExportDeclareResources (FeedbackExtractor) returns the group/kinds the plugin serves.
+	ExportDeclareResources = "declare_resources"
 	// ExportExtractFeedback (FeedbackExtractor) extracts status feedback values from a resource.
 	ExportExtractFeedback = "extract_feedback"
 	// ExportRenderAddOn (AddOnTemplate) renders the manifests of an add-on for one cluster.
@@ -48,7 +50,7 @@ func RequiredExports(t PluginType) []string {
 	case TypeCSRApproval:
 		return []string{ExportReviewCSR}
 	case TypeFeedbackExtractor:
-		return []string{ExportExtractFeedback}
+		return []string{ExportDeclareResources, ExportExtractFeedback}
 	case TypeAddOnTemplate:
 		return []string{ExportRenderAddOn}
 	}

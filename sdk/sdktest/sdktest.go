@@ -101,10 +101,33 @@ func ReviewCSR(a csrapproval.Approver, h sdk.Host, req abi.CSRReview) (abi.CSRDe
 	return d, err
 }
 
-// ExtractFeedback runs extract_feedback.
+// DeclareResources runs declare_resources and decodes and validates its JSON answer as the
+// host does when it loads the module.
+func DeclareResources(e feedback.Extractor, h sdk.Host) (abi.FeedbackResources, error) {
+	out, err := feedback.Declare(e, h)
+	if err != nil {
+		return abi.FeedbackResources{}, err
+	}
+	var decl abi.FeedbackResources
+	if err := decl.DecodeJSON(out); err != nil {
+		return decl, err
+	}
+	return decl, decl.Validate()
+}
+
+// ExtractFeedback runs extract_feedback after checking, as the work agent does, that the
+// plugin's declaration (declare_resources) covers the request's group and kind.
 func ExtractFeedback(e feedback.Extractor, h sdk.Host, req abi.FeedbackRequest) (abi.FeedbackResult, error) {
+	decl, err := DeclareResources(e, h)
+	if err != nil {
+		return abi.FeedbackResult{}, err
+	}
+	if id := req.Identifier; !decl.Serves(id.Group, id.Kind) {
+		gk := abi.GroupKind{Group: id.Group, Kind: id.Kind}
+		return abi.FeedbackResult{}, fmt.Errorf("the host would not call this plugin for a %s: it declares %v", gk, decl.Resources)
+	}
 	var r abi.FeedbackResult
-	err := roundTrip(req, func(in []byte) ([]byte, error) { return feedback.Extract(e, h, in) }, r.DecodeJSON)
+	err = roundTrip(req, func(in []byte) ([]byte, error) { return feedback.Extract(e, h, in) }, r.DecodeJSON)
 	return r, err
 }
 

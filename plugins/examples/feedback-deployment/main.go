@@ -19,7 +19,13 @@ func init() { feedback.Register(deployment{}) }
 
 func main() {}
 
+// Resources declares what the work agent may send: Deployments (group apps) only.
+func (deployment) Resources(sdk.Host) (abi.FeedbackResources, error) {
+	return abi.FeedbackResources{Resources: []abi.GroupKind{{Group: "apps", Kind: "Deployment"}}}, nil
+}
+
 func (deployment) ExtractFeedback(_ sdk.Host, req *abi.FeedbackRequest) (abi.FeedbackResult, error) {
+	// The host only sends declared kinds; the check guards direct calls (plugin tests).
 	if req.Identifier.Kind != "Deployment" {
 		return abi.FeedbackResult{}, errors.New("feedback-deployment handles Deployments, not " + req.Identifier.Kind)
 	}

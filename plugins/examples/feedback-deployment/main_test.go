@@ -50,8 +50,22 @@ func TestMalformedStatusNamesTheField(t *testing.T) {
 	}
 }
 
+func TestDeclaresDeployments(t *testing.T) {
+	decl, err := sdktest.DeclareResources(deployment{}, sdktest.NewHost(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []abi.GroupKind{{Group: "apps", Kind: "Deployment"}}; !reflect.DeepEqual(decl.Resources, want) {
+		t.Fatalf("declared %v, want %v", decl.Resources, want)
+	}
+}
+
 func TestBuiltModule(t *testing.T) {
 	m := wasmrun.Load(t, wasmrun.Build(t, "."), abi.TypeFeedbackExtractor, nil)
+	// The host read the declaration at load.
+	if got, want := m.FeedbackResources(), []abi.GroupKind{{Group: "apps", Kind: "Deployment"}}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("declared %v, want %v", got, want)
+	}
 	got, err := wasmrun.ExtractFeedback(context.Background(), m, request)
 	if err != nil {
 		t.Fatal(err)

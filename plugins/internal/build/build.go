@@ -20,7 +20,9 @@ type Spec struct {
 	// Package is the plugin's main package, relative to the repository root.
 	Package string
 	Type    abi.PluginType
-	// Default plugins are installed by the hub on start (they need no pluginConfig).
+	// Default plugins are installed on start (they need no pluginConfig) by the component
+	// that calls their type: FeedbackExtractors by the klusterlet on its managed cluster, the
+	// others by the hub.
 	Default     bool
 	Description string
 }
@@ -34,6 +36,8 @@ func Catalog() []Spec {
 			Description: "approves first registrations of clusters matching name globs from listed users (needs pluginConfig)"},
 		{Name: "prioritizer-affinity", Package: "./plugins/prioritizers/affinity", Type: abi.TypePrioritizer, Default: true,
 			Description: "scores clusters by label and claim values and by a resource's amount"},
+		{Name: "feedback-wellknown", Package: "./plugins/feedback/wellknown", Type: abi.TypeFeedbackExtractor, Default: true,
+			Description: "WellKnownStatus feedback of Deployments, Jobs, Pods, DaemonSets and StatefulSets (installed by the klusterlet)"},
 	}
 }
 

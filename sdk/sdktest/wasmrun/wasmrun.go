@@ -112,7 +112,21 @@ func ReviewCSR(ctx context.Context, m *wasm.Module, req abi.CSRReview) (abi.CSRD
 	return d, call(ctx, m, abi.ExportReviewCSR, req.AppendJSON(nil), d.DecodeJSON)
 }
 
-// ExtractFeedback calls extract_feedback.
+// DeclareResources calls declare_resources and decodes and validates the declaration (the
+// host did so at load too: Module.FeedbackResources holds its answer).
+func DeclareResources(ctx context.Context, m *wasm.Module) (abi.FeedbackResources, error) {
+	var decl abi.FeedbackResources
+	if err := call(ctx, m, abi.ExportDeclareResources, nil, decl.DecodeJSON); err != nil {
+		return decl, err
+	}
+	if err := decl.Validate(); err != nil {
+		return decl, wasm.InvalidOutput(m.Name(), abi.ExportDeclareResources, err, "%v", err)
+	}
+	return decl, nil
+}
+
+// ExtractFeedback calls extract_feedback (whether or not the module declares the request's
+// kind: plugin tests may check how it handles others).
 func ExtractFeedback(ctx context.Context, m *wasm.Module, req abi.FeedbackRequest) (abi.FeedbackResult, error) {
 	var r abi.FeedbackResult
 	return r, call(ctx, m, abi.ExportExtractFeedback, req.AppendJSON(nil), r.DecodeJSON)

@@ -3,9 +3,13 @@ package wasmrun_test
 import (
 	"context"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/go-logr/logr/funcr"
 
 	"github.com/flotilla-dev/flotilla/core/wasm"
 	"github.com/flotilla-dev/flotilla/sdk/abi"
@@ -49,24 +53,59 @@ func TestGuestErrorsAreReported(t *testing.T) {
 	}
 }
 
+// TestHostServices loads the module on an engine of its own, since wasmrun.Load's
+// engine discards logs, to see the guest's log line reach the host logger.
 func TestHostServices(t *testing.T) {
-	m := wasmrun.Load(t, misbehave(t), abi.TypeCSRApproval, []byte(`{"mode":"test"}`))
+	var mu sync.Mutex
+	var logged []string
+	logger := funcr.New(func(_, args string) {
+		mu.Lock()
+		logged = append(logged, args)
+		mu.Unlock()
+	}, funcr.Options{})
 	ctx := context.Background()
+	e, err := wasm.NewEngine(ctx, wasm.EngineOptions{Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(ctx)
+	m, err := e.Load(ctx, wasm.ModuleSpec{Name: "services", Type: abi.TypeCSRApproval, Wasm: misbehave(t), Config: []byte(`{"mode":"test"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+
 	d, err := wasmrun.ReviewCSR(ctx, m, review("config"))
 	if err != nil || d.Message != `{"mode":"test"}` {
 		t.Fatalf("pluginConfig seen by the guest: %q, %v", d.Message, err)
 	}
+
 	if _, err := wasmrun.ReviewCSR(ctx, m, review("log")); err != nil {
 		t.Fatalf("logging: %v", err)
 	}
-	// A healthy instance is reused: its call counter keeps growing.
+	// The guest logs "reviewing <name>" at warn level, which the host logs at V(0),
+	// tagged with the plugin's name.
+	mu.Lock()
+	lines := slices.Clone(logged)
+	mu.Unlock()
+	if !slices.ContainsFunc(lines, func(l string) bool {
+		return strings.Contains(l, `"msg"="reviewing csr-log"`) && strings.Contains(l, `"wasmPlugin"="services"`) && strings.Contains(l, `"guestLevel"="WARN"`)
+	}) {
+		t.Fatalf("the guest's warning did not reach the host logger; it logged:\n%s", strings.Join(lines, "\n"))
+	}
+
+	// A healthy instance is reused: its call counter goes up by one per call.
 	first, err := wasmrun.ReviewCSR(ctx, m, review("count"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	second, err := wasmrun.ReviewCSR(ctx, m, review("count"))
-	if err != nil || second.Message <= first.Message {
-		t.Fatalf("call counts %q then %q (%v): the instance was not reused", first.Message, second.Message, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n1, err1 := strconv.Atoi(first.Message)
+	n2, err2 := strconv.Atoi(second.Message)
+	if err1 != nil || err2 != nil || n2 != n1+1 {
+		t.Fatalf("call counts %q then %q: want consecutive integers (the instance was not reused)", first.Message, second.Message)
 	}
 }
 

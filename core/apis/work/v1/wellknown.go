@@ -100,10 +100,14 @@ const (
 	ObjectSpecHash = "open-cluster-management.io/object-hash"
 )
 
-// Names reported by a WellKnownStatus feedback rule, per kind.
+// Names reported by a WellKnownStatus feedback rule, per kind. Flotilla serves them with the
+// klusterlet's feedback-wellknown Wasm plugin (plugins/feedback/wellknown): OCM's for
+// Deployment, Job and Pod, and in the same style for DaemonSet and StatefulSet. A field the
+// object lacks reports no value, as OCM's JSONPath reader does.
 const (
 	// Deployment (apps/v1): .status.readyReplicas, .status.replicas,
-	// .status.availableReplicas.
+	// .status.availableReplicas. StatefulSet (apps/v1) reports the same three names from
+	// the same fields.
 	WellKnownReadyReplicas     = "ReadyReplicas"
 	WellKnownReplicas          = "Replicas"
 	WellKnownAvailableReplicas = "AvailableReplicas"
@@ -115,4 +119,10 @@ const (
 	// Pod (v1): status of the Ready condition and .status.phase.
 	WellKnownPodReady = "PodReady"
 	WellKnownPodPhase = "PodPhase"
+
+	// DaemonSet (apps/v1): .status.desiredNumberScheduled, .status.numberReady,
+	// .status.numberAvailable.
+	WellKnownDesiredNumberScheduled = "DesiredNumberScheduled"
+	WellKnownNumberReady            = "NumberReady"
+	WellKnownNumberAvailable        = "NumberAvailable"
 )

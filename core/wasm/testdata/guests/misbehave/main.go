@@ -4,7 +4,9 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"strconv"
+	"strings"
 
 	"flotilla.test/guests/internal/xt"
 )
@@ -123,4 +125,54 @@ func logExport() int32 {
 		xt.Info("guest line " + strconv.Itoa(i))
 	}
 	return 0
+}
+
+// escape tries one way out of the sandbox, named by the input "<attempt> [<arg>]", and
+// reports what it saw; the host tests assert every attempt is refused.
+//
+//go:wasmexport escape
+func escape() int32 {
+	attempt, arg, _ := strings.Cut(string(xt.Input()), " ")
+	var out string
+	switch attempt {
+	case "read": // arg: an absolute host path
+		b, err := os.ReadFile(arg)
+		out = report(err, "read "+strconv.Quote(string(b)))
+	case "readdir": // arg: a directory
+		entries, err := os.ReadDir(arg)
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		out = report(err, "entries "+strconv.Quote(strings.Join(names, ",")))
+	case "environ": // names only: a broken sandbox must not copy the host's secrets into test logs
+		var names []string
+		for _, kv := range os.Environ() {
+			name, _, _ := strings.Cut(kv, "=")
+			names = append(names, name)
+		}
+		out = "environ(" + strconv.Itoa(len(names)) + ") " + strconv.Quote(strings.Join(names, ","))
+	case "getenv": // arg: a variable name
+		v, ok := os.LookupEnv(arg)
+		out = "set=" + strconv.FormatBool(ok) + " value=" + strconv.Quote(v)
+	case "args":
+		out = "args(" + strconv.Itoa(len(os.Args)) + ") " + strconv.Quote(strings.Join(os.Args, ","))
+	case "http": // arg: a URL
+		body := xt.HTTPRequest([]byte(`{"method":"GET","url":` + strconv.Quote(arg) + `}`))
+		out = "response " + strconv.Quote(string(body))
+	case "vars":
+		xt.VarSet("probe", []byte("stored"))
+		out = "var " + strconv.Quote(string(xt.VarGet("probe")))
+	default:
+		return xt.Fail("escape: unknown attempt " + strconv.Quote(attempt))
+	}
+	xt.Output([]byte(out))
+	return 0
+}
+
+func report(err error, ok string) string {
+	if err != nil {
+		return "error " + err.Error()
+	}
+	return ok
 }

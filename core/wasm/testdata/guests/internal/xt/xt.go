@@ -32,6 +32,17 @@ func configGet(offset uint64) uint64
 //go:wasmimport extism:host/env log_info
 func logInfo(offset uint64)
 
+// The kernel calls below are ones the host must refuse; guests use them to probe the sandbox.
+
+//go:wasmimport extism:host/env var_set
+func varSet(name, value uint64)
+
+//go:wasmimport extism:host/env var_get
+func varGet(name uint64) uint64
+
+//go:wasmimport extism:host/env http_request
+func httpRequest(request, body uint64) uint64
+
 func Input() []byte {
 	n := inputLength()
 	b := make([]byte, n)
@@ -71,3 +82,13 @@ func Fail(msg string) int32 {
 func Config(key string) []byte { return get(configGet(put([]byte(key)))) }
 
 func Info(msg string) { logInfo(put([]byte(msg))) }
+
+// VarSet stores an Extism var (the host traps when vars are disabled).
+func VarSet(name string, value []byte) { varSet(put([]byte(name)), put(value)) }
+
+// VarGet reads an Extism var; nil when unset.
+func VarGet(name string) []byte { return get(varGet(put([]byte(name)))) }
+
+// HTTPRequest sends an Extism HTTP request (JSON: {"url":…,"method":…}) without a
+// body and returns the response body (the host traps when the URL is not allowed).
+func HTTPRequest(request []byte) []byte { return get(httpRequest(put(request), 0)) }
