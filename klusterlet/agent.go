@@ -1,18 +1,23 @@
-// Package klusterlet is the agent that runs on each managed cluster. Today it
-// runs the registration agent (klusterlet/registration); later agents (work,
-// add-ons) share its Options and lifetime.
+// Package klusterlet is the agent that runs on each managed cluster: the registration agent
+// (klusterlet/registration) joins the cluster to a hub and keeps it registered, and for each
+// accepted hub session the work agent (klusterlet/work) applies the cluster's ManifestWorks
+// with the identity registration obtained. Later agents (add-ons) share its Options and
+// lifetime.
 package klusterlet
 
 import (
 	"context"
 	"fmt"
 	"os"
+	"sync/atomic"
+	"time"
 
+	"github.com/flotilla-dev/flotilla/klusterlet/plugins"
 	"github.com/flotilla-dev/flotilla/klusterlet/registration"
+	"github.com/flotilla-dev/flotilla/klusterlet/work"
 )
 
-// Options configures a klusterlet: one section per agent it runs. Today that is the
-// registration agent; the work and add-on agents join here as they arrive.
+// Options configures a klusterlet: one section per agent it runs.
 type Options struct {
 	// Registration configures the registration agent; registration.Config documents each
 	// field and its default. Only Registration.ManagedConfig is required.
@@ -20,11 +25,40 @@ type Options struct {
 	// BootstrapKubeconfigFile is read into Registration.BootstrapKubeconfig when that is
 	// empty; with both empty the agent reads the secret bootstrap-hub-kubeconfig.
 	BootstrapKubeconfigFile string
+	// Work configures the work agent.
+	Work WorkOptions
+	// Plugins configures the Wasm plugin loader that serves the work agent's
+	// WellKnownStatus feedback rules.
+	Plugins PluginOptions
+}
+
+// WorkOptions configures the work agent; zero values take work.Config's defaults.
+type WorkOptions struct {
+	// Disabled runs registration only.
+	Disabled bool
+	// StatusSyncInterval is how often applied resources are read back for availability and
+	// feedback (OCM's --status-sync-interval).
+	StatusSyncInterval time.Duration
+	// EvictionGracePeriod is how long an AppliedManifestWork whose ManifestWork is gone is
+	// kept (OCM's --appliedmanifestwork-eviction-grace-period).
+	EvictionGracePeriod time.Duration
+	// ExecutorValidatingCaches caches executor permission checks until RBAC changes (OCM's
+	// feature gate of that name).
+	ExecutorValidatingCaches bool
+	// MaxFeedbackWatch caps the resources watched for feedbackScrapeType Watch (OCM's
+	// --max-feedback-watch).
+	MaxFeedbackWatch int
+	// RawFeedbackJSON allows JsonRaw feedback values (OCM's RawFeedbackJsonString gate).
+	RawFeedbackJSON bool
 }
 
 // Agent is a configured klusterlet.
 type Agent struct {
 	Registration *registration.Agent
+	// plugins configures the plugin loader started by Run; nil for none.
+	plugins *plugins.Config
+	// loader is the running plugin loader, whose FeedbackExtractors the work agent uses.
+	loader atomic.Pointer[plugins.Loader]
 }
 
 // New validates opts and builds the agent without contacting any server.
@@ -37,15 +71,56 @@ func New(opts Options) (*Agent, error) {
 		}
 		cfg.BootstrapKubeconfig = data
 	}
+	a := &Agent{plugins: pluginConfig(opts)}
+	if !opts.Work.Disabled {
+		cfg.OnAccepted = a.workSession(opts)
+	}
 	reg, err := registration.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("klusterlet: %w", err)
 	}
-	return &Agent{Registration: reg}, nil
+	a.Registration = reg
+	return a, nil
 }
 
-// Run runs the agent until ctx ends; it returns nil then.
-func (a *Agent) Run(ctx context.Context) error { return a.Registration.Run(ctx) }
+// workSession runs a work agent for one accepted hub session, until the session ends.
+func (a *Agent) workSession(opts Options) func(ctx context.Context, s registration.Session) error {
+	return func(ctx context.Context, s registration.Session) error {
+		cfg := work.Config{
+			ClusterName:              s.ClusterName,
+			AgentID:                  s.AgentName,
+			HubConfig:                s.HubConfig,
+			HubServer:                s.HubServer,
+			ManagedConfig:            opts.Registration.ManagedConfig,
+			StatusSyncInterval:       opts.Work.StatusSyncInterval,
+			EvictionGracePeriod:      opts.Work.EvictionGracePeriod,
+			ExecutorValidatingCaches: opts.Work.ExecutorValidatingCaches,
+			MaxFeedbackWatch:         opts.Work.MaxFeedbackWatch,
+			RawFeedbackJSON:          opts.Work.RawFeedbackJSON,
+			Logger:                   s.Logger.WithName("work"),
+		}
+		// The loader starts before registration (Run), so it is there for every session.
+		if l := a.loader.Load(); l != nil {
+			cfg.FeedbackExtractors = l
+		}
+		w, err := work.New(cfg)
+		if err != nil {
+			return err
+		}
+		return w.Run(ctx)
+	}
+}
+
+// Run runs the agent until ctx ends; it returns nil then. The plugin loader starts first and
+// stops last: it needs no hub.
+func (a *Agent) Run(ctx context.Context) error {
+	release, err := a.startPlugins()
+	if err != nil {
+		return fmt.Errorf("klusterlet: %w", err)
+	}
+	defer release()
+	return a.Registration.Run(ctx)
+}
 
 // Run builds an agent from opts and runs it until ctx ends. Only invalid
 // options make it return an error; an unreachable or refusing hub does not.

@@ -24,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
@@ -49,6 +50,25 @@ func Finalizer(ctx context.Context, c client.Client, obj client.Object, manager,
 	return do(ctx, c, obj, manager, false, map[string]any{
 		"metadata": map[string]any{"finalizers": []any{finalizer}},
 	})
+}
+
+// RemoveFinalizer removes finalizer from obj (as read), guarded by obj's resourceVersion. It
+// is a patch, not an apply: an apply only drops a finalizer no other field manager holds, and
+// one added by another writer (an earlier version that patched, another agent) is held by it.
+// A conflict means obj changed since it was read (see Quiet); a gone object is no error.
+func RemoveFinalizer(ctx context.Context, c client.Client, obj client.Object, finalizer string) error {
+	if !controllerutil.ContainsFinalizer(obj, finalizer) {
+		return nil
+	}
+	orig, ok := obj.DeepCopyObject().(client.Object)
+	if !ok {
+		return fmt.Errorf("%s: cannot copy %T", obj.GetName(), obj)
+	}
+	controllerutil.RemoveFinalizer(obj, finalizer)
+	if err := c.Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("removing finalizer %s: %w", finalizer, err))
+	}
+	return nil
 }
 
 // Label sets one label on obj; other labels stay.

@@ -36,6 +36,9 @@ import (
 	"github.com/flotilla-dev/flotilla/hub/registration/managedcluster"
 	"github.com/flotilla-dev/flotilla/hub/registration/rbac"
 	"github.com/flotilla-dev/flotilla/hub/registration/taint"
+	"github.com/flotilla-dev/flotilla/hub/webhook"
+	"github.com/flotilla-dev/flotilla/hub/webhook/manifestwork"
+	hubwork "github.com/flotilla-dev/flotilla/hub/work"
 )
 
 // Options configures a hub.
@@ -60,7 +63,14 @@ type Options struct {
 	SkipPluginInstall bool
 	// AutoApprove configures the csr-autoapprove plugin; it is installed only when set.
 	AutoApprove plugininstall.AutoApprove
-	// CleanupHooks run when a ManagedCluster is deleted, before its namespace goes.
+	// Webhook configures the admission webhook server (hub/webhook) validating ManifestWorks;
+	// the zero value serves on a free port of 127.0.0.1. Webhook.Disabled turns it off.
+	Webhook webhook.Options
+	// WorkMaxSize caps the total size of a ManifestWork's manifests in bytes; 0 means
+	// manifestwork.DefaultMaxSize (500 KiB).
+	WorkMaxSize int
+	// CleanupHooks run when a ManagedCluster is deleted, before its namespace goes (after
+	// the hub's own, which waits for the cluster's ManifestWorks to be cleaned up).
 	CleanupHooks []managedcluster.CleanupHook
 	// Components are further controllers added to the same manager (the WasmPlugin
 	// controller, the plugin installer, later issues' hub controllers).
@@ -86,6 +96,7 @@ type Hub struct {
 	registry  *wasm.Registry
 	engine    *wasm.Engine
 	ownEngine bool
+	webhooks  *webhook.Server
 }
 
 // NewScheme returns a scheme with client-go's types and every Flotilla API group.
@@ -161,7 +172,10 @@ func (h *Hub) setup() error {
 		return fmt.Errorf("hub: clientset: %w", err)
 	}
 	components := []Component{
-		&managedcluster.Reconciler{Client: c, Hooks: h.opts.CleanupHooks},
+		// The works of a deleted cluster are cleaned before its namespace goes.
+		&managedcluster.Reconciler{Client: c, Hooks: append([]managedcluster.CleanupHook{hubwork.CleanupHook(c)}, h.opts.CleanupHooks...)},
+		&hubwork.AvailabilityReconciler{Client: c},
+		&hubwork.CompletedReconciler{Client: c, Gates: h.opts.FeatureGates},
 		&lease.Reconciler{Client: c},
 		&taint.Reconciler{Client: c},
 		&clusterset.StatusReconciler{Client: c},
@@ -185,6 +199,12 @@ func (h *Hub) setup() error {
 		components = append(components, ComponentFunc(func(mgr ctrl.Manager) error {
 			return wasmplugin.SetupWithManager(mgr, h.engine, h.registry)
 		}))
+	}
+	if err := h.setupWebhooks(kube); err != nil {
+		return err
+	}
+	if h.webhooks != nil {
+		components = append(components, h.webhooks)
 	}
 	components = append(components, h.opts.Components...)
 	for _, comp := range components {
@@ -252,3 +272,29 @@ func (h *Hub) Start(ctx context.Context) error {
 func (h *Hub) Run(ctx context.Context) error {
 	return errors.Join(h.mgr.Start(ctx), h.closeEngine())
 }
+
+// setupWebhooks creates the admission webhook server with the ManifestWork validation, unless
+// disabled.
+func (h *Hub) setupWebhooks(kube kubernetes.Interface) error {
+	if h.opts.Webhook.Disabled {
+		return nil
+	}
+	opts := h.opts.Webhook
+	if opts.Logger.GetSink() == nil {
+		opts.Logger = h.opts.Logger.WithName("webhook")
+	}
+	srv, err := webhook.New(h.opts.Config, opts)
+	if err != nil {
+		return fmt.Errorf("hub: %w", err)
+	}
+	work := manifestwork.New(manifestwork.Options{MaxSize: h.opts.WorkMaxSize, Reviews: kube.AuthorizationV1().SubjectAccessReviews()})
+	if err := srv.Register(work); err != nil {
+		return fmt.Errorf("hub: %w", err)
+	}
+	h.webhooks = srv
+	return nil
+}
+
+// Webhooks is the admission webhook server, nil when Options.Webhook.Disabled. Further
+// handlers register with it (before or after Run); Ready says when they are in effect.
+func (h *Hub) Webhooks() *webhook.Server { return h.webhooks }

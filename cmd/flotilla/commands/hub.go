@@ -8,6 +8,8 @@ import (
 	"github.com/flotilla-dev/flotilla/core/apis/featuregates"
 	"github.com/flotilla-dev/flotilla/hub/manager"
 	"github.com/flotilla-dev/flotilla/hub/plugininstall"
+	"github.com/flotilla-dev/flotilla/hub/webhook"
+	"github.com/flotilla-dev/flotilla/hub/webhook/manifestwork"
 )
 
 func newHubCommand() *cobra.Command {
@@ -15,6 +17,8 @@ func newHubCommand() *cobra.Command {
 		kubeconfig, pluginCacheDir, metricsAddr string
 		autoUsers, autoPatterns                 []string
 		verbosity                               int
+		webhookFlags                            webhook.Flags
+		workMaxSize                             int
 	)
 	gate, gateErr := manager.NewFeatureGate()
 	cmd := &cobra.Command{
@@ -27,6 +31,9 @@ open-cluster-management/cluster-bootstrap bound to system:open-cluster-managemen
 the shared agent roles, the admission policy guarding spec.hubAcceptsClient and its own Wasm
 plugins: csr-renewal always, csr-autoapprove when --autoapprove-cluster-patterns is set.
 
+` + webhook.FlagsHelp + `
+--work-max-size caps the total size of a ManifestWork's manifests (OCM's --manifestLimit).
+
 --feature-gates accepts only the gates the hub implements:
   DefaultClusterSet (default on): keep the "default" and "global" ManagedClusterSets and put
     clusters without a cluster-set label into "default".
@@ -37,6 +44,8 @@ plugins: csr-renewal always, csr-autoapprove when --autoapprove-cluster-patterns
     still accepts the cluster (flotilla accept). Only a first join is accepted: a cluster
     accepted before, and perhaps denied since, is left to the admin. The hub's identity
     then needs "update" on managedclusters/accept (group register.open-cluster-management.io).
+  CleanUpCompletedManifestWork (default off): delete a ManifestWork
+    deleteOption.ttlSecondsAfterFinished seconds after its condition rules made it Complete.
 
 OCM's --cluster-auto-approval-users has no alias here, because Flotilla approves through a
 plugin that also matches cluster names. OCM's
@@ -54,6 +63,13 @@ is in Flotilla
 			if len(autoUsers) > 0 && len(autoPatterns) == 0 {
 				return fmt.Errorf("--autoapprove-users needs --autoapprove-cluster-patterns")
 			}
+			webhookOpts, err := webhookFlags.Options()
+			if err != nil {
+				return err
+			}
+			if workMaxSize <= 0 {
+				return fmt.Errorf("--work-max-size %d must be positive", workMaxSize)
+			}
 			cfg, err := loadRESTConfig(kubeconfig)
 			if err != nil {
 				return err
@@ -66,6 +82,8 @@ is in Flotilla
 				PluginCacheDir:     pluginCacheDir,
 				MetricsBindAddress: metricsAddr,
 				AutoApprove:        plugininstall.AutoApprove{Users: autoUsers, ClusterNamePatterns: autoPatterns},
+				Webhook:            webhookOpts,
+				WorkMaxSize:        workMaxSize,
 				Logger:             logger,
 			})
 			if err != nil {
@@ -82,6 +100,9 @@ is in Flotilla
 		"users whose first-time cluster CSRs csr-autoapprove approves (default: the bootstrap ServiceAccount); OCM's --cluster-auto-approval-users")
 	f.StringSliceVar(&autoPatterns, "autoapprove-cluster-patterns", nil,
 		"cluster name globs (path.Match) whose first-time CSRs are auto-approved; enables csr-autoapprove")
+	webhookFlags.AddFlags(f)
+	f.IntVar(&workMaxSize, "work-max-size", manifestwork.DefaultMaxSize,
+		"cap in bytes on the total size of a ManifestWork's manifests (OCM's --manifestLimit)")
 	f.IntVar(&verbosity, "v", 0, "log verbosity on standard error: 0 logs what the hub does and its errors, higher values add detail")
 	if gateErr == nil {
 		featuregates.AddFlag(f, gate)

@@ -7,8 +7,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/flotilla-dev/flotilla/core/apis/featuregates"
 	"github.com/flotilla-dev/flotilla/klusterlet"
 	"github.com/flotilla-dev/flotilla/klusterlet/registration"
+	"github.com/flotilla-dev/flotilla/klusterlet/work"
 )
 
 func newKlusterletCommand() *cobra.Command {
@@ -18,10 +20,12 @@ func newKlusterletCommand() *cobra.Command {
 		bootstrapKubeconfig string
 		verbosity           int
 	)
+	gate, gateErr := featuregates.NewGate(featuregates.DefaultSpokeWorkFeatureGates())
 	cmd := &cobra.Command{
 		Use:   "klusterlet",
-		Short: "Run the agent on a managed cluster: register it with a hub and keep it registered",
-		Long: `Run the klusterlet registration agent for one managed cluster.
+		Short: "Run the agent on a managed cluster: register it with a hub and apply its ManifestWorks",
+		Long: `Run the klusterlet for one managed cluster: the registration agent, and once the hub has
+accepted the cluster, the work agent.
 
 Registration is a double opt-in handshake (as in Open Cluster Management):
 
@@ -45,7 +49,16 @@ Registration is a double opt-in handshake (as in Open Cluster Management):
 The client certificate is renewed when 20% of its lifetime remains, without interrupting
 requests. While the hub is unreachable or refuses the agent, it retries with capped
 backoff and never exits. Deleting the hub kubeconfig secret makes it register again.
-Cluster and agent names are kept in the secret, so restarts keep the same identity.`,
+Cluster and agent names are kept in the secret, so restarts keep the same identity.
+
+The work agent watches the ManifestWorks in the cluster's namespace on the hub, applies their
+manifests (CRDs and Namespaces first) with the update strategy each names (Update, CreateOnly,
+ServerSideApply, ReadOnly), records what it applied in an AppliedManifestWork named
+<hub hash>-<work name>, reports per-manifest and work conditions and status feedback to the
+hub, and deletes what a work no longer declares (unless orphaned). A work with
+spec.executor is applied only where that ServiceAccount may (SubjectAccessReview on this
+cluster). Its --feature-gates: ExecutorValidatingCaches caches those checks until RBAC
+changes; RawFeedbackJsonString allows JsonRaw feedback values.`,
 		Example: `  # Join the cluster of ~/.kube/config using a bootstrap kubeconfig file
   flotilla klusterlet --cluster-name cluster1 --bootstrap-kubeconfig bootstrap.kubeconfig
 
@@ -53,6 +66,11 @@ Cluster and agent names are kept in the secret, so restarts keep the same identi
   flotilla klusterlet --kubeconfig managed.kubeconfig --cluster-name cluster1`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if gateErr != nil {
+				return gateErr
+			}
+			opts.Work.ExecutorValidatingCaches = gate.Enabled(featuregates.ExecutorValidatingCaches)
+			opts.Work.RawFeedbackJSON = gate.Enabled(featuregates.RawFeedbackJsonString)
 			cfg, err := loadRESTConfig(managedKubeconfig)
 			if err != nil {
 				return err
@@ -89,6 +107,16 @@ Cluster and agent names are kept in the secret, so restarts keep the same identi
 		"requested client certificate lifetime (at least 600; 0 leaves it to the hub's signer)")
 	f.DurationVar(&opts.Registration.RetryMax, "max-retry-interval", registration.DefaultRetryMax,
 		"longest wait between retries while the hub or managed API server fails")
+	f.BoolVar(&opts.Work.Disabled, "disable-work-agent", false, "run registration only: do not apply the cluster's ManifestWorks")
+	f.DurationVar(&opts.Work.StatusSyncInterval, "status-sync-interval", work.DefaultStatusSyncInterval,
+		"how often applied resources are read back for availability and status feedback (feedbackScrapeType Poll)")
+	f.IntVar(&opts.Work.MaxFeedbackWatch, "max-feedback-watch", work.DefaultMaxFeedbackWatch,
+		"most resources watched for feedbackScrapeType Watch; manifests past it are polled")
+	f.DurationVar(&opts.Work.EvictionGracePeriod, "appliedmanifestwork-eviction-grace-period", work.DefaultEvictionGracePeriod,
+		"how long an AppliedManifestWork whose ManifestWork is gone from the hub (and what it applied) is kept before deletion")
+	if gateErr == nil {
+		featuregates.AddFlag(f, gate)
+	}
 	f.IntVar(&verbosity, "v", 0, "log verbosity on standard error: 0 logs what the agent does and its errors, higher values add detail")
 	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
 		// The flag's 0 means "no custom claims", the library's 0 means "default".

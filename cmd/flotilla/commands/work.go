@@ -111,8 +111,10 @@ message), then each manifest in order (ordinal, kind, namespace/name) with its c
 and the status feedback values its feedback rules collected, as name=value.
 
 Feedback values are collected for the manifests that spec.manifestConfigs gives feedback
-rules. JSONPaths rules work today; WellKnownStatus rules need FeedbackExtractor plugins,
-until then StatusFeedbackSynced is False on the manifest and says so.`,
+rules: JSONPaths rules read fields natively; WellKnownStatus rules are served by the
+FeedbackExtractor plugins the klusterlet loads (feedback-wellknown covers Deployment, Job,
+Pod, DaemonSet and StatefulSet). A kind no plugin serves makes StatusFeedbackSynced False on
+the manifest, saying so.`,
 		Example: `  flotilla get works
   flotilla get works --cluster cluster1
   flotilla get works hello-work-demo --cluster cluster1

@@ -96,12 +96,15 @@ func DefaultSpokeRegistrationFeatureGates() map[featuregate.Feature]featuregate.
 }
 
 // DefaultHubRegistrationFeatureGates are the gates `flotilla hub` implements:
-// DefaultClusterSet (the default and global sets) and ManagedClusterAutoApproval
-// (a first-time CSR approved by a CSRApproval plugin also accepts its cluster).
+// DefaultClusterSet (the default and global sets), ManagedClusterAutoApproval
+// (a first-time CSR approved by a CSRApproval plugin also accepts its cluster) and,
+// from OCM's hub work set with its spec, CleanUpCompletedManifestWork (a Complete
+// ManifestWork is deleted deleteOption.ttlSecondsAfterFinished seconds later).
 func DefaultHubRegistrationFeatureGates() map[featuregate.Feature]featuregate.FeatureSpec {
 	return map[featuregate.Feature]featuregate.FeatureSpec{
-		DefaultClusterSet:          {Default: true, PreRelease: featuregate.Alpha},
-		ManagedClusterAutoApproval: {Default: false, PreRelease: featuregate.Alpha},
+		DefaultClusterSet:            {Default: true, PreRelease: featuregate.Alpha},
+		ManagedClusterAutoApproval:   {Default: false, PreRelease: featuregate.Alpha},
+		CleanUpCompletedManifestWork: {Default: false, PreRelease: featuregate.Alpha},
 	}
 }
 

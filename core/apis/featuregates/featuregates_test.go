@@ -16,9 +16,19 @@ func TestHubGatesAreTheImplementedOnes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{string(DefaultClusterSet), string(ManagedClusterAutoApproval)}
+	want := []string{string(CleanUpCompletedManifestWork), string(DefaultClusterSet), string(ManagedClusterAutoApproval)}
 	if got := Known(gate); !slices.Equal(got, want) {
 		t.Fatalf("hub gates = %v, want %v", got, want)
+	}
+}
+
+// TestHubWorkGatesKeepOCMsSpec: a hub work gate `flotilla hub` implements keeps the spec of
+// OCM's hub work set (CleanUpCompletedManifestWork: alpha, off by default).
+func TestHubWorkGatesKeepOCMsSpec(t *testing.T) {
+	hub, work := DefaultHubRegistrationFeatureGates(), DefaultHubWorkFeatureGates()
+	spec, ok := hub[CleanUpCompletedManifestWork]
+	if !ok || spec != work[CleanUpCompletedManifestWork] || spec.Default || spec.PreRelease != featuregate.Alpha {
+		t.Fatalf("hub CleanUpCompletedManifestWork = %+v (present %t), want OCM's %+v", spec, ok, work[CleanUpCompletedManifestWork])
 	}
 }
 
@@ -57,8 +67,8 @@ func TestFlagSetsKnownGates(t *testing.T) {
 
 func TestFlagRejectsUnknownGates(t *testing.T) {
 	for _, tc := range []struct{ value, want string }{
-		{"ClusterProfile=true", `unknown feature gate "ClusterProfile" (known gates: DefaultClusterSet, ManagedClusterAutoApproval)`},
-		{"DefaultClusterSet=false,ResourceCleanup=true,ClusterImporter=true", `unknown feature gates "ResourceCleanup", "ClusterImporter" (known gates: DefaultClusterSet, ManagedClusterAutoApproval)`},
+		{"ClusterProfile=true", `unknown feature gate "ClusterProfile" (known gates: CleanUpCompletedManifestWork, DefaultClusterSet, ManagedClusterAutoApproval)`},
+		{"DefaultClusterSet=false,ResourceCleanup=true,ClusterImporter=true", `unknown feature gates "ResourceCleanup", "ClusterImporter" (known gates: CleanUpCompletedManifestWork, DefaultClusterSet, ManagedClusterAutoApproval)`},
 		// AllAlpha would switch on ManagedClusterAutoApproval without naming it.
 		{"AllAlpha=true", `unknown feature gate "AllAlpha"`},
 		{"DefaultClusterSet=maybe", "DefaultClusterSet"},

@@ -167,13 +167,9 @@ func (r *Reconciler) cleanup(ctx context.Context, mc *clusterv1.ManagedCluster) 
 	if err := rbac.Delete(ctx, r.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
 		return reconcile.Result{}, fmt.Errorf("ManagedCluster %s: cleanup: %w", name, err)
 	}
-	// Removal is guarded by resourceVersion instead of applied: an apply only drops a finalizer
-	// no other field manager holds, and one added by an earlier Flotilla version (a patch) is
-	// held by another. A conflict is retried quietly (apply.Quiet).
-	orig := mc.DeepCopy()
-	controllerutil.RemoveFinalizer(mc, clusterv1.ManagedClusterFinalizer)
-	if err := r.Client.Patch(ctx, mc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("ManagedCluster %s: removing finalizer: %w", name, err))
+	// A conflict is retried quietly (apply.Quiet).
+	if err := apply.RemoveFinalizer(ctx, r.Client, mc, clusterv1.ManagedClusterFinalizer); err != nil {
+		return reconcile.Result{}, fmt.Errorf("ManagedCluster %s: %w", name, err)
 	}
 	return reconcile.Result{}, nil
 }

@@ -338,7 +338,9 @@ const (
 // IgnoreField is a set of fields not enforced while a condition holds. The fields
 // are selected by any mix of JSON paths, JSON pointers and jq path expressions,
 // at least one in all; the agent removes them in that order before applying.
-// +kubebuilder:validation:XValidation:rule="(has(self.jsonPaths) && size(self.jsonPaths) > 0) || (has(self.jsonPointers) && size(self.jsonPointers) > 0) || (has(self.jqPathExpressions) && size(self.jqPathExpressions) > 0)",message="at least one of jsonPaths, jsonPointers or jqPathExpressions must be set"
+// The rule only tests presence (each list has MinItems 1): a cheaper rule fits the CEL cost
+// budget also where the type is nested in further lists (AddOnTemplate's agentSpec).
+// +kubebuilder:validation:XValidation:rule="has(self.jsonPaths) || has(self.jsonPointers) || has(self.jqPathExpressions)",message="at least one of jsonPaths, jsonPointers or jqPathExpressions must be set"
 type IgnoreField struct {
 	// Condition is when the fields are ignored.
 	// +kubebuilder:default=OnSpokePresent
@@ -348,16 +350,19 @@ type IgnoreField struct {
 	Condition IgnoreFieldsCondition `json:"condition"`
 
 	// JSONPaths are kubectl-style JSON paths of the ignored fields, e.g. .spec.replicas.
+	// +kubebuilder:validation:MinItems=1
 	// +optional
 	JSONPaths []string `json:"jsonPaths,omitempty"`
 
 	// JSONPointers are RFC 6901 JSON pointers of the ignored fields, e.g.
 	// /spec/replicas; in a key, ~ is written ~0 and / is written ~1.
+	// +kubebuilder:validation:MinItems=1
 	// +optional
 	JSONPointers []string `json:"jsonPointers,omitempty"`
 
 	// JQPathExpressions are jq path expressions selecting the ignored fields, e.g.
 	// .spec.template.spec.containers[] | select(.name == "sidecar") | .image.
+	// +kubebuilder:validation:MinItems=1
 	// +optional
 	JQPathExpressions []string `json:"jqPathExpressions,omitempty"`
 }

@@ -1,0 +1,273 @@
+// Command bench measures one work agent's throughput: it starts a hub and one managed control
+// plane, runs the hub in-process and the klusterlet as its own process (bin/flotilla klusterlet,
+// so its memory can be read), then creates 100 ManifestWorks (one ConfigMap each) one after
+// another, each waited for until Applied, then 1,000 at once, and prints as its last line
+//
+//	work-apply p50_ms=<create→Applied on the hub, median of the 100> p99_ms=<…> fanout_1000_s=<time until all 1,000 are Applied> agent_rss_mib=<klusterlet RSS after the fan-out>
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr/funcr"
+	"golang.org/x/sync/errgroup"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
+	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
+	"github.com/flotilla-dev/flotilla/core/environment"
+	"github.com/flotilla-dev/flotilla/hub/admin"
+	"github.com/flotilla-dev/flotilla/hub/manager"
+	"github.com/flotilla-dev/flotilla/hub/registration/bootstrap"
+)
+
+const cluster = "cluster1"
+
+func main() {
+	sequential := flag.Int("sequential", 100, "works created one after another")
+	fanout := flag.Int("fanout", 1000, "works created at once")
+	binary := flag.String("flotilla", "", "the flotilla binary to run the klusterlet with (default: flotilla in the control-plane bin directory)")
+	timeout := flag.Duration("timeout", 20*time.Minute, "give up after this long")
+	verbose := flag.Bool("v", false, "log hub and agent output to stderr")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	if *binary == "" {
+		dir, err := environment.BinDir()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench-work:", err)
+			os.Exit(1)
+		}
+		*binary = filepath.Join(dir, "flotilla")
+	}
+	line, err := run(ctx, *binary, *sequential, *fanout, *verbose)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench-work:", err)
+		os.Exit(1)
+	}
+	fmt.Println(line)
+}
+
+func run(ctx context.Context, binary string, sequential, fanout int, verbose bool) (line string, err error) {
+	var logw io.Writer = io.Discard
+	if verbose {
+		logw = os.Stderr
+	}
+	logger := funcr.New(func(prefix, args string) { fmt.Fprintln(logw, prefix, args) }, funcr.Options{})
+	ctrllog.SetLogger(logger)
+	fmt.Fprintln(os.Stderr, "starting hub and one managed control plane")
+	fleet, err := environment.Start(ctx, environment.Options{ManagedClusters: 1})
+	if err != nil {
+		return "", err
+	}
+	defer func() { err = errors.Join(err, fleet.Stop()) }()
+
+	hubCfg := *fleet.Hub.Config
+	hubCfg.QPS, hubCfg.Burst = 500, 1000
+	h, err := manager.New(manager.Options{Config: &hubCfg, SkipCRDInstall: true, Logger: logger.WithName("hub")})
+	if err != nil {
+		return "", err
+	}
+	if err := h.Prepare(ctx); err != nil {
+		return "", err
+	}
+	runCtx, stopAll := context.WithCancel(ctx)
+	defer stopAll()
+	hubDone := make(chan error, 1)
+	go func() { hubDone <- h.Run(runCtx) }()
+	defer func() {
+		stopAll()
+		err = errors.Join(err, <-hubDone)
+	}()
+
+	boot, err := bootstrap.Kubeconfig(ctx, fleet.Hub.Config, time.Hour)
+	if err != nil {
+		return "", err
+	}
+	bootFile := filepath.Join(fleet.Managed[0].Dir, "bootstrap.kubeconfig")
+	if err := os.WriteFile(bootFile, boot, 0o600); err != nil {
+		return "", err
+	}
+	agent := exec.CommandContext(runCtx, binary, "klusterlet", "--kubeconfig", fleet.Managed[0].KubeconfigPath,
+		"--cluster-name", cluster, "--bootstrap-kubeconfig", bootFile)
+	agent.Stdout, agent.Stderr = logw, logw
+	if err := agent.Start(); err != nil {
+		return "", fmt.Errorf("starting %s klusterlet: %w", binary, err)
+	}
+	defer func() { _ = agent.Process.Kill(); _ = agent.Wait() }()
+
+	scheme, err := manager.NewScheme()
+	if err != nil {
+		return "", err
+	}
+	c, err := client.NewWithWatch(&hubCfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return "", err
+	}
+	if err := accept(ctx, c, kubernetes.NewForConfigOrDie(&hubCfg)); err != nil {
+		return "", err
+	}
+
+	fmt.Fprintf(os.Stderr, "creating %d ManifestWorks one after another\n", sequential)
+	lat := make([]time.Duration, 0, sequential)
+	for i := range sequential {
+		start := time.Now()
+		w := work(fmt.Sprintf("seq-%04d", i))
+		if err := c.Create(ctx, w); err != nil {
+			return "", err
+		}
+		if err := waitApplied(ctx, c, map[string]bool{w.Name: true}); err != nil {
+			return "", err
+		}
+		lat = append(lat, time.Since(start))
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+
+	fmt.Fprintf(os.Stderr, "creating %d ManifestWorks at once\n", fanout)
+	names := map[string]bool{}
+	for i := range fanout {
+		names[fmt.Sprintf("fan-%04d", i)] = true
+	}
+	start := time.Now()
+	waited := make(chan error, 1)
+	go func() { waited <- waitApplied(ctx, c, names) }()
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(32)
+	for n := range names {
+		g.Go(func() error { return c.Create(gctx, work(n)) })
+	}
+	if err := g.Wait(); err != nil {
+		return "", err
+	}
+	if err := <-waited; err != nil {
+		return "", err
+	}
+	fan := time.Since(start)
+	rss, err := rssMiB(agent.Process.Pid)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("work-apply p50_ms=%.1f p99_ms=%.1f fanout_%d_s=%.2f agent_rss_mib=%.1f",
+		ms(quantile(lat, 0.50)), ms(quantile(lat, 0.99)), fanout, fan.Seconds(), rss), nil
+}
+
+func work(name string) *workv1.ManifestWork {
+	raw := fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":%q,"namespace":"default"},"data":{"k":"v"}}`, name)
+	return &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Namespace: cluster, Name: name},
+		Spec: workv1.ManifestWorkSpec{Workload: workv1.ManifestsTemplate{Manifests: []workv1.Manifest{{RawExtension: runtime.RawExtension{Raw: []byte(raw)}}}}}}
+}
+
+// accept accepts the cluster as soon as it registers and waits until it is Available.
+func accept(ctx context.Context, c client.Client, kube kubernetes.Interface) error {
+	for {
+		if _, err := admin.Accept(ctx, c, kube, []string{cluster}); err == nil {
+			mc := &clusterv1.ManagedCluster{}
+			if err := c.Get(ctx, client.ObjectKey{Name: cluster}, mc); err == nil &&
+				meta.IsStatusConditionTrue(mc.Status.Conditions, clusterv1.ManagedClusterConditionAvailable) {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s to join: %w", cluster, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// waitApplied watches the cluster's ManifestWorks until every named one is Applied.
+func waitApplied(ctx context.Context, c client.WithWatch, names map[string]bool) error {
+	left := map[string]bool{}
+	for n := range names {
+		left[n] = true
+	}
+	var mu sync.Mutex
+	check := func(w *workv1.ManifestWork) {
+		if meta.IsStatusConditionTrue(w.Status.Conditions, workv1.WorkApplied) {
+			mu.Lock()
+			delete(left, w.Name)
+			mu.Unlock()
+		}
+	}
+	for len(left) > 0 {
+		list := &workv1.ManifestWorkList{}
+		if err := c.List(ctx, list, client.InNamespace(cluster)); err != nil {
+			return err
+		}
+		for i := range list.Items {
+			check(&list.Items[i])
+		}
+		if len(left) == 0 {
+			return nil
+		}
+		w, err := c.Watch(ctx, &workv1.ManifestWorkList{}, client.InNamespace(cluster), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
+		if err != nil {
+			return err
+		}
+		for ev := range w.ResultChan() {
+			if mw, ok := ev.Object.(*workv1.ManifestWork); ok && ev.Type != watch.Deleted {
+				check(mw)
+			}
+			if len(left) == 0 {
+				break
+			}
+		}
+		w.Stop()
+		if ctx.Err() != nil {
+			return fmt.Errorf("%d ManifestWorks not Applied: %w", len(left), ctx.Err())
+		}
+	}
+	return nil
+}
+
+func quantile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(q*float64(len(sorted))+0.5) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// rssMiB reads a process's resident set size from /proc.
+func rssMiB(pid int) (float64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if rest, ok := strings.CutPrefix(s.Text(), "VmRSS:"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 64)
+			if err != nil {
+				return 0, err
+			}
+			return kb / 1024, nil
+		}
+	}
+	return 0, errors.New("no VmRSS in /proc status")
+}

@@ -1,0 +1,97 @@
+package work
+
+import (
+	"fmt"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
+)
+
+var _ = Describe("ServerSideApply ignoreFields", func() {
+	ssaIgnoring := func(ns, name string, fields ...workv1.IgnoreField) []workv1.ManifestConfigOption {
+		return []workv1.ManifestConfigOption{{
+			ResourceIdentifier: workv1.ResourceIdentifier{Group: "apps", Resource: "deployments", Namespace: ns, Name: name},
+			UpdateStrategy: &workv1.UpdateStrategy{Type: workv1.UpdateStrategyTypeServerSideApply,
+				ServerSideApply: &workv1.ServerSideApplyConfig{IgnoreFields: fields}}}}
+	}
+	scale := func(cluster, ns, name string, replicas int) {
+		GinkgoHelper()
+		patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)))
+		Expect(managed[cluster].client.Patch(suiteCtx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, patch,
+			client.FieldOwner("an-autoscaler"))).To(Succeed())
+	}
+	replicas := func(cluster, ns, name string) func(g Gomega) int32 {
+		return func(g Gomega) int32 {
+			d := live(cluster, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})(g)
+			g.Expect(d).NotTo(BeNil())
+			return *d.Spec.Replicas
+		}
+	}
+	// bump applies a new generation changing the image, and waits until it is applied.
+	bump := func(w *workv1.ManifestWork, d *appsv1.Deployment, image string) {
+		GinkgoHelper()
+		cur := getWork(Default, w)
+		d.Spec.Template.Spec.Containers[0].Image = image
+		cur.Spec.Workload.Manifests = manifests(d)
+		Expect(hubClient.Update(suiteCtx, cur)).To(Succeed())
+		Eventually(workCondition(w, workv1.WorkApplied)).Should(cond(metav1.ConditionTrue, "AppliedManifestWorkComplete"))
+		Eventually(func(g Gomega) string {
+			cur := live(cluster1, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: d.Namespace, Name: d.Name}})(g)
+			g.Expect(cur).NotTo(BeNil())
+			return cur.Spec.Template.Spec.Containers[0].Image
+		}).Should(Equal(image))
+	}
+
+	It("leaves a field alone once the object exists with OnSpokePresent (jsonPaths), applying the rest", func() {
+		Expect(client.IgnoreAlreadyExists(managed[cluster1].client.Create(suiteCtx, namespace("ignore")))).To(Succeed())
+		d := deployment("ignore", "present", "busybox:1")
+		d.Spec.Replicas = ptr.To[int32](2)
+		w := newWork(cluster1, "ignore-present", d)
+		w.Spec.ManifestConfigs = ssaIgnoring("ignore", "present", workv1.IgnoreField{
+			Condition: workv1.IgnoreFieldsConditionOnSpokePresent, JSONPaths: []string{".spec.replicas"}})
+		createWork(w)
+		Eventually(replicas(cluster1, "ignore", "present")).Should(BeEquivalentTo(2))
+		scale(cluster1, "ignore", "present", 5)
+		bump(w, d, "busybox:2")
+		Expect(replicas(cluster1, "ignore", "present")(Default)).To(BeEquivalentTo(5))
+	})
+
+	It("keeps a field the manifest sets until another actor changes it with OnSpokeChange (jsonPointers and jqPathExpressions)", func() {
+		Expect(client.IgnoreAlreadyExists(managed[cluster1].client.Create(suiteCtx, namespace("ignore")))).To(Succeed())
+		d := deployment("ignore", "change", "busybox:1")
+		d.Spec.Replicas = ptr.To[int32](2)
+		w := newWork(cluster1, "ignore-change", d)
+		w.Spec.ManifestConfigs = ssaIgnoring("ignore", "change", workv1.IgnoreField{
+			Condition: workv1.IgnoreFieldsConditionOnSpokeChange, JSONPointers: []string{"/spec/replicas"},
+			JQPathExpressions: []string{`.spec.template.spec.containers[] | select(.name == "sidecar") | .image`}})
+		createWork(w)
+		Eventually(replicas(cluster1, "ignore", "change")).Should(BeEquivalentTo(2))
+		// Not changed on the spoke: a new manifest value is applied.
+		cur := getWork(Default, w)
+		d.Spec.Replicas = ptr.To[int32](3)
+		cur.Spec.Workload.Manifests = manifests(d)
+		Expect(hubClient.Update(suiteCtx, cur)).To(Succeed())
+		Eventually(replicas(cluster1, "ignore", "change")).Should(BeEquivalentTo(3))
+		// Changed on the spoke: the spoke's value stays through new generations.
+		scale(cluster1, "ignore", "change", 6)
+		bump(w, d, "busybox:2")
+		Expect(replicas(cluster1, "ignore", "change")(Default)).To(BeEquivalentTo(6))
+	})
+
+	It("reports a selector it cannot use as AppliedManifestSSAIgnoreFieldError", func() {
+		Expect(client.IgnoreAlreadyExists(managed[cluster1].client.Create(suiteCtx, namespace("ignore")))).To(Succeed())
+		w := newWork(cluster1, "ignore-bad", deployment("ignore", "bad", "busybox:1"))
+		w.Spec.ManifestConfigs = ssaIgnoring("ignore", "bad", workv1.IgnoreField{
+			Condition: workv1.IgnoreFieldsConditionOnSpokePresent, JQPathExpressions: []string{".spec | | ."}})
+		createWork(w)
+		Eventually(manifestCondition(w, 0, workv1.ManifestApplied)).Should(And(cond(metav1.ConditionFalse, "AppliedManifestSSAIgnoreFieldError"),
+			HaveField("Message", ContainSubstring("jqPathExpressions"))))
+	})
+})

@@ -1,0 +1,49 @@
+package webhook
+
+import (
+	"github.com/spf13/pflag"
+)
+
+// FlagsHelp explains the webhook server in a command's --help; it ends with a sentence.
+const FlagsHelp = `The hub serves admission webhooks (ManifestWork validation) and registers them in the
+ValidatingWebhookConfiguration flotilla-hub, trusting a CA it creates and rotates itself
+(Secret open-cluster-management-hub/flotilla-hub-webhook-certs). By default it listens on a
+free port of 127.0.0.1, which an API server on the same machine reaches. An API server
+elsewhere needs --webhook-bind-address and --webhook-host (the name or IP it reaches the hub
+at), or, for a hub running in that cluster, --webhook-service. The configuration stays when
+the hub stops, as OCM's does: until the hub is back, creating a ManifestWork or changing its
+spec fails (failure policy Fail), while labels, finalizers, status and deletes still work.`
+
+// Flags are the webhook server's command-line flags.
+type Flags struct {
+	BindAddress string
+	Hosts       []string
+	Service     string
+}
+
+// AddFlags adds --webhook-bind-address, --webhook-host and --webhook-service to fs.
+func (f *Flags) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&f.BindAddress, "webhook-bind-address", DefaultBindAddress,
+		"host:port the admission webhook server listens on (port 0: a free port); 0 disables the server, leaving ManifestWorks unvalidated")
+	fs.StringSliceVar(&f.Hosts, "webhook-host", nil,
+		"host names or IPs the API server reaches the webhook server at: all go into its certificate, the first into the webhook URL (default: the host of --webhook-bind-address)")
+	fs.StringVar(&f.Service, "webhook-service", "",
+		"reach the webhook server through this Service, namespace/name:port, instead of a URL (a hub running in the cluster)")
+}
+
+// Options turns the flags into Options.
+func (f *Flags) Options() (Options, error) {
+	if f.BindAddress == "0" {
+		return Options{Disabled: true}, nil
+	}
+	o := Options{BindAddress: f.BindAddress, Hosts: f.Hosts}
+	if f.Service != "" {
+		svc, err := ParseServiceReference(f.Service)
+		if err != nil {
+			return o, err
+		}
+		o.Service = svc
+	}
+	_, err := o.withDefaults()
+	return o, err
+}

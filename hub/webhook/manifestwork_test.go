@@ -1,0 +1,210 @@
+package webhook_test
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/flotilla-dev/flotilla/hub/webhook"
+	"github.com/flotilla-dev/flotilla/hub/webhook/manifestwork"
+)
+
+const invalidWork = `
+apiVersion: work.open-cluster-management.io/v1
+kind: ManifestWork
+metadata:
+  name: invalid
+  namespace: cluster1
+spec:
+  workload:
+    manifests:
+    - apiVersion: v1
+      kind: Namespace
+      metadata:
+        name: app
+    - apiVersion: v1
+      kind: ConfigMap
+      metadata:
+        name: settings
+        namespace: app
+      data:
+        a: b
+    - apiVersion: v1
+      kind: ConfigMap
+      metadata:
+        namespace: app
+      data:
+        c: d
+`
+
+const validWork = `
+apiVersion: work.open-cluster-management.io/v1
+kind: ManifestWork
+metadata:
+  name: valid
+  namespace: cluster1
+spec:
+  workload:
+    manifests:
+    - apiVersion: v1
+      kind: Namespace
+      metadata:
+        name: app
+    - apiVersion: v1
+      kind: ConfigMap
+      metadata:
+        name: settings
+        namespace: app
+      data:
+        a: b
+`
+
+// oversizedWork has one ConfigMap of about 520 KB.
+func oversizedWork() string {
+	return fmt.Sprintf(`
+apiVersion: work.open-cluster-management.io/v1
+kind: ManifestWork
+metadata:
+  name: oversized
+  namespace: cluster1
+spec:
+  workload:
+    manifests:
+    - apiVersion: v1
+      kind: ConfigMap
+      metadata:
+        name: big
+        namespace: app
+      data:
+        blob: %s
+`, strings.Repeat("x", 520*1024))
+}
+
+// deniedBy is how the API server quotes the ManifestWork webhook.
+const deniedBy = `admission webhook "` + manifestwork.Name + `" denied the request: `
+
+var _ = Describe("ManifestWork admission", Ordered, func() {
+	var srv *running
+
+	BeforeAll(func(ctx SpecContext) {
+		srv = start(webhook.Options{}, manifestwork.New(manifestwork.Options{Reviews: kube.AuthorizationV1().SubjectAccessReviews()}))
+		cleanup(srv)
+	})
+
+	It("rejects a manifest without a name, naming its index and field", func(ctx SpecContext) {
+		_, err := createYAML(ctx, invalidWork, false)
+		Expect(err).To(HaveOccurred())
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+		Expect(err.Error()).To(Equal(deniedBy +
+			`ManifestWork.work.open-cluster-management.io "invalid" is invalid: spec.workload.manifests[2].metadata.name: Required value`))
+		causes := err.(apierrors.APIStatus).Status().Details.Causes
+		Expect(causes).To(ConsistOf(HaveField("Field", "spec.workload.manifests[2].metadata.name")))
+	})
+
+	It("rejects generateName in a manifest, as OCM does", func(ctx SpecContext) {
+		doc := strings.Replace(validWork, "        name: settings\n", "        generateName: settings-\n", 1)
+		Expect(doc).NotTo(Equal(validWork))
+		_, err := createYAML(ctx, doc, false)
+		Expect(err).To(MatchError(deniedBy + `ManifestWork.work.open-cluster-management.io "valid" is invalid: [` +
+			`spec.workload.manifests[1].metadata.name: Required value, ` +
+			`spec.workload.manifests[1].metadata.generateName: Forbidden: generateName must not be set in manifest]`))
+	})
+
+	It("rejects a workload over 500 KiB, naming its size and the limit", func(ctx SpecContext) {
+		_, err := createYAML(ctx, oversizedWork(), false)
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+		Expect(err).To(MatchError(MatchRegexp(`^` + regexp.QuoteMeta(deniedBy) +
+			`ManifestWork.work.open-cluster-management.io "oversized" is invalid: spec.workload.manifests: Too long: ` +
+			`the size of manifests is 5\d{5} bytes which exceeds the 512000 limit$`)))
+	})
+
+	It("accepts a valid ManifestWork", func(ctx SpecContext) {
+		created, err := createYAML(ctx, validWork, false)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(created.GetName()).To(Equal("valid"))
+	})
+
+	It("rejects a spec update that breaks a manifest", func(ctx SpecContext) {
+		patch := `{"spec":{"workload":{"manifests":[{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"app"}},{"apiVersion":"v1","kind":"Secret","metadata":{"generateName":"s-"}}]}}}`
+		_, err := dyn.Resource(works).Namespace(workNamespace).Patch(ctx, "valid", types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		Expect(err).To(MatchError(And(
+			ContainSubstring("spec.workload.manifests[1].metadata.name: Required value"),
+			ContainSubstring("spec.workload.manifests[1].metadata.generateName: Forbidden: generateName must not be set in manifest"))))
+	})
+
+	It("requires execute-as permission for the executor", func(ctx SpecContext) {
+		// alice may create ManifestWorks in cluster1, but not yet execute as ns1/deployer.
+		grant(ctx, "alice-works", rbacv1.PolicyRule{APIGroups: []string{"work.open-cluster-management.io"}, Resources: []string{"manifestworks"},
+			Verbs: []string{"create", "get", "update", "patch"}})
+		aliceCfg, err := hub.UserConfig("alice")
+		Expect(err).NotTo(HaveOccurred())
+		alice := dynamic.NewForConfigOrDie(aliceCfg)
+		obj := parseYAML(strings.Replace(validWork, "name: valid", "name: executed", 1))
+		Expect(unstructured.SetNestedMap(obj.Object, map[string]any{"subject": map[string]any{
+			"type": "ServiceAccount", "serviceAccount": map[string]any{"namespace": "ns1", "name": "deployer"},
+		}}, "spec", "executor")).To(Succeed())
+
+		_, err = alice.Resource(works).Namespace(workNamespace).Create(ctx, obj, metav1.CreateOptions{})
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
+		Expect(err).To(MatchError(ContainSubstring("user alice cannot manipulate the Manifestwork with executor ns1/deployer in namespace cluster1")))
+
+		grant(ctx, "alice-execute-as", rbacv1.PolicyRule{APIGroups: []string{"work.open-cluster-management.io"}, Resources: []string{"manifestworks"},
+			Verbs: []string{"execute-as"}, ResourceNames: []string{"system:serviceaccount:ns1:deployer"}})
+		Eventually(func(ctx context.Context) error {
+			_, err := alice.Resource(works).Namespace(workNamespace).Create(ctx, obj, metav1.CreateOptions{})
+			return err
+		}).WithContext(ctx).Should(Succeed())
+	})
+
+	Context("when the server is gone", func() {
+		It("fails closed for spec writes only, and a new server takes over", func(ctx SpecContext) {
+			srv.stop()
+			_, err := createYAML(ctx, strings.Replace(validWork, "name: valid", "name: while-down", 1), false)
+			Expect(err).To(MatchError(And(ContainSubstring(`failed calling webhook "`+manifestwork.Name+`"`), ContainSubstring("connection refused"))))
+
+			By("metadata-only updates, status updates and deletes do not call the webhook")
+			label := `{"metadata":{"labels":{"app":"demo"},"finalizers":["test.flotilla.dev/keep"]}}`
+			_, err = dyn.Resource(works).Namespace(workNamespace).Patch(ctx, "valid", types.MergePatchType, []byte(label), metav1.PatchOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			status := `{"status":{"conditions":[{"type":"Applied","status":"True","reason":"Test","message":"","lastTransitionTime":"2025-01-01T00:00:00Z"}]}}`
+			_, err = dyn.Resource(works).Namespace(workNamespace).Patch(ctx, "valid", types.MergePatchType, []byte(status), metav1.PatchOptions{}, "status")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(dyn.Resource(works).Namespace(workNamespace).Delete(ctx, "valid", metav1.DeleteOptions{})).To(Succeed())
+			// Removing the finalizer of a work being deleted, as the agent does.
+			_, err = dyn.Resource(works).Namespace(workNamespace).Patch(ctx, "valid", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+			Expect(err).NotTo(HaveOccurred())
+
+			By("a new server re-applies the configuration with its own address")
+			next := start(webhook.Options{}, manifestwork.New(manifestwork.Options{}))
+			cleanup(next)
+			Expect(next.Addr().String()).NotTo(Equal(srv.Addr().String()))
+			_, err = createYAML(ctx, strings.Replace(validWork, "name: valid", "name: after-restart", 1), false)
+			Expect(err).NotTo(HaveOccurred())
+			_, err = createYAML(ctx, invalidWork, false)
+			Expect(err).To(MatchError(ContainSubstring("spec.workload.manifests[2].metadata.name: Required value")))
+		})
+	})
+})
+
+// grant binds a Role with rule in workNamespace to alice.
+func grant(ctx context.Context, name string, rule rbacv1.PolicyRule) {
+	GinkgoHelper()
+	_, err := kube.RbacV1().Roles(workNamespace).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: []rbacv1.PolicyRule{rule}}, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	_, err = kube.RbacV1().RoleBindings(workNamespace).Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"}},
+	}, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+}

@@ -1,0 +1,112 @@
+package webhook
+
+import (
+	"fmt"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+)
+
+// DefaultTimeoutSeconds is how long the API server waits for a webhook unless its
+// Registration says otherwise.
+const DefaultTimeoutSeconds = 10
+
+// Validating is a validating admission handler the Server serves and registers. Handle gets
+// every request the API server sends for the Registration's rules (controller-runtime's
+// admission.Request: operation, user, object and oldObject as JSON) and answers with
+// admission.Allowed / admission.Denied / a Status (admission.Response). A panic is turned
+// into an error response.
+//
+// Registration is read whenever the Server writes the ValidatingWebhookConfiguration, so a
+// handler whose rules change at run time (a policy engine loading policies) calls
+// Server.Resync after the change.
+type Validating interface {
+	admission.Handler
+	Registration() Registration
+}
+
+// Registration says where a handler is served and which requests the API server sends it:
+// one entry of the ValidatingWebhookConfiguration. Zero values take the defaults noted.
+type Registration struct {
+	// Name is the webhook's name in the configuration, unique within the Server and fully
+	// qualified (at least three DNS labels), e.g. manifestworks.validate.flotilla.dev. It
+	// appears in the API server's errors: admission webhook "<Name>" denied the request.
+	Name string
+	// Path is the URL path the handler is served at, e.g. /validate/manifestworks.
+	Path string
+	// Rules are the operations and resources sent to the handler.
+	Rules []admissionregistrationv1.RuleWithOperations
+	// FailurePolicy applies when the API server cannot reach the handler or it errs.
+	// Default Fail.
+	FailurePolicy admissionregistrationv1.FailurePolicyType
+	// SideEffects default None: the handler changes nothing outside the request, so dry-run
+	// requests are sent to it too.
+	SideEffects admissionregistrationv1.SideEffectClass
+	// TimeoutSeconds, between 1 and 30; default DefaultTimeoutSeconds.
+	TimeoutSeconds int32
+	// MatchPolicy default Equivalent: a request through another version of a matched
+	// resource is converted and sent too.
+	MatchPolicy admissionregistrationv1.MatchPolicyType
+	// NamespaceSelector and ObjectSelector narrow the requests sent; nil matches all.
+	NamespaceSelector *metav1.LabelSelector
+	ObjectSelector    *metav1.LabelSelector
+	// MatchConditions are CEL expressions the API server evaluates before calling the
+	// handler; it is called only when all are true. An expression that fails to evaluate
+	// counts as a failure to call (FailurePolicy applies), so guard with has().
+	MatchConditions []admissionregistrationv1.MatchCondition
+}
+
+// withDefaults fills in the zero values.
+func (r Registration) withDefaults() Registration {
+	if r.FailurePolicy == "" {
+		r.FailurePolicy = admissionregistrationv1.Fail
+	}
+	if r.SideEffects == "" {
+		r.SideEffects = admissionregistrationv1.SideEffectClassNone
+	}
+	if r.TimeoutSeconds == 0 {
+		r.TimeoutSeconds = DefaultTimeoutSeconds
+	}
+	if r.MatchPolicy == "" {
+		r.MatchPolicy = admissionregistrationv1.Equivalent
+	}
+	return r
+}
+
+// validate checks what the API server would reject or what would break the Server's mux.
+func (r Registration) validate() error {
+	if errs := validation.IsDNS1123Subdomain(r.Name); len(errs) > 0 || strings.Count(r.Name, ".") < 2 {
+		return fmt.Errorf("webhook name %q must be a fully qualified DNS name with at least three labels", r.Name)
+	}
+	if !strings.HasPrefix(r.Path, "/") || r.Path == "/" || r.Path == probePath {
+		return fmt.Errorf("webhook %s: path %q must start with / and not be / or %s", r.Name, r.Path, probePath)
+	}
+	if len(r.Rules) == 0 {
+		return fmt.Errorf("webhook %s: no rules", r.Name)
+	}
+	if r.TimeoutSeconds < 1 || r.TimeoutSeconds > 30 {
+		return fmt.Errorf("webhook %s: timeoutSeconds %d must be between 1 and 30", r.Name, r.TimeoutSeconds)
+	}
+	return nil
+}
+
+// validatingWebhook is the configuration entry for r, reached through clientConfig.
+func (r Registration) validatingWebhook(clientConfig admissionregistrationv1.WebhookClientConfig) admissionregistrationv1.ValidatingWebhook {
+	failure, sideEffects, timeout, match := r.FailurePolicy, r.SideEffects, r.TimeoutSeconds, r.MatchPolicy
+	return admissionregistrationv1.ValidatingWebhook{
+		Name:                    r.Name,
+		ClientConfig:            clientConfig,
+		Rules:                   r.Rules,
+		FailurePolicy:           &failure,
+		MatchPolicy:             &match,
+		NamespaceSelector:       r.NamespaceSelector,
+		ObjectSelector:          r.ObjectSelector,
+		SideEffects:             &sideEffects,
+		TimeoutSeconds:          &timeout,
+		AdmissionReviewVersions: []string{"v1"},
+		MatchConditions:         r.MatchConditions,
+	}
+}

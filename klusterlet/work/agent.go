@@ -1,0 +1,215 @@
+// Package work is the klusterlet's work agent: it pulls the ManifestWorks of its cluster
+// namespace from the hub, applies their manifests to the managed cluster, anchors what it
+// applied in an AppliedManifestWork, reports status and feedback back to the hub, and cleans
+// up when a work (or a manifest of it) goes away.
+package work
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	apischeme "github.com/flotilla-dev/flotilla/core/apis/scheme"
+	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
+	"github.com/flotilla-dev/flotilla/core/apply"
+)
+
+// userAgent names the agent in both clusters' audit logs.
+const userAgent = "flotilla-work-agent"
+
+// workWorkers is how many ManifestWorks are reconciled at once.
+const workWorkers = 8
+
+// Agent is a configured work agent.
+type Agent struct {
+	cfg      Config
+	hubHash  string
+	mgr      manager.Manager
+	sarCache *sarCache
+	// watches wake works whose feedback is scraped by Watch (watchEvents feeds the controller).
+	watches     *feedbackWatches
+	watchEvents chan event.GenericEvent
+}
+
+// New validates cfg and builds the agent's controllers without contacting any server.
+func New(cfg Config) (*Agent, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	scheme := runtime.NewScheme()
+	if err := apischeme.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("work agent: %w", err)
+	}
+	managedCfg := rest.CopyConfig(cfg.ManagedConfig)
+	managedCfg.UserAgent = userAgent
+	if managedCfg.QPS == 0 {
+		// client-go's default of 5 requests a second would make a fan-out of works crawl:
+		// each applied manifest is a few requests to the (local) managed API server.
+		managedCfg.QPS, managedCfg.Burst = 100, 200
+	}
+	hubCfg := rest.CopyConfig(cfg.HubConfig)
+	hubCfg.UserAgent = userAgent
+	skip := true
+	mgr, err := ctrl.NewManager(managedCfg, ctrl.Options{
+		Scheme:                 scheme,
+		Logger:                 cfg.Logger,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		// Several agents (one per cluster, or per hub) may share a process, in tests and
+		// in flotilla dev.
+		Controller: config.Controller{SkipNameValidation: &skip},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("work agent: managed cluster manager: %w", err)
+	}
+	hub, err := cluster.New(hubCfg, func(o *cluster.Options) {
+		o.Scheme = scheme
+		o.Logger = cfg.Logger.WithName("hub")
+		// The agent may only read its own cluster namespace.
+		o.Cache.DefaultNamespaces = map[string]cache.Config{cfg.ClusterName: {}}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("work agent: hub client: %w", err)
+	}
+	if err := mgr.Add(hub); err != nil {
+		return nil, fmt.Errorf("work agent: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(managedCfg)
+	if err != nil {
+		return nil, fmt.Errorf("work agent: managed cluster client: %w", err)
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(managedCfg)
+	if err != nil {
+		return nil, fmt.Errorf("work agent: managed cluster discovery: %w", err)
+	}
+	a := &Agent{cfg: cfg, hubHash: HubHash(cfg.HubServer), mgr: mgr}
+	kube, err := kubernetes.NewForConfig(managedCfg)
+	if err != nil {
+		return nil, fmt.Errorf("work agent: managed cluster client: %w", err)
+	}
+	if cfg.ExecutorValidatingCaches {
+		a.sarCache = newSARCache()
+	}
+	watchEvents := make(chan event.GenericEvent, 64)
+	a.watches = newFeedbackWatches(dyn, cfg.MaxFeedbackWatch, watchEvents, cfg.Logger.WithName("feedback-watch"))
+	if err := mgr.Add(a.watches); err != nil {
+		return nil, fmt.Errorf("work agent: %w", err)
+	}
+	a.watchEvents = watchEvents
+	if err := a.setup(hub, dyn, kube, managedCfg, newMapper(dc)); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+func (a *Agent) setup(hub cluster.Cluster, dyn dynamic.Interface, kube kubernetes.Interface, managedCfg *rest.Config, mapper *resettableMapper) error {
+	works := &workReconciler{
+		cfg: a.cfg, hubHash: a.hubHash, hub: hub.GetClient(), managed: a.mgr.GetClient(), reader: a.mgr.GetAPIReader(),
+		dyn: dyn, mapper: mapper, feedback: newFeedbackReader(a.cfg.FeedbackExtractors, a.cfg.RawFeedbackJSON),
+		executor: &executorValidator{kube: kube, managedConfig: managedCfg, cache: a.sarCache},
+		watches:  a.watches,
+		appliers: map[workv1.UpdateStrategyType]applier{
+			workv1.UpdateStrategyTypeUpdate:          updateApplier{dyn},
+			workv1.UpdateStrategyTypeCreateOnly:      createOnlyApplier{dyn},
+			workv1.UpdateStrategyTypeServerSideApply: serverSideApplier{dyn},
+			workv1.UpdateStrategyTypeReadOnly:        readOnlyApplier{dyn},
+		},
+	}
+	ours := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		amw, ok := o.(*workv1.AppliedManifestWork)
+		return ok && amw.Spec.HubHash == a.hubHash
+	})
+	// An AppliedManifestWork change (gone, say) brings its ManifestWork back.
+	toWork := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		amw := o.(*workv1.AppliedManifestWork)
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: a.cfg.ClusterName, Name: amw.Spec.ManifestWorkName}}}
+	})
+	err := ctrl.NewControllerManagedBy(a.mgr).
+		Named("work-manifestwork").
+		// Works are independent; applying one waits on the managed API server.
+		WithOptions(controller.Options{MaxConcurrentReconciles: workWorkers}).
+		WatchesRawSource(source.Kind(hub.GetCache(), &workv1.ManifestWork{}, &handler.TypedEnqueueRequestForObject[*workv1.ManifestWork]{},
+			predicate.Or[*workv1.ManifestWork](predicate.TypedGenerationChangedPredicate[*workv1.ManifestWork]{},
+				predicate.TypedFuncs[*workv1.ManifestWork]{UpdateFunc: func(e event.TypedUpdateEvent[*workv1.ManifestWork]) bool {
+					// Deletion starts and finalizer changes do not change the generation.
+					return !e.ObjectNew.DeletionTimestamp.Equal(e.ObjectOld.DeletionTimestamp) ||
+						len(e.ObjectNew.Finalizers) != len(e.ObjectOld.Finalizers)
+				}}))).
+		Watches(&workv1.AppliedManifestWork{}, toWork, builder.WithPredicates(ours)).
+		// RBAC changes on the managed cluster can change what an executor may apply: answers
+		// cached under ExecutorValidatingCaches are dropped and works with an executor retried.
+		WatchesRawSource(source.Channel(a.watchEvents, &handler.EnqueueRequestForObject{})).
+		Watches(&rbacv1.Role{}, a.rbacChanged(hub)).
+		Watches(&rbacv1.RoleBinding{}, a.rbacChanged(hub)).
+		Watches(&rbacv1.ClusterRole{}, a.rbacChanged(hub)).
+		Watches(&rbacv1.ClusterRoleBinding{}, a.rbacChanged(hub)).
+		Complete(apply.Quiet(works))
+	if err != nil {
+		return fmt.Errorf("work agent: %w", err)
+	}
+
+	applied := &appliedReconciler{cfg: a.cfg, hubHash: a.hubHash, hub: hub.GetClient(), managed: a.mgr.GetClient(), dyn: dyn, now: time.Now}
+	toApplied := handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, w *workv1.ManifestWork) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: a.hubHash + "-" + w.Name}}}
+	})
+	err = ctrl.NewControllerManagedBy(a.mgr).
+		Named("work-appliedmanifestwork").
+		For(&workv1.AppliedManifestWork{}).
+		// A ManifestWork appearing or vanishing starts or stops its AppliedManifestWork's eviction.
+		WatchesRawSource(source.Kind(hub.GetCache(), &workv1.ManifestWork{}, toApplied)).
+		Complete(apply.Quiet(applied))
+	if err != nil {
+		return fmt.Errorf("work agent: %w", err)
+	}
+	return nil
+}
+
+// rbacChanged invalidates cached executor answers and enqueues the works that have an executor.
+func (a *Agent) rbacChanged(hub cluster.Cluster) handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		if a.sarCache != nil {
+			a.sarCache.invalidate()
+		}
+		works := &workv1.ManifestWorkList{}
+		if err := hub.GetCache().List(ctx, works, client.InNamespace(a.cfg.ClusterName)); err != nil {
+			return nil
+		}
+		var out []reconcile.Request
+		for _, w := range works.Items {
+			if w.Spec.Executor != nil {
+				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&w)})
+			}
+		}
+		return out
+	})
+}
+
+// Run runs the agent until ctx ends; it returns nil then, or an error if it cannot start.
+func (a *Agent) Run(ctx context.Context) error {
+	if err := a.mgr.Start(ctx); err != nil {
+		return fmt.Errorf("work agent: %w", err)
+	}
+	return nil
+}

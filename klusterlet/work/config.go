@@ -1,0 +1,87 @@
+package work
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
+)
+
+// Defaults, as in OCM's work agent.
+const (
+	DefaultStatusSyncInterval = 30 * time.Second
+	// DefaultEvictionGracePeriod is how long an AppliedManifestWork whose ManifestWork is gone
+	// from the hub is kept before it (and what it applied) is deleted.
+	DefaultEvictionGracePeriod = 60 * time.Minute
+)
+
+// Config configures a work agent.
+type Config struct {
+	// ClusterName is the managed cluster's name: the hub namespace holding its ManifestWorks.
+	ClusterName string
+	// AgentID identifies this agent in AppliedManifestWork.spec.agentID (the klusterlet's
+	// agent name), so a re-joined cluster can tell its own leftovers.
+	AgentID string
+	// HubConfig reaches the hub with the agent's own identity; its transport may follow
+	// certificate rotations (registration.HubConnection).
+	HubConfig *rest.Config
+	// HubServer is the hub API server URL whose hash prefixes AppliedManifestWork names.
+	// Default HubConfig.Host.
+	HubServer string
+	// ManagedConfig reaches the managed cluster with the rights to apply manifests.
+	ManagedConfig *rest.Config
+	// StatusSyncInterval is how often applied resources are read back for availability and
+	// feedback (OCM's --status-sync-interval). Default DefaultStatusSyncInterval.
+	StatusSyncInterval time.Duration
+	// EvictionGracePeriod: see DefaultEvictionGracePeriod (OCM's
+	// --appliedmanifestwork-eviction-grace-period).
+	EvictionGracePeriod time.Duration
+	// MaxFeedbackWatch caps the resources watched for feedbackScrapeType Watch; manifests
+	// past it are polled. Default DefaultMaxFeedbackWatch.
+	MaxFeedbackWatch int
+	// ExecutorValidatingCaches caches executors' SubjectAccessReview answers until RBAC on
+	// the managed cluster changes (OCM's ExecutorValidatingCaches feature gate).
+	ExecutorValidatingCaches bool
+	// RawFeedbackJSON allows JsonRaw feedback values of at most 1 KiB (OCM's
+	// RawFeedbackJsonString feature gate); without it a structure is a feedback error.
+	RawFeedbackJSON bool
+	// FeedbackExtractors serves WellKnownStatus feedback rules (the klusterlet's plugin
+	// loader); nil means none, and such rules report that no plugin serves the kind.
+	FeedbackExtractors ExtractorSource
+	// Logger receives the agent's logs. Default: discard.
+	Logger logr.Logger
+}
+
+// HubHash is the hash of the hub API server URL that prefixes AppliedManifestWork names and
+// fills their spec.hubHash, as OCM's agent computes it.
+func HubHash(server string) string { return fmt.Sprintf("%x", sha256.Sum256([]byte(server))) }
+
+func (c Config) withDefaults() (Config, error) {
+	switch {
+	case c.ClusterName == "":
+		return c, errors.New("work agent: ClusterName is required")
+	case c.HubConfig == nil:
+		return c, errors.New("work agent: HubConfig is required")
+	case c.ManagedConfig == nil:
+		return c, errors.New("work agent: ManagedConfig is required")
+	}
+	if c.HubServer == "" {
+		c.HubServer = c.HubConfig.Host
+	}
+	if c.StatusSyncInterval <= 0 {
+		c.StatusSyncInterval = DefaultStatusSyncInterval
+	}
+	if c.MaxFeedbackWatch <= 0 {
+		c.MaxFeedbackWatch = DefaultMaxFeedbackWatch
+	}
+	if c.EvictionGracePeriod <= 0 {
+		c.EvictionGracePeriod = DefaultEvictionGracePeriod
+	}
+	if c.Logger.GetSink() == nil {
+		c.Logger = logr.Discard()
+	}
+	return c, nil
+}

@@ -1,0 +1,90 @@
+package work
+
+import (
+	"testing"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
+)
+
+func TestSARCacheDropsAnswersAcrossInvalidation(t *testing.T) {
+	c := newSARCache()
+	k := sarKey{user: "u", attrs: authorizationv1.ResourceAttributes{Verb: "get", Resource: "configmaps"}}
+	if _, hit, _ := c.get(k); hit {
+		t.Fatal("empty cache hit")
+	}
+	_, _, gen := c.get(k)
+	c.put(k, true, gen)
+	if ok, hit, _ := c.get(k); !hit || !ok {
+		t.Fatalf("want cached allow, got ok=%v hit=%v", ok, hit)
+	}
+	// An answer computed before an invalidation (RBAC changed meanwhile) is not stored.
+	_, _, stale := c.get(sarKey{user: "other"})
+	c.invalidate()
+	c.put(sarKey{user: "other"}, true, stale)
+	if _, hit, _ := c.get(sarKey{user: "other"}); hit {
+		t.Fatal("an answer from before the invalidation was kept")
+	}
+	if _, hit, _ := c.get(k); hit {
+		t.Fatal("invalidate kept an answer")
+	}
+	if c.hitCount() != 1 {
+		t.Fatalf("hits = %d, want 1", c.hitCount())
+	}
+}
+
+func TestOwnerMergeAddsAndRemovesOnlyItsReference(t *testing.T) {
+	mine := metav1.OwnerReference{Kind: "AppliedManifestWork", Name: "h-w", UID: "u1"}
+	other := metav1.OwnerReference{Kind: "AppliedManifestWork", Name: "h-x", UID: "u2"}
+	refs, changed := owner{ref: mine, owned: true}.merge([]metav1.OwnerReference{other})
+	if !changed || len(refs) != 2 {
+		t.Fatalf("owned: %v %v", refs, changed)
+	}
+	if _, changed := (owner{ref: mine, owned: true}).merge(refs); changed {
+		t.Fatal("adding an existing reference reported a change")
+	}
+	refs, changed = owner{ref: mine}.merge(refs)
+	if !changed || len(refs) != 1 || refs[0].UID != "u2" {
+		t.Fatalf("orphaned: %v %v", refs, changed)
+	}
+}
+
+func TestApplyOrderPutsCRDsThenNamespacesFirst(t *testing.T) {
+	m := func(apiVersion, kind string) workv1.Manifest {
+		return workv1.Manifest{RawExtension: runtime.RawExtension{Raw: []byte(`{"apiVersion":"` + apiVersion + `","kind":"` + kind + `","metadata":{"name":"x"}}`)}}
+	}
+	got := applyOrder([]workv1.Manifest{m("v1", "ConfigMap"), m("v1", "Namespace"), m("example.com/v1", "Widget"),
+		m("apiextensions.k8s.io/v1", "CustomResourceDefinition"), {RawExtension: runtime.RawExtension{Raw: []byte("not json")}}, m("v1", "Namespace")})
+	want := []int{3, 1, 5, 0, 2, 4}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("order %v, want %v", got, want)
+		}
+	}
+}
+
+func TestOwnedByWorkFollowsTheDeleteOption(t *testing.T) {
+	gvr := schema.GroupVersionResource{Resource: "services", Version: "v1"}
+	svc := workv1.ManifestResourceMeta{Name: "helloworld", Namespace: "default"}
+	selective := &workv1.DeleteOption{PropagationPolicy: workv1.DeletePropagationPolicyTypeSelectivelyOrphan,
+		SelectivelyOrphan: &workv1.SelectivelyOrphan{OrphaningRules: []workv1.OrphaningRule{{Resource: "services", Namespace: "default", Name: "helloworld"}}}}
+	for _, tc := range []struct {
+		opt  *workv1.DeleteOption
+		meta workv1.ManifestResourceMeta
+		want bool
+	}{
+		{nil, svc, true},
+		{&workv1.DeleteOption{PropagationPolicy: workv1.DeletePropagationPolicyTypeForeground}, svc, true},
+		{&workv1.DeleteOption{PropagationPolicy: workv1.DeletePropagationPolicyTypeOrphan}, svc, false},
+		{selective, svc, false},
+		{selective, workv1.ManifestResourceMeta{Name: "other", Namespace: "default"}, true},
+	} {
+		if got := ownedByWork(tc.meta, gvr, tc.opt); got != tc.want {
+			t.Errorf("%+v %+v: owned %v, want %v", tc.opt, tc.meta, got, tc.want)
+		}
+	}
+}
