@@ -8,7 +8,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -188,17 +187,8 @@ var _ = Describe("WellKnownStatus feedback", func() {
 			workv1.ResourceIdentifier{Group: "apps", Resource: "deployments", Namespace: "wellknown", Name: "web"}))
 		Eventually(manifestCondition(w, 0, workv1.ManifestApplied)).Should(cond(metav1.ConditionTrue, workv1.ManifestAppliedReasonComplete))
 
-		// The managed clusters of this suite run no workload controllers yet, so nothing
-		// reports the Deployment's status: write it through the status subresource as the
-		// deployment controller would. (Once they run the controllers with KWOK, they report
-		// these same numbers for 2 ready replicas and this write is redundant.)
-		Eventually(func(g Gomega) {
-			live := &appsv1.Deployment{}
-			g.Expect(managed[cluster1].client.Get(suiteCtx, client.ObjectKeyFromObject(dep), live)).To(Succeed())
-			live.Status = appsv1.DeploymentStatus{ObservedGeneration: live.Generation, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 2}
-			g.Expect(managed[cluster1].client.Status().Update(suiteCtx, live)).To(Succeed())
-		}).Should(Succeed())
-
+		// The managed cluster's deployment controller, scheduler and KWOK Node make the two
+		// replicas ready, as on a real cluster.
 		Eventually(feedbackValues(w, 0)).Should(ConsistOf(
 			integerValue(workv1.WellKnownReadyReplicas, 2),
 			integerValue(workv1.WellKnownReplicas, 2),

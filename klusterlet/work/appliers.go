@@ -83,14 +83,9 @@ type updateApplier struct{ dyn dynamic.Interface }
 func (a updateApplier) apply(ctx context.Context, req applyRequest) (*unstructured.Unstructured, error) {
 	c := req.client(a.dyn)
 	required := req.required.DeepCopy()
-	existing, err := c.Get(ctx, required.GetName(), metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		refs, _ := req.owner.merge(nil)
-		required.SetOwnerReferences(refs)
-		return c.Create(ctx, required, metav1.CreateOptions{})
-	}
-	if err != nil {
-		return nil, err
+	existing, created, err := getOrCreate(ctx, c, required, req.owner)
+	if err != nil || created {
+		return existing, err
 	}
 	modified := false
 	labels, changed := mergeMap(existing.GetLabels(), required.GetLabels())
@@ -108,6 +103,18 @@ func (a updateApplier) apply(ctx context.Context, req applyRequest) (*unstructur
 	required.SetFinalizers(existing.GetFinalizers())
 	required.SetResourceVersion(existing.GetResourceVersion())
 	return c.Update(ctx, required, metav1.UpdateOptions{})
+}
+
+// getOrCreate returns the live object, creating required (owned by o) when it is missing.
+func getOrCreate(ctx context.Context, c dynamic.ResourceInterface, required *unstructured.Unstructured, o owner) (*unstructured.Unstructured, bool, error) {
+	existing, err := c.Get(ctx, required.GetName(), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		refs, _ := o.merge(nil)
+		required.SetOwnerReferences(refs)
+		obj, err := c.Create(ctx, required, metav1.CreateOptions{})
+		return obj, true, err
+	}
+	return existing, false, err
 }
 
 // mergeMap returns existing with required's entries set, and whether any changed.
@@ -149,15 +156,9 @@ type createOnlyApplier struct{ dyn dynamic.Interface }
 
 func (a createOnlyApplier) apply(ctx context.Context, req applyRequest) (*unstructured.Unstructured, error) {
 	c := req.client(a.dyn)
-	required := req.required.DeepCopy()
-	existing, err := c.Get(ctx, required.GetName(), metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		refs, _ := req.owner.merge(nil)
-		required.SetOwnerReferences(refs)
-		return c.Create(ctx, required, metav1.CreateOptions{})
-	}
-	if err != nil {
-		return nil, err
+	existing, created, err := getOrCreate(ctx, c, req.required.DeepCopy(), req.owner)
+	if err != nil || created {
+		return existing, err
 	}
 	return patchOwner(ctx, c, existing, req.owner)
 }
