@@ -3,6 +3,8 @@
 package admin
 
 import (
+	"time"
+
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +12,7 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -93,6 +96,9 @@ func acceptOne(ctx context.Context, c client.Client, kube kubernetes.Interface, 
 			return res, fmt.Errorf("cluster %q: setting spec.hubAcceptsClient: %w", name, err)
 		}
 	}
+	if len(pending) > 0 {
+		waitGranted(ctx, c, name)
+	}
 	for _, r := range pending {
 		r.Status.Conditions = append(r.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
 			Type:           certificatesv1.CertificateApproved,
@@ -107,6 +113,30 @@ func acceptOne(ctx context.Context, c client.Client, kube kubernetes.Interface, 
 		res.ApprovedCSRs = append(res.ApprovedCSRs, r.Name)
 	}
 	return res, nil
+}
+
+// grantWait bounds how long accept waits for the hub to grant an accepted cluster's RBAC.
+const grantWait = 15 * time.Second
+
+// waitGranted waits until the hub reports the cluster accepted (HubAcceptedManagedCluster,
+// set once its RBAC is in place), so the agent's first request with the certificate about to
+// be approved is not refused. Without a running hub it gives up after grantWait: approving
+// is still what the admin asked for.
+func waitGranted(ctx context.Context, c client.Client, name string) {
+	ctx, cancel := context.WithTimeout(ctx, grantWait)
+	defer cancel()
+	for {
+		mc := &clusterv1.ManagedCluster{}
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, mc); err == nil &&
+			meta.IsStatusConditionTrue(mc.Status.Conditions, clusterv1.ManagedClusterConditionHubAccepted) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 func isApproved(r *certificatesv1.CertificateSigningRequest) bool {
