@@ -133,7 +133,7 @@ func TestRunDev(t *testing.T) {
 		}
 	}
 	// The terminal is not flooded with component logs, and no write conflict is logged as an error.
-	for _, unwanted := range []string{"Starting workers", "Hub client certificate issued", "Reconciler error"} {
+	for _, unwanted := range []string{"Starting workers", "Hub client certificate issued", "Reconciler error", "level=ERROR"} {
 		if strings.Contains(stdout+stderr, unwanted) {
 			t.Errorf("terminal shows %q:\noutput:\n%s\nstandard error:\n%s", unwanted, stdout, stderr)
 		}
