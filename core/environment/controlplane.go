@@ -128,6 +128,10 @@ type ControlPlane struct {
 	ports []int
 	kwok  *process // with Workloads
 	nodes int      // simulated Nodes created so far
+	// apiserver and apiserverArgs let StopAPIServer and StartAPIServer take the API down
+	// and bring it back on the same address.
+	apiserver     *process
+	apiserverArgs []string
 
 	stopOnce sync.Once
 	stopErr  error
@@ -402,6 +406,9 @@ func (cp *ControlPlane) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	cp.mu.Lock()
+	cp.apiserver, cp.apiserverArgs = apiserver, apiserverArgs
+	cp.mu.Unlock()
 	admin, err := cp.userConfig(AdminUser, []string{"system:masters"}, caValidity)
 	if err != nil {
 		return err
@@ -487,6 +494,51 @@ func (cp *ControlPlane) start(ctx context.Context) error {
 	}
 	cp.logf("kube-controller-manager and CRDs ready in %s", time.Since(t).Round(10*time.Millisecond))
 	return awaitWorkloads()
+}
+
+// StopAPIServer stops the control plane's kube-apiserver (etcd and the other components keep
+// running), as an outage of the cluster's API would; StartAPIServer brings it back.
+func (cp *ControlPlane) StopAPIServer() error {
+	cp.mu.Lock()
+	p := cp.apiserver
+	cp.apiserver = nil
+	for i, q := range cp.procs {
+		if q == p {
+			cp.procs = append(cp.procs[:i:i], cp.procs[i+1:]...)
+			break
+		}
+	}
+	cp.mu.Unlock()
+	if p == nil {
+		return fmt.Errorf("control plane %s: kube-apiserver is not running", cp.Name)
+	}
+	return p.stop(10 * time.Second)
+}
+
+// StartAPIServer starts the kube-apiserver StopAPIServer stopped, on the same address and
+// with the same certificates, and waits until it is ready.
+func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
+	cp.mu.Lock()
+	running, args := cp.apiserver != nil, cp.apiserverArgs
+	cp.mu.Unlock()
+	if running || args == nil {
+		return fmt.Errorf("control plane %s: kube-apiserver is running or was never started", cp.Name)
+	}
+	p, err := cp.launch(KubeAPIServerBinary, args, nil)
+	if err != nil {
+		return err
+	}
+	cp.mu.Lock()
+	cp.apiserver = p
+	cp.mu.Unlock()
+	httpClient, err := rest.HTTPClientFor(cp.Config)
+	if err != nil {
+		return fmt.Errorf("building admin HTTP client: %w", err)
+	}
+	httpClient.Timeout = 5 * time.Second
+	return cp.await(ctx, p, "kube-apiserver /readyz", func(ctx context.Context) error {
+		return getOK(ctx, httpClient, cp.URL+"/readyz")
+	})
 }
 
 // launch starts one component, logging to <Dir>/<binary>.log, with env added to ours.
