@@ -157,16 +157,11 @@ func startAgentIn(name string, cp *environment.ControlPlane, ns string) *running
 
 // startAgentWith is startAgentIn with the work agent's options.
 func startAgentWith(name string, cp *environment.ControlPlane, ns string, work klusterlet.WorkOptions) *runningAgent {
-	return startAgentBoot(name, cp, ns, work, bootstrapKC)
-}
-
-// startAgentBoot is startAgentWith with the bootstrap kubeconfig (and so the hub address) given.
-func startAgentBoot(name string, cp *environment.ControlPlane, ns string, work klusterlet.WorkOptions, boot []byte) *runningAgent {
 	ctx, cancel := context.WithCancel(suiteCtx)
 	a := &runningAgent{cancel: cancel, done: make(chan struct{})}
 	opts := klusterlet.Options{
 		Registration: registration.Config{
-			ClusterName: name, ManagedConfig: cp.Config, BootstrapKubeconfig: boot, AgentNamespace: ns,
+			ClusterName: name, ManagedConfig: cp.Config, BootstrapKubeconfig: bootstrapKC, AgentNamespace: ns,
 			LeaseDurationSeconds: leaseSeconds,
 			RetryInitial:         200 * time.Millisecond, RetryMax: 2 * time.Second,
 			Logger: logger.WithName("klusterlet").WithValues("cluster", name),

@@ -15,8 +15,8 @@
 // with several clusters on one API server, the test suites, the 100-klusterlet registration
 // benchmark) share one engine, registry and controller instead of each compiling every module,
 // storing its own copy of every built-in module and writing every status. Start returns the
-// loader of a cluster and its release; the last release stops it. ForCluster finds it from the
-// managed cluster's rest.Config, which is how work agents (one per hub session) reach it.
+// loader of a cluster and its release; the last release stops it. The klusterlet hands the
+// loader to each work agent it starts (work.Config.FeedbackExtractors).
 package plugins
 
 import (
@@ -146,9 +146,9 @@ func Start(cfg Config) (*Loader, func(), error) {
 	return l, l.releaseFunc(), nil
 }
 
-// ForCluster returns the loader running in this process for the managed API server of c,
-// or nil.
-func ForCluster(c *rest.Config) *Loader {
+// forCluster returns the loader running in this process for the managed API server of c,
+// or nil (tests observe sharing and release with it).
+func forCluster(c *rest.Config) *Loader {
 	if c == nil {
 		return nil
 	}

@@ -28,7 +28,7 @@ func TestOneLoaderPerManagedClusterUntilTheLastRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l1 != l2 || ForCluster(b.ManagedConfig) != l1 || ForCluster(a.ManagedConfig) != l1 {
+	if l1 != l2 || forCluster(b.ManagedConfig) != l1 || forCluster(a.ManagedConfig) != l1 {
 		t.Fatal("klusterlets of one managed cluster got different loaders")
 	}
 	other, releaseOther, err := Start(unreachable("2"))
@@ -48,11 +48,11 @@ func TestOneLoaderPerManagedClusterUntilTheLastRelease(t *testing.T) {
 
 	release1()
 	release1() // releasing twice counts once
-	if ForCluster(a.ManagedConfig) != l1 {
+	if forCluster(a.ManagedConfig) != l1 {
 		t.Fatal("the loader stopped while a klusterlet still uses it")
 	}
 	release2()
-	if ForCluster(a.ManagedConfig) != nil {
+	if forCluster(a.ManagedConfig) != nil {
 		t.Fatal("the loader outlived its last klusterlet")
 	}
 	select {
@@ -69,8 +69,8 @@ func TestOneLoaderPerManagedClusterUntilTheLastRelease(t *testing.T) {
 	if l3 == l1 {
 		t.Fatal("a stopped loader was reused")
 	}
-	if ForCluster(nil) != nil {
-		t.Fatal("ForCluster(nil)")
+	if forCluster(nil) != nil {
+		t.Fatal("forCluster(nil)")
 	}
 }
 
