@@ -94,7 +94,7 @@ var _ = Describe("Condition rules", func() {
 		cur := getWork(Default, w)
 		cur.Spec.Workload.Manifests = manifests(conditionsJob("conditions", "pi", map[string]string{"revision": "2"}),
 			configMap("conditions", "job-input", map[string]string{"digits": "3000"}))
-		Expect(hubClient.Update(suiteCtx, cur)).To(Succeed())
+		updateSpec(cur)
 		Eventually(manifestCondition(w, 0, workv1.ManifestComplete)).Should(cond(metav1.ConditionTrue, workv1.ConditionRuleEvaluated))
 		Eventually(manifestCondition(w, 0, workv1.ManifestAvailable)).Should(cond(metav1.ConditionTrue, "ResourceAvailable"))
 		Eventually(workCondition(w, workv1.WorkApplied)).Should(cond(metav1.ConditionTrue, "AppliedManifestWorkComplete"))
@@ -157,7 +157,7 @@ var _ = Describe("Condition rules", func() {
 		cur := getWork(Default, w)
 		cur.Spec.Workload.Manifests = manifests(configMap("conditions", "state", map[string]string{"phase": "done"}))
 		cur.Spec.ManifestConfigs = []workv1.ManifestConfigOption{{ResourceIdentifier: id, ConditionRules: rules[:2]}}
-		Expect(hubClient.Update(suiteCtx, cur)).To(Succeed())
+		updateSpec(cur)
 		Eventually(manifestCondition(w, 0, "Ready")).Should(cond(metav1.ConditionTrue, workv1.ConditionRuleEvaluated))
 		Eventually(manifestCondition(w, 0, "Phase")).Should(HaveField("Message", "phase is done"))
 		Eventually(workCondition(w, "Ready")).Should(cond(metav1.ConditionTrue, "ConditionRulesAggregated"))

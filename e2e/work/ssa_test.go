@@ -40,7 +40,7 @@ var _ = Describe("ServerSideApply ignoreFields", func() {
 		cur := getWork(Default, w)
 		d.Spec.Template.Spec.Containers[0].Image = image
 		cur.Spec.Workload.Manifests = manifests(d)
-		Expect(hubClient.Update(suiteCtx, cur)).To(Succeed())
+		updateSpec(cur)
 		Eventually(workCondition(w, workv1.WorkApplied)).Should(cond(metav1.ConditionTrue, "AppliedManifestWorkComplete"))
 		Eventually(func(g Gomega) string {
 			cur := live(cluster1, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: d.Namespace, Name: d.Name}})(g)
@@ -77,7 +77,7 @@ var _ = Describe("ServerSideApply ignoreFields", func() {
 		cur := getWork(Default, w)
 		d.Spec.Replicas = ptr.To[int32](3)
 		cur.Spec.Workload.Manifests = manifests(d)
-		Expect(hubClient.Update(suiteCtx, cur)).To(Succeed())
+		updateSpec(cur)
 		Eventually(replicas(cluster1, "ignore", "change")).Should(BeEquivalentTo(3))
 		// Changed on the spoke: the spoke's value stays through new generations.
 		scale(cluster1, "ignore", "change", 6)

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -57,6 +58,21 @@ func createWork(w *workv1.ManifestWork) *workv1.ManifestWork {
 		}).Should(BeTrue(), "ManifestWork %s/%s was not released", w.Namespace, w.Name)
 	})
 	return w
+}
+
+// updateSpec writes cur's spec to the hub; when the agent's status write got there first, it
+// puts the same spec on the current object.
+func updateSpec(cur *workv1.ManifestWork) {
+	GinkgoHelper()
+	spec := cur.Spec.DeepCopy()
+	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		latest := &workv1.ManifestWork{}
+		if err := hubClient.Get(suiteCtx, client.ObjectKeyFromObject(cur), latest); err != nil {
+			return err
+		}
+		latest.Spec = *spec
+		return hubClient.Update(suiteCtx, latest)
+	})).To(Succeed())
 }
 
 func getWork(g Gomega, w *workv1.ManifestWork) *workv1.ManifestWork {
@@ -218,7 +234,7 @@ spec:
 
 		cur := getWork(Default, w)
 		cur.Spec.Workload.Manifests = manifests(namespace("update"), configMap("update", "a", map[string]string{"k": "2"}))
-		Expect(hubClient.Update(suiteCtx, cur)).To(Succeed())
+		updateSpec(cur)
 		Eventually(workCondition(w, workv1.WorkApplied)).Should(cond(metav1.ConditionTrue, "AppliedManifestWorkComplete"))
 		Eventually(func(g Gomega) map[string]string { return live(cluster1, a)(g).Data }).Should(HaveKeyWithValue("k", "2"))
 		Eventually(gone(cluster1, b)).Should(BeTrue())
@@ -297,7 +313,7 @@ spec:
 		// A new generation of the work is applied (observed below) and still leaves the content.
 		cur := getWork(Default, w)
 		cur.Spec.Workload.Manifests = manifests(configMap("createonly", "cm", map[string]string{"k": "from-work-v2"}))
-		Expect(hubClient.Update(suiteCtx, cur)).To(Succeed())
+		updateSpec(cur)
 		Eventually(workCondition(w, workv1.WorkApplied)).Should(cond(metav1.ConditionTrue, "AppliedManifestWorkComplete"))
 		Expect(live(cluster1, cm)(Default).Data).To(HaveKeyWithValue("k", "taken-over"))
 	})
@@ -373,7 +389,7 @@ metadata:
 		dep := deployment("feedback", "fb", "busybox")
 		dep.Spec.Replicas = ptr.To[int32](3)
 		cur.Spec.Workload.Manifests = manifests(dep)
-		Expect(hubClient.Update(suiteCtx, cur)).To(Succeed())
+		updateSpec(cur)
 		Eventually(values).Should(ContainElement(
 			workv1.FeedbackValue{Name: "replicas", Value: workv1.FieldValue{Type: workv1.Integer, Integer: ptr.To[int64](3)}}))
 	})
@@ -455,7 +471,7 @@ spec:
 		// A new generation applies the Job again, server-side, without touching its immutable fields.
 		cur := getWork(Default, ssa)
 		cur.Spec.Workload.Manifests = append(cur.Spec.Workload.Manifests, manifests(configMap("default", "pi-extra", nil))...)
-		Expect(hubClient.Update(suiteCtx, cur)).To(Succeed())
+		updateSpec(cur)
 		Eventually(manifestCondition(ssa, 0, workv1.ManifestApplied)).Should(cond(metav1.ConditionTrue, "AppliedManifestComplete"))
 		Eventually(workCondition(ssa, workv1.WorkApplied)).Should(cond(metav1.ConditionTrue, "AppliedManifestWorkComplete"))
 	})
@@ -495,7 +511,7 @@ spec:
 		dep := deployment("ssa", "hello", "busybox")
 		dep.Spec.Replicas = ptr.To[int32](1)
 		cur.Spec.Workload.Manifests = manifests(dep)
-		Expect(hubClient.Update(suiteCtx, cur)).To(Succeed())
+		updateSpec(cur)
 		Eventually(manifestCondition(first, 0, workv1.ManifestApplied)).Should(And(cond(metav1.ConditionFalse, "ApplyConflict"),
 			HaveField("Message", And(ContainSubstring("work-agent-another"), ContainSubstring(".spec.replicas")))))
 		Expect(*live(cluster2, d)(Default).Spec.Replicas).To(BeEquivalentTo(3))
