@@ -114,6 +114,15 @@ bench-wasm:
 bench-registration: $(CONTROLPLANE)
 	$(GO) run ./e2e/registration/bench -clusters 100
 
+.PHONY: bench-admission
+## bench-admission: the execute-as decision of the hub's policy webhook (hub/webhook serving
+## hub/admission with the embedded policies, SubjectAccessReviews cached) on a real hub API
+## server, 2,000 AdmissionReviews POSTed one at a time over HTTPS after 200 to warm up, next to
+## a baseline making one SubjectAccessReview per request as OCM's webhook does; the last line is
+## `admission-execute-as p50_us=… p99_us=… sar_baseline_p50_us=…`
+bench-admission: $(CONTROLPLANE)
+	$(GO) run ./e2e/admission/bench -requests 2000 -warmup 200
+
 .PHONY: bench-work
 ## bench-work: one klusterlet (its own process) applies 100 ManifestWorks created one after
 ## another, then 1,000 at once; the last line is `work-apply p50_ms=… p99_ms=… fanout_1000_s=…

@@ -16,6 +16,6 @@ func main() {
 	defer stop()
 	if err := commands.NewRoot().ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
-		os.Exit(1)
+		os.Exit(commands.ExitCode(err))
 	}
 }

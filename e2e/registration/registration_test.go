@@ -269,7 +269,8 @@ var _ = Describe("Registration", Ordered, func() {
 		}
 		denied := func(name string) OmegaMatcher {
 			return And(Satisfy(apierrors.IsForbidden), MatchError(ContainSubstring(
-				"binding to ManagedClusterSet "+name+" (spec.clusterSet) requires create permission on managedclustersets/bind")))
+				"policy bind: user "+user+" cannot bind the ManagedClusterSet "+name+" to namespace "+ns+
+					" (spec.clusterSet of the ManagedClusterSetBinding "+name+`): needs "create" on managedclustersets/bind.cluster.open-cluster-management.io named `+name)))
 		}
 		// RBAC for the Role may take a moment to be seen; until then the error is RBAC's.
 		Eventually(func() error { return uc.Create(suiteCtx, binding(set)) }).Should(denied(set))
@@ -497,7 +498,7 @@ var _ = Describe("Registration", Ordered, func() {
 		accept := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"hubAcceptsClient":true}}`))
 		err = uc.Patch(suiteCtx, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name}}, accept)
 		Expect(err).To(And(Satisfy(apierrors.IsForbidden), MatchError(ContainSubstring(
-			"setting spec.hubAcceptsClient to true requires update permission on managedclusters/accept"))))
+			"policy accept: user "+user+" cannot accept the ManagedCluster "+name+` (spec.hubAcceptsClient: true): needs "update" on managedclusters/accept.register.open-cluster-management.io named `+name))))
 		// A full update is checked as a patch is.
 		mc := managedCluster(name)
 		mc.Spec.HubAcceptsClient = true
@@ -515,6 +516,38 @@ var _ = Describe("Registration", Ordered, func() {
 			return uc.Patch(suiteCtx, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name}}, accept)
 		}).Should(Succeed())
 		Expect(managedCluster(name).Spec.HubAcceptsClient).To(BeTrue())
+	})
+
+	It("does not let an accepted agent move its cluster into another cluster set (managedclustersets/join)", func() {
+		a := managedAgent(cluster1)
+		c1 := managedClient(agentHubConfig(a))
+		const label = "cluster.open-cluster-management.io/clusterset"
+		before := managedCluster(cluster1).Labels[label]
+		// The agent may update (not patch) its own ManagedCluster (RBAC), so only the join policy
+		// refuses.
+		relabel := func(key, value string) error {
+			mc := &clusterv1.ManagedCluster{}
+			if err := c1.Get(suiteCtx, client.ObjectKey{Name: cluster1}, mc); err != nil {
+				return err
+			}
+			if mc.Labels == nil {
+				mc.Labels = map[string]string{}
+			}
+			mc.Labels[key] = value
+			return c1.Update(suiteCtx, mc)
+		}
+		var err error
+		Eventually(func() error { err = relabel(label, "global"); return err }).Should(Not(Satisfy(apierrors.IsConflict)))
+		Expect(err).To(And(Satisfy(apierrors.IsForbidden), MatchError(ContainSubstring(
+			"policy join: user system:open-cluster-management:"+cluster1+":"))))
+		Expect(err).To(MatchError(ContainSubstring("cannot add the ManagedCluster " + cluster1 + " to the ManagedClusterSet global (label " + label + `): needs "create" on managedclustersets/join`)))
+		Expect(managedCluster(cluster1).Labels[label]).To(Equal(before))
+		// Another label is the agent's to change: the gate is the cluster-set label only.
+		Eventually(func() error { return relabel("example.com/zone", "a") }).Should(Succeed()) // retried on conflict with the agent's own writes
+		DeferCleanup(func() {
+			Expect(hubClient.Patch(suiteCtx, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: cluster1}},
+				client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"example.com/zone":null}}}`)))).To(Succeed())
+		})
 	})
 
 	It("denies CSRs a plugin denies, naming the plugin", func() {

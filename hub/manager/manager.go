@@ -7,9 +7,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/go-logr/logr"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -21,13 +24,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
 	"github.com/flotilla-dev/flotilla/core/apis/featuregates"
 	apischeme "github.com/flotilla-dev/flotilla/core/apis/scheme"
 	"github.com/flotilla-dev/flotilla/core/crds"
+	"github.com/flotilla-dev/flotilla/core/policy"
 	"github.com/flotilla-dev/flotilla/core/wasm"
 	"github.com/flotilla-dev/flotilla/core/wasmplugin"
+	"github.com/flotilla-dev/flotilla/hub/admission"
 	"github.com/flotilla-dev/flotilla/hub/plugininstall"
-	"github.com/flotilla-dev/flotilla/hub/registration/admission"
 	"github.com/flotilla-dev/flotilla/hub/registration/bootstrap"
 	"github.com/flotilla-dev/flotilla/hub/registration/clusterset"
 	"github.com/flotilla-dev/flotilla/hub/registration/clustersetbinding"
@@ -39,6 +44,7 @@ import (
 	"github.com/flotilla-dev/flotilla/hub/webhook"
 	"github.com/flotilla-dev/flotilla/hub/webhook/manifestwork"
 	hubwork "github.com/flotilla-dev/flotilla/hub/work"
+	"github.com/flotilla-dev/flotilla/policies"
 )
 
 // Options configures a hub.
@@ -63,9 +69,15 @@ type Options struct {
 	SkipPluginInstall bool
 	// AutoApprove configures the csr-autoapprove plugin; it is installed only when set.
 	AutoApprove plugininstall.AutoApprove
-	// Webhook configures the admission webhook server (hub/webhook) validating ManifestWorks;
-	// the zero value serves on a free port of 127.0.0.1. Webhook.Disabled turns it off.
+	// Webhook configures the admission webhook server (hub/webhook): the Rego policies
+	// (hub/admission) and the ManifestWork validation; the zero value serves on a free port of
+	// 127.0.0.1. Webhook.Disabled turns it off, and with it every admission gate.
 	Webhook webhook.Options
+	// PolicyEvalTimeout bounds the evaluation of one admission request's policies; 0 means
+	// admission.DefaultEvalTimeout.
+	PolicyEvalTimeout time.Duration
+	// PolicyNamespace holds the policy ConfigMaps; empty means policy.DefaultNamespace.
+	PolicyNamespace string
 	// WorkMaxSize caps the total size of a ManifestWork's manifests in bytes; 0 means
 	// manifestwork.DefaultMaxSize (500 KiB).
 	WorkMaxSize int
@@ -97,6 +109,8 @@ type Hub struct {
 	engine    *wasm.Engine
 	ownEngine bool
 	webhooks  *webhook.Server
+	// policyLoader keeps the admission policies in step with the policy ConfigMaps.
+	policyLoader *admission.Loader
 }
 
 // NewScheme returns a scheme with client-go's types and every Flotilla API group.
@@ -204,7 +218,7 @@ func (h *Hub) setup() error {
 		return err
 	}
 	if h.webhooks != nil {
-		components = append(components, h.webhooks)
+		components = append(components, h.webhooks, h.policyLoader)
 	}
 	components = append(components, h.opts.Components...)
 	for _, comp := range components {
@@ -241,7 +255,7 @@ func (h *Hub) Prepare(ctx context.Context) error {
 			return fmt.Errorf("hub: shared agent roles: %w", err)
 		}
 	}
-	if err := admission.Ensure(ctx, c); err != nil {
+	if err := admission.RemoveLegacy(ctx, c); err != nil {
 		return fmt.Errorf("hub: %w", err)
 	}
 	if !h.opts.SkipPluginInstall {
@@ -273,8 +287,8 @@ func (h *Hub) Run(ctx context.Context) error {
 	return errors.Join(h.mgr.Start(ctx), h.closeEngine())
 }
 
-// setupWebhooks creates the admission webhook server with the ManifestWork validation, unless
-// disabled.
+// setupWebhooks creates the admission webhook server with the policy admission and the
+// ManifestWork validation, unless disabled.
 func (h *Hub) setupWebhooks(kube kubernetes.Interface) error {
 	if h.opts.Webhook.Disabled {
 		return nil
@@ -287,12 +301,59 @@ func (h *Hub) setupWebhooks(kube kubernetes.Interface) error {
 	if err != nil {
 		return fmt.Errorf("hub: %w", err)
 	}
-	work := manifestwork.New(manifestwork.Options{MaxSize: h.opts.WorkMaxSize, Reviews: kube.AuthorizationV1().SubjectAccessReviews()})
-	if err := srv.Register(work); err != nil {
+	if err := srv.Register(manifestwork.New(manifestwork.Options{MaxSize: h.opts.WorkMaxSize})); err != nil {
+		return fmt.Errorf("hub: %w", err)
+	}
+	policies, err := h.setupPolicies(kube, srv)
+	if err != nil {
+		return err
+	}
+	if err := srv.Register(policies); err != nil {
 		return fmt.Errorf("hub: %w", err)
 	}
 	h.webhooks = srv
 	return nil
+}
+
+// setupPolicies compiles the embedded policies and adds the loader of policy ConfigMaps.
+func (h *Hub) setupPolicies(kube kubernetes.Interface, srv *webhook.Server) (*admission.Handler, error) {
+	ctx := context.Background()
+	files, err := policy.FilesFromFS(policies.Defaults(), ".")
+	if err != nil {
+		return nil, fmt.Errorf("hub: embedded policies: %w", err)
+	}
+	embedded := policy.Source{Name: policy.EmbeddedSourceName, Files: files}
+	authz := &policy.CachingAuthorizer{Reviews: kube.AuthorizationV1().SubjectAccessReviews()}
+	// The embedded policies' tests run in go test, not at every start.
+	set, err := policy.Compile(ctx, []policy.Source{embedded}, policy.Options{Authorizer: authz, SkipTests: true})
+	if err != nil {
+		return nil, fmt.Errorf("hub: embedded policies: %w", err)
+	}
+	log := h.opts.Logger.WithName("admission")
+	reader := h.mgr.GetClient()
+	handler, err := admission.NewHandler(set, admission.HandlerOptions{
+		EvalTimeout:  h.opts.PolicyEvalTimeout,
+		FeatureGates: h.opts.FeatureGates,
+		IsClusterNamespace: func(ctx context.Context, ns string) bool {
+			return reader.Get(ctx, client.ObjectKey{Name: ns}, &clusterv1.ManagedCluster{}) == nil
+		},
+		HubIdentity: admission.HubIdentityFunc(func(ctx context.Context) (string, error) {
+			r, err := kube.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+			if err != nil {
+				return "", err
+			}
+			return r.Status.UserInfo.Username, nil
+		}, log),
+		Logger: log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("hub: %w", err)
+	}
+	h.policyLoader = &admission.Loader{
+		Handler: handler, Embedded: embedded, Namespace: h.opts.PolicyNamespace,
+		Authorizer: authz, Resync: srv.Resync, Logger: log,
+	}
+	return handler, nil
 }
 
 // Webhooks is the admission webhook server, nil when Options.Webhook.Disabled. Further

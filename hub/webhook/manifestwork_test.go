@@ -1,19 +1,15 @@
 package webhook_test
 
 import (
-	"context"
 	"fmt"
 	"regexp"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/dynamic"
 
 	"github.com/flotilla-dev/flotilla/hub/webhook"
 	"github.com/flotilla-dev/flotilla/hub/webhook/manifestwork"
@@ -97,7 +93,7 @@ var _ = Describe("ManifestWork admission", Ordered, func() {
 	var srv *running
 
 	BeforeAll(func(ctx SpecContext) {
-		srv = start(webhook.Options{}, manifestwork.New(manifestwork.Options{Reviews: kube.AuthorizationV1().SubjectAccessReviews()}))
+		srv = start(webhook.Options{}, manifestwork.New(manifestwork.Options{}))
 		cleanup(srv)
 	})
 
@@ -142,30 +138,6 @@ var _ = Describe("ManifestWork admission", Ordered, func() {
 			ContainSubstring("spec.workload.manifests[1].metadata.generateName: Forbidden: generateName must not be set in manifest"))))
 	})
 
-	It("requires execute-as permission for the executor", func(ctx SpecContext) {
-		// alice may create ManifestWorks in cluster1, but not yet execute as ns1/deployer.
-		grant(ctx, "alice-works", rbacv1.PolicyRule{APIGroups: []string{"work.open-cluster-management.io"}, Resources: []string{"manifestworks"},
-			Verbs: []string{"create", "get", "update", "patch"}})
-		aliceCfg, err := hub.UserConfig("alice")
-		Expect(err).NotTo(HaveOccurred())
-		alice := dynamic.NewForConfigOrDie(aliceCfg)
-		obj := parseYAML(strings.Replace(validWork, "name: valid", "name: executed", 1))
-		Expect(unstructured.SetNestedMap(obj.Object, map[string]any{"subject": map[string]any{
-			"type": "ServiceAccount", "serviceAccount": map[string]any{"namespace": "ns1", "name": "deployer"},
-		}}, "spec", "executor")).To(Succeed())
-
-		_, err = alice.Resource(works).Namespace(workNamespace).Create(ctx, obj, metav1.CreateOptions{})
-		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
-		Expect(err).To(MatchError(ContainSubstring("user alice cannot manipulate the Manifestwork with executor ns1/deployer in namespace cluster1")))
-
-		grant(ctx, "alice-execute-as", rbacv1.PolicyRule{APIGroups: []string{"work.open-cluster-management.io"}, Resources: []string{"manifestworks"},
-			Verbs: []string{"execute-as"}, ResourceNames: []string{"system:serviceaccount:ns1:deployer"}})
-		Eventually(func(ctx context.Context) error {
-			_, err := alice.Resource(works).Namespace(workNamespace).Create(ctx, obj, metav1.CreateOptions{})
-			return err
-		}).WithContext(ctx).Should(Succeed())
-	})
-
 	Context("when the server is gone", func() {
 		It("fails closed for spec writes only, and a new server takes over", func(ctx SpecContext) {
 			srv.stop()
@@ -195,16 +167,3 @@ var _ = Describe("ManifestWork admission", Ordered, func() {
 		})
 	})
 })
-
-// grant binds a Role with rule in workNamespace to alice.
-func grant(ctx context.Context, name string, rule rbacv1.PolicyRule) {
-	GinkgoHelper()
-	_, err := kube.RbacV1().Roles(workNamespace).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: []rbacv1.PolicyRule{rule}}, metav1.CreateOptions{})
-	Expect(err).NotTo(HaveOccurred())
-	_, err = kube.RbacV1().RoleBindings(workNamespace).Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"}},
-	}, metav1.CreateOptions{})
-	Expect(err).NotTo(HaveOccurred())
-}

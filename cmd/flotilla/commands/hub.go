@@ -2,10 +2,13 @@ package commands
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/flotilla-dev/flotilla/core/apis/featuregates"
+	"github.com/flotilla-dev/flotilla/core/policy"
+	"github.com/flotilla-dev/flotilla/hub/admission"
 	"github.com/flotilla-dev/flotilla/hub/manager"
 	"github.com/flotilla-dev/flotilla/hub/plugininstall"
 	"github.com/flotilla-dev/flotilla/hub/webhook"
@@ -19,6 +22,8 @@ func newHubCommand() *cobra.Command {
 		verbosity                               int
 		webhookFlags                            webhook.Flags
 		workMaxSize                             int
+		policyTimeout                           time.Duration
+		policyNamespace                         string
 	)
 	gate, gateErr := manager.NewFeatureGate()
 	cmd := &cobra.Command{
@@ -28,8 +33,15 @@ func newHubCommand() *cobra.Command {
 
 On start the hub installs the CRDs, the bootstrap identity (ServiceAccount
 open-cluster-management/cluster-bootstrap bound to system:open-cluster-management:bootstrap),
-the shared agent roles, the admission policy guarding spec.hubAcceptsClient and its own Wasm
-plugins: csr-renewal always, csr-autoapprove when --autoapprove-cluster-patterns is set.
+the shared agent roles and its own Wasm plugins: csr-renewal always, csr-autoapprove when
+--autoapprove-cluster-patterns is set.
+
+Admission: every gate (execute-as, accepting clusters, joining and binding cluster sets) is a
+Rego policy evaluated by the hub's webhook: the defaults built in (policies/) plus ConfigMaps
+labelled flotilla.dev/policy=true in --policy-namespace, reloaded when they change (see
+policies/README.md and flotilla policy --help). An evaluation that fails or outlasts
+--policy-eval-timeout denies. Turning the webhook off (--webhook-bind-address 0) turns every
+admission gate off.
 
 ` + webhook.FlagsHelp + `
 --work-max-size caps the total size of a ManifestWork's manifests (OCM's --manifestLimit).
@@ -46,6 +58,9 @@ plugins: csr-renewal always, csr-autoapprove when --autoapprove-cluster-patterns
     then needs "update" on managedclusters/accept (group register.open-cluster-management.io).
   CleanUpCompletedManifestWork (default off): delete a ManifestWork
     deleteOption.ttlSecondsAfterFinished seconds after its condition rules made it Complete.
+  NilExecutorValidating (default off): a ManifestWork (or ManifestWorkReplicaSet) without an
+    executor needs "execute-as" for system:serviceaccount::klusterlet-work-sa, the identity
+    the work agent then applies it with (policies/execute_as.rego).
 
 OCM's --cluster-auto-approval-users has no alias here, because Flotilla approves through a
 plugin that also matches cluster names. OCM's
@@ -67,6 +82,9 @@ is in Flotilla
 			if err != nil {
 				return err
 			}
+			if policyTimeout <= 0 || policyTimeout >= admission.TimeoutSeconds*time.Second {
+				return fmt.Errorf("--policy-eval-timeout %s must be positive and under the webhook's %ds timeout", policyTimeout, admission.TimeoutSeconds)
+			}
 			if workMaxSize <= 0 {
 				return fmt.Errorf("--work-max-size %d must be positive", workMaxSize)
 			}
@@ -84,6 +102,8 @@ is in Flotilla
 				AutoApprove:        plugininstall.AutoApprove{Users: autoUsers, ClusterNamePatterns: autoPatterns},
 				Webhook:            webhookOpts,
 				WorkMaxSize:        workMaxSize,
+				PolicyEvalTimeout:  policyTimeout,
+				PolicyNamespace:    policyNamespace,
 				Logger:             logger,
 			})
 			if err != nil {
@@ -103,6 +123,10 @@ is in Flotilla
 	webhookFlags.AddFlags(f)
 	f.IntVar(&workMaxSize, "work-max-size", manifestwork.DefaultMaxSize,
 		"cap in bytes on the total size of a ManifestWork's manifests (OCM's --manifestLimit)")
+	f.DurationVar(&policyTimeout, "policy-eval-timeout", admission.DefaultEvalTimeout,
+		"bound on evaluating one admission request's policies; an evaluation that takes longer denies")
+	f.StringVar(&policyNamespace, "policy-namespace", policy.DefaultNamespace,
+		"namespace of the policy ConfigMaps (labelled flotilla.dev/policy=true)")
 	f.IntVar(&verbosity, "v", 0, "log verbosity on standard error: 0 logs what the hub does and its errors, higher values add detail")
 	if gateErr == nil {
 		featuregates.AddFlag(f, gate)

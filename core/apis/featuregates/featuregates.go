@@ -98,13 +98,16 @@ func DefaultSpokeRegistrationFeatureGates() map[featuregate.Feature]featuregate.
 // DefaultHubRegistrationFeatureGates are the gates `flotilla hub` implements:
 // DefaultClusterSet (the default and global sets), ManagedClusterAutoApproval
 // (a first-time CSR approved by a CSRApproval plugin also accepts its cluster) and,
-// from OCM's hub work set with its spec, CleanUpCompletedManifestWork (a Complete
-// ManifestWork is deleted deleteOption.ttlSecondsAfterFinished seconds later).
+// from OCM's hub work set with their specs, CleanUpCompletedManifestWork (a Complete
+// ManifestWork is deleted deleteOption.ttlSecondsAfterFinished seconds later) and
+// NilExecutorValidating (a ManifestWork without executor needs execute-as for the agent's
+// klusterlet-work-sa: policies/execute_as.rego).
 func DefaultHubRegistrationFeatureGates() map[featuregate.Feature]featuregate.FeatureSpec {
 	return map[featuregate.Feature]featuregate.FeatureSpec{
 		DefaultClusterSet:            {Default: true, PreRelease: featuregate.Alpha},
 		ManagedClusterAutoApproval:   {Default: false, PreRelease: featuregate.Alpha},
 		CleanUpCompletedManifestWork: {Default: false, PreRelease: featuregate.Alpha},
+		NilExecutorValidating:        {Default: false, PreRelease: featuregate.Alpha},
 	}
 }
 

@@ -3,7 +3,7 @@
 // A binding is Bound when its ManagedClusterSet exists and the binding is named after the set
 // (the OCM rule that keeps one binding per set and namespace). Who may bind is not decided here:
 // as in OCM, creating or updating a binding requires "create" on managedclustersets/bind for the
-// set, which the hub's admission policy (package hub/registration/admission) enforces.
+// set, which the hub's admission policy policies/bind.rego (evaluated by hub/admission) enforces.
 package clustersetbinding
 
 import (

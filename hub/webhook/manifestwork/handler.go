@@ -3,9 +3,8 @@
 //
 // It matches OCM's ManifestWork webhook: at least one manifest, the total size of the
 // manifests capped (DefaultMaxSize, 500 KiB, `flotilla hub --work-max-size`; OCM's
-// --manifestLimit), every manifest an object with a name and without generateName, and the
-// requester allowed to "execute-as" the executor's service account when the executor is set
-// or changed. It checks further what the CRD schema cannot express or what the work agent
+// --manifestLimit), every manifest an object with a name and without generateName. It checks
+// further what the CRD schema cannot express or what the work agent
 // would only fail on later (see ValidateSpec). Errors are a field.ErrorList, so the API server
 // answers 422 Invalid naming the field, e.g.
 //
@@ -13,29 +12,22 @@
 //	ManifestWork.work.open-cluster-management.io "w" is invalid:
 //	spec.workload.manifests[2].metadata.name: Required value
 //
-// and a missing execute-as permission 403 Forbidden.
+// Who may use an executor ("execute-as", and OCM's NilExecutorValidating gate) is a policy,
+// not a check here: policies/execute_as.rego, evaluated by hub/admission.
 //
 // The webhook is called for creates and for updates that change the spec (metadata.generation
 // moves): an update of labels, annotations or finalizers (the work agent removing its
 // finalizer while a cluster namespace is deleted) neither needs the webhook nor fails while
 // the hub is down. Deletes and the status subresource are never sent.
-//
-// OCM's NilExecutorValidating feature gate (checking execute-as for the agent's default
-// identity when no executor is set) is not implemented: a work without executor is not
-// checked, as with the gate off, OCM's default.
 package manifestwork
 
 import (
 	"context"
-	"fmt"
 	"net/http"
-	"reflect"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -50,23 +42,10 @@ const Name = "manifestworks.validate.flotilla.dev"
 // Path is where the Server serves it.
 const Path = "/validate/work.open-cluster-management.io/v1/manifestworks"
 
-// ExecuteAsVerb is the verb on manifestworks (group work.open-cluster-management.io) a
-// requester needs for the executor's service account, named
-// system:serviceaccount:<namespace>:<name>, in the work's namespace, as in OCM.
-const ExecuteAsVerb = "execute-as"
-
-// SubjectAccessReviewer creates SubjectAccessReviews:
-// kubernetes.Interface.AuthorizationV1().SubjectAccessReviews() satisfies it.
-type SubjectAccessReviewer interface {
-	Create(ctx context.Context, sar *authorizationv1.SubjectAccessReview, opts metav1.CreateOptions) (*authorizationv1.SubjectAccessReview, error)
-}
-
 // Options configures the handler.
 type Options struct {
 	// MaxSize caps the total size of a work's manifests in bytes; 0 means DefaultMaxSize.
 	MaxSize int
-	// Reviews checks the execute-as permission for executors; nil skips that check.
-	Reviews SubjectAccessReviewer
 }
 
 // Handler validates ManifestWork creates and updates; it is a webhook.Validating.
@@ -123,13 +102,6 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	if err := h.decoder.DecodeRaw(req.Object, work); err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
-	var old *workv1.ManifestWork
-	if req.Operation == admissionv1.Update && len(req.OldObject.Raw) > 0 {
-		old = &workv1.ManifestWork{}
-		if err := h.decoder.DecodeRaw(req.OldObject, old); err != nil {
-			return admission.Errored(http.StatusBadRequest, err)
-		}
-	}
 	name := work.Name
 	if name == "" {
 		name = req.Name
@@ -138,45 +110,7 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	if len(errs) > 0 {
 		return denied(apierrors.NewInvalid(workv1.GroupVersion.WithKind("ManifestWork").GroupKind(), name, errs), warnings)
 	}
-	// As OCM: the permission is checked when the executor is set or changed.
-	if e := work.Spec.Executor; e != nil && h.opts.Reviews != nil && (old == nil || !reflect.DeepEqual(old.Spec.Executor, e)) {
-		if err := h.checkExecuteAs(ctx, req, work); err != nil {
-			return denied(err, warnings)
-		}
-	}
 	return admission.Allowed("").WithWarnings(warnings...)
-}
-
-// checkExecuteAs asks the API server whether the requester may execute-as the executor.
-func (h *Handler) checkExecuteAs(ctx context.Context, req admission.Request, work *workv1.ManifestWork) *apierrors.StatusError {
-	sa := work.Spec.Executor.Subject.ServiceAccount
-	extra := map[string]authorizationv1.ExtraValue{}
-	for k, v := range req.UserInfo.Extra {
-		extra[k] = authorizationv1.ExtraValue(v)
-	}
-	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User:   req.UserInfo.Username,
-		UID:    req.UserInfo.UID,
-		Groups: req.UserInfo.Groups,
-		Extra:  extra,
-		ResourceAttributes: &authorizationv1.ResourceAttributes{
-			Group:     workv1.GroupVersion.Group,
-			Resource:  "manifestworks",
-			Verb:      ExecuteAsVerb,
-			Namespace: req.Namespace,
-			Name:      fmt.Sprintf("system:serviceaccount:%s:%s", sa.Namespace, sa.Name),
-		},
-	}}
-	res, err := h.opts.Reviews.Create(ctx, sar, metav1.CreateOptions{})
-	if err != nil {
-		return apierrors.NewInternalError(fmt.Errorf("checking %s permission for the executor: %w", ExecuteAsVerb, err))
-	}
-	if res.Status.Allowed {
-		return nil
-	}
-	return apierrors.NewForbidden(workv1.Resource("manifestworks"), work.Name, field.Forbidden(field.NewPath("spec", "executor", "subject", "serviceAccount"),
-		fmt.Sprintf("user %s cannot manipulate the Manifestwork with executor %s/%s in namespace %s (needs %q on manifestworks.%s named system:serviceaccount:%s:%s)",
-			req.UserInfo.Username, sa.Namespace, sa.Name, req.Namespace, ExecuteAsVerb, workv1.GroupVersion.Group, sa.Namespace, sa.Name)))
 }
 
 // denied answers with err's Status, which the API server returns to the client with the

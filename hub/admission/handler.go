@@ -1,0 +1,245 @@
+// Package admission is the hub's policy admission: every gate on OCM resources (execute-as,
+// cluster acceptance, cluster-set join and bind, and policies of the hub's users) is a Rego
+// policy (core/policy) evaluated in one validating webhook served by hub/webhook.
+//
+// The policies are the defaults embedded from policies/ plus ConfigMaps labelled
+// flotilla.dev/policy=true in the hub's namespace, hot-reloaded by Loader: a ConfigMap whose
+// policies fail to compile or to pass their tests is refused with an Event and a log line, and
+// its last good version (or nothing) stays in force. The webhook's rules follow the policies'
+// match rules.
+//
+// Failures close: an evaluation error or timeout denies and is counted in
+// flotilla_admission_policy_errors_total. The hub's own identity and members of
+// system:masters are judged by the embedded defaults only, so a broken ConfigMap policy cannot
+// lock them out.
+package admission
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/component-base/featuregate"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/flotilla-dev/flotilla/core/policy"
+	"github.com/flotilla-dev/flotilla/hub/webhook"
+)
+
+// Name is the webhook's name, as the API server quotes it in denials:
+// admission webhook "policies.admission.flotilla.dev" denied the request: policy ...
+const Name = "policies.admission.flotilla.dev"
+
+// Path is where the webhook server serves the handler.
+const Path = "/validate/policies"
+
+// Defaults of Options.
+const (
+	// DefaultEvalTimeout bounds the evaluation of one request's policies; it is under the
+	// webhook's timeout so a slow policy is answered (denied) by us, not by the API server.
+	DefaultEvalTimeout = 3 * time.Second
+	// TimeoutSeconds is the API server's wait for the webhook.
+	TimeoutSeconds = 5
+)
+
+// Handler evaluates the current policy set for each request; it is a webhook.Validating.
+type Handler struct {
+	set         atomic.Pointer[policy.Set]
+	evalTimeout time.Duration
+	isCluster   func(ctx context.Context, namespace string) bool
+	gates       map[string]bool
+	privileged  func(ctx context.Context) string
+	metrics     *metrics
+	log         logr.Logger
+}
+
+// HandlerOptions configure a Handler.
+type HandlerOptions struct {
+	// EvalTimeout defaults to DefaultEvalTimeout; it must stay under TimeoutSeconds.
+	EvalTimeout time.Duration
+	// IsClusterNamespace says whether a ManagedCluster of that name exists (input.clusterNamespace).
+	IsClusterNamespace func(ctx context.Context, namespace string) bool
+	// FeatureGates are reported as input.featureGates (NilExecutorValidating, ...).
+	FeatureGates featuregate.FeatureGate
+	// HubIdentity returns the hub's own user name, "" while unknown; its requests, like those
+	// of system:masters, are judged by the embedded policies only.
+	HubIdentity func(ctx context.Context) string
+	Logger      logr.Logger
+}
+
+var _ webhook.Validating = (*Handler)(nil)
+
+// NewHandler returns a handler enforcing set until SetPolicies replaces it.
+func NewHandler(set *policy.Set, opts HandlerOptions) (*Handler, error) {
+	if opts.EvalTimeout <= 0 {
+		opts.EvalTimeout = DefaultEvalTimeout
+	}
+	if opts.EvalTimeout >= TimeoutSeconds*time.Second {
+		return nil, fmt.Errorf("admission: evaluation timeout %s must be under the webhook's %ds", opts.EvalTimeout, TimeoutSeconds)
+	}
+	m, err := registerMetrics()
+	if err != nil {
+		return nil, err
+	}
+	h := &Handler{
+		evalTimeout: opts.EvalTimeout, isCluster: opts.IsClusterNamespace, gates: gateValues(opts.FeatureGates),
+		privileged: opts.HubIdentity, metrics: m, log: opts.Logger,
+	}
+	h.set.Store(set)
+	return h, nil
+}
+
+// gateValues reads every gate g knows.
+func gateValues(g featuregate.FeatureGate) map[string]bool {
+	out := map[string]bool{}
+	if g == nil {
+		return out
+	}
+	for _, f := range g.KnownFeatures() {
+		name, _, _ := strings.Cut(f, "=")
+		if name == "AllAlpha" || name == "AllBeta" {
+			continue
+		}
+		out[name] = g.Enabled(featuregate.Feature(name))
+	}
+	return out
+}
+
+// Policies is the set in force.
+func (h *Handler) Policies() *policy.Set { return h.set.Load() }
+
+// SetPolicies puts set in force and reports whether the webhook's rules changed (the caller
+// then has the server re-register: webhook.Server.Resync).
+func (h *Handler) SetPolicies(set *policy.Set) bool {
+	old := h.set.Swap(set)
+	return old == nil || !equalRules(old.Rules(), set.Rules())
+}
+
+func equalRules(a, b map[string]map[string][]string) bool {
+	return fmt.Sprint(a) == fmt.Sprint(b) // maps print sorted
+}
+
+// Registration sends what the policies match, never status, failing closed with a short
+// timeout.
+func (h *Handler) Registration() webhook.Registration {
+	var rules []admissionregistrationv1.RuleWithOperations
+	for group, resources := range h.set.Load().Rules() {
+		for resource, ops := range resources {
+			r := admissionregistrationv1.RuleWithOperations{
+				Rule: admissionregistrationv1.Rule{
+					APIGroups: []string{group}, APIVersions: []string{"*"}, Resources: []string{resource},
+					Scope: ptr(admissionregistrationv1.AllScopes),
+				},
+			}
+			for _, op := range ops {
+				r.Operations = append(r.Operations, admissionregistrationv1.OperationType(op))
+			}
+			rules = append(rules, r)
+		}
+	}
+	sortRules(rules)
+	return webhook.Registration{
+		Name: Name, Path: Path, Rules: rules,
+		FailurePolicy:  admissionregistrationv1.Fail,
+		TimeoutSeconds: TimeoutSeconds,
+	}
+}
+
+// Handle evaluates the matching policies.
+func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.Response {
+	start := time.Now()
+	set := h.set.Load()
+	resource := req.Resource.Resource
+	in, err := policy.NewInput(&req.AdmissionRequest, policy.InputOptions{
+		FeatureGates:       h.gates,
+		IsClusterNamespace: func(ns string) bool { return h.isCluster != nil && h.isCluster(ctx, ns) },
+	})
+	if err != nil {
+		h.metrics.requests.WithLabelValues(resource, "error").Inc()
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("%s %s/%s: %w", req.Kind.Kind, req.Namespace, req.Name, err))
+	}
+	privileged := h.isPrivileged(ctx, req.UserInfo.Username, req.UserInfo.Groups)
+	evalCtx, cancel := context.WithTimeout(ctx, h.evalTimeout)
+	defer cancel()
+	d, err := set.Evaluate(evalCtx, in, func(p *policy.Policy) bool {
+		return privileged && p.Source != policy.EmbeddedSourceName
+	})
+	h.metrics.duration.Observe(time.Since(start).Seconds())
+	if err != nil {
+		h.metrics.requests.WithLabelValues(resource, "error").Inc()
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	var warnings []string
+	for _, w := range d.Warnings {
+		warnings = append(warnings, fmt.Sprintf("policy %s: %s", w.Policy, w.Message))
+	}
+	for _, e := range d.Errors {
+		reason := "error"
+		if e.Timeout {
+			reason = "timeout"
+		}
+		h.metrics.errors.WithLabelValues(e.Policy, reason).Inc()
+		h.log.Error(e.Err, "policy evaluation failed; the request is denied", "policy", e.Policy, "source", e.Source, "reason", reason,
+			"resource", resource, "namespace", req.Namespace, "name", req.Name, "user", req.UserInfo.Username)
+	}
+	if d.Allowed() {
+		h.metrics.requests.WithLabelValues(resource, "allowed").Inc()
+		return admission.Allowed("").WithWarnings(warnings...)
+	}
+	h.metrics.requests.WithLabelValues(resource, "denied").Inc()
+	var msgs []string
+	for _, dn := range d.Denials {
+		msgs = append(msgs, fmt.Sprintf("policy %s: %s", dn.Policy, dn.Message))
+	}
+	for _, e := range d.Errors {
+		msgs = append(msgs, e.Error()+" (denied: policies fail closed)")
+	}
+	status := metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusForbidden, Reason: metav1.StatusReasonForbidden,
+		Message: strings.Join(msgs, "; "),
+	}
+	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &status}}.WithWarnings(warnings...)
+}
+
+// isPrivileged: system:masters and the hub itself.
+func (h *Handler) isPrivileged(ctx context.Context, user string, groups []string) bool {
+	for _, g := range groups {
+		if g == "system:masters" {
+			return true
+		}
+	}
+	return h.privileged != nil && user != "" && user == h.privileged(ctx)
+}
+
+// HubIdentityFunc returns a HubIdentity that asks once (a SelfSubjectReview through whoami)
+// and remembers a success.
+func HubIdentityFunc(whoami func(ctx context.Context) (string, error), log logr.Logger) func(ctx context.Context) string {
+	var mu sync.Mutex
+	var name string
+	return func(ctx context.Context) string {
+		mu.Lock()
+		defer mu.Unlock()
+		if name != "" {
+			return name
+		}
+		ctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		n, err := whoami(ctx)
+		if err != nil {
+			log.V(1).Info("cannot tell the hub's own identity yet", "error", err.Error())
+			return ""
+		}
+		name = n
+		return name
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
