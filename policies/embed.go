@@ -1,4 +1,4 @@
-// Package policies holds Flotilla's admission policies, written in Rego (see SPEC.md).
+// Package policies holds Flotilla's admission policies, written in Rego (see README.md).
 //
 // The defaults (this directory and lib/) are what the hub always loads: they carry OCM's
 // admission checks (execute-as, accept, join, bind). The examples (examples/) are policies

@@ -153,14 +153,14 @@ func parse(sources []Source, caps *ast.Capabilities) (map[string]*ast.Module, ma
 	var errs []error
 	for _, s := range sources {
 		for _, f := range s.Files {
-			key := s.Name + "/" + f.Name
+			key := moduleKey(s.Name, f.Name)
 			if _, dup := modules[key]; dup {
 				errs = append(errs, &Error{Source: s.Name, Err: fmt.Errorf("file %s given twice", f.Name)})
 				continue
 			}
 			m, err := ast.ParseModuleWithOpts(key, f.Content, ast.ParserOptions{RegoVersion: ast.RegoV1, Capabilities: caps})
 			if err != nil {
-				errs = append(errs, &Error{Source: s.Name, Err: err})
+				errs = append(errs, &Error{Source: s.Name, Err: flatten(err)})
 				continue
 			}
 			modules[key], origin[key] = m, s.Name
@@ -190,7 +190,7 @@ func Compile(ctx context.Context, sources []Source, opts Options) (*Set, error) 
 	var errs []error
 	for _, src := range sources {
 		for _, f := range src.Files {
-			key := src.Name + "/" + f.Name
+			key := moduleKey(src.Name, f.Name)
 			m := all[key]
 			if f.IsTest() || m == nil {
 				continue
@@ -250,6 +250,22 @@ func compileError(err error, origin map[string]string) error {
 		errs = append(errs, &Error{Source: src, Err: errors.New(strings.Join(bySource[src], "; "))})
 	}
 	return errors.Join(errs...)
+}
+
+// moduleKey names a module in OPA's errors: <source>/<file>.
+func moduleKey(source, file string) string { return strings.TrimSuffix(source, "/") + "/" + file }
+
+// flatten drops OPA's "n errors occurred:" header: the errors name their file and line.
+func flatten(err error) error {
+	var astErrs ast.Errors
+	if !errors.As(err, &astErrs) || len(astErrs) == 0 {
+		return err
+	}
+	msgs := make([]string, len(astErrs))
+	for i, e := range astErrs {
+		msgs[i] = e.Error()
+	}
+	return errors.New(strings.Join(msgs, "; "))
 }
 
 func sourceOf(file string, origin map[string]string) string {

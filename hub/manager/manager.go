@@ -1,6 +1,7 @@
 // Package manager assembles the hub: it prepares the hub API server (CRDs, bootstrap identity,
-// shared agent roles, the hubAcceptsClient and clusterset-bind admission policies) and runs the registration
-// controllers in one controller-runtime manager.
+// shared agent roles) and runs the registration and work controllers, the admission webhook
+// (Rego policies: hub/admission; ManifestWork validation) and the policy loader in one
+// controller-runtime manager.
 package manager
 
 import (
@@ -236,7 +237,8 @@ func (h *Hub) Manager() ctrl.Manager { return h.mgr }
 func (h *Hub) Registry() *wasm.Registry { return h.registry }
 
 // Prepare installs what the controllers and agents rely on: CRDs (unless skipped), the
-// bootstrap identity, the shared registration and work roles, and the admission policies.
+// bootstrap identity and the shared registration and work roles; it removes the
+// ValidatingAdmissionPolicies older hubs installed (the Rego policies replace them).
 func (h *Hub) Prepare(ctx context.Context) error {
 	if !h.opts.SkipCRDInstall {
 		if err := crds.Install(ctx, h.opts.Config); err != nil {
