@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"context"
 	"fmt"
 	"io/fs"
 	"strings"
@@ -13,11 +14,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
 	clusterv1beta2 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta2"
+	"github.com/flotilla-dev/flotilla/core/policy"
 	"github.com/flotilla-dev/flotilla/hub/admission"
 	"github.com/flotilla-dev/flotilla/policies"
 )
@@ -225,6 +229,14 @@ test_elsewhere if count(frozen.deny) == 0 with input as {"namespace": "apps", "n
 		Expect(policyEvent(ctx, "frozen", rv, "PolicyRejected")).To(ContainSubstring("tests failed: data.flotilla.admission.frozen_test.test_frozen"))
 		Expect(createAs(ctx, hana, placement("still", "frozen", ""))).To(deniedBy("frozen", "namespace frozen takes no new Placements"))
 
+		By("a hub restarting now enforces the last good version too: the hub keeps it in a ConfigMap")
+		restarted := restartedLoader(ctx)
+		names := []string{}
+		for _, p := range restarted.Policies().Matching(clusterGroup, "placements", "CREATE") {
+			names = append(names, p.Name+" from "+p.Source)
+		}
+		Expect(names).To(ContainElement("frozen from configmap open-cluster-management-hub/frozen"))
+
 		By("a policy may not add rules to a default's package")
 		rv = pushPolicy(ctx, "frozen", map[string]string{"frozen.rego": frozenPolicy, "lib.rego": "package flotilla.lib\n\nallowed(_) := true\n"})
 		Expect(policyEvent(ctx, "frozen", rv, "PolicyRejected")).To(ContainSubstring("package flotilla.lib is already defined by embedded"))
@@ -339,4 +351,23 @@ func hasLabels(m *dto.Metric, want map[string]string) bool {
 		}
 	}
 	return n == len(want)
+}
+
+// restartedLoader is what a restarting hub's policy loader builds from the API server: a
+// fresh Handler and Loader, reconciled once.
+func restartedLoader(ctx context.Context) *admission.Handler {
+	GinkgoHelper()
+	files, err := policy.FilesFromFS(policies.Defaults(), ".")
+	Expect(err).NotTo(HaveOccurred())
+	embedded := policy.Source{Name: policy.EmbeddedSourceName, Files: files}
+	authz := policy.AuthorizerFunc(func(context.Context, policy.UserInfo, policy.Attributes) (bool, error) { return true, nil })
+	set, err := policy.Compile(ctx, []policy.Source{embedded}, policy.Options{Authorizer: authz, SkipTests: true})
+	Expect(err).NotTo(HaveOccurred())
+	h, err := admission.NewHandler(set, admission.HandlerOptions{Logger: logger})
+	Expect(err).NotTo(HaveOccurred())
+	l := &admission.Loader{Handler: h, Embedded: embedded, Reader: admin, Client: admin, Authorizer: authz,
+		Recorder: events.NewFakeRecorder(100), Logger: logger.WithName("restarted")}
+	_, err = l.Reconcile(ctx, reconcile.Request{})
+	Expect(err).NotTo(HaveOccurred())
+	return h
 }

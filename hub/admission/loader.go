@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -19,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/flotilla-dev/flotilla/core/apply"
 	"github.com/flotilla-dev/flotilla/core/policy"
 )
 
@@ -27,14 +31,23 @@ import (
 // refused version leaves the ConfigMap's last good version in force (or none) and is reported
 // once by a Warning Event on the ConfigMap (reason PolicyRejected) and the log; an accepted
 // one by a Normal Event (PolicyLoaded).
+//
+// The last good versions are kept in the ConfigMap StateName (not a policy ConfigMap) so that a
+// hub restarting while a ConfigMap holds a refused version still enforces the version before it:
+// a broken push never silently turns a policy off.
 type Loader struct {
 	Handler *Handler
 	// Embedded is the source every set starts from.
 	Embedded policy.Source
 	// Namespace holds the policy ConfigMaps; default policy.DefaultNamespace.
 	Namespace string
-	// Reader reads ConfigMaps uncached (the manager caches only their metadata).
-	Reader     client.Reader
+	// Reader reads ConfigMaps uncached (the manager caches only their metadata); Client writes
+	// the state ConfigMap.
+	Reader client.Reader
+	Client client.Client
+	// StateName is the ConfigMap in Namespace keeping the last good versions; default
+	// DefaultStateName.
+	StateName  string
 	Authorizer policy.Authorizer
 	Recorder   events.EventRecorder
 	// Resync re-registers the webhook when the policies' rules change.
@@ -44,11 +57,27 @@ type Loader struct {
 	// Only the reconcile goroutine touches these (one worker).
 	good     map[types.NamespacedName]version // last accepted version of each ConfigMap
 	reported map[types.NamespacedName]string  // resourceVersion last reported (loaded or rejected)
+	restored bool                             // good was read from the state ConfigMap
+	saved    string                           // the state last written
 }
 
+// DefaultStateName is the ConfigMap keeping the last good version of each policy ConfigMap.
+const DefaultStateName = "flotilla-policies-last-good"
+
+// stateFieldManager owns the state ConfigMap.
+const stateFieldManager = "flotilla-admission"
+
+// maxState keeps the state ConfigMap under the API server's 1 MiB object limit.
+const maxState = 900 * 1024
+
 type version struct {
-	resourceVersion string
-	source          policy.Source
+	ResourceVersion string            `json:"resourceVersion"`
+	Files           map[string]string `json:"files"`
+}
+
+func (v version) source(key types.NamespacedName) policy.Source {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}, Data: v.Files}
+	return policy.SourceFromConfigMap(cm)
 }
 
 // loaderKey is the one request every ConfigMap event maps to: the set is rebuilt as a whole.
@@ -56,11 +85,11 @@ var loaderKey = reconcile.Request{NamespacedName: types.NamespacedName{Name: "po
 
 // SetupWithManager watches the metadata of labelled ConfigMaps in Namespace.
 func (l *Loader) SetupWithManager(mgr ctrl.Manager) error {
-	if l.Namespace == "" {
-		l.Namespace = policy.DefaultNamespace
-	}
 	if l.Reader == nil {
 		l.Reader = mgr.GetAPIReader()
+	}
+	if l.Client == nil {
+		l.Client = mgr.GetClient()
 	}
 	if l.Recorder == nil {
 		l.Recorder = mgr.GetEventRecorder("flotilla-admission")
@@ -68,7 +97,7 @@ func (l *Loader) SetupWithManager(mgr ctrl.Manager) error {
 	if l.Logger.GetSink() == nil {
 		l.Logger = mgr.GetLogger().WithName("admission")
 	}
-	l.good, l.reported = map[types.NamespacedName]version{}, map[types.NamespacedName]string{}
+	l.defaults()
 	isPolicy := func(o client.Object) bool {
 		return o.GetNamespace() == l.Namespace && o.GetLabels()[policy.ConfigMapLabel] == policy.ConfigMapLabelValue
 	}
@@ -86,15 +115,34 @@ func (l *Loader) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(l)
 }
 
+// defaults fills in the zero values; Reconcile may also be called without a manager.
+func (l *Loader) defaults() {
+	if l.Namespace == "" {
+		l.Namespace = policy.DefaultNamespace
+	}
+	if l.StateName == "" {
+		l.StateName = DefaultStateName
+	}
+	if l.good == nil {
+		l.good, l.reported = map[types.NamespacedName]version{}, map[types.NamespacedName]string{}
+	}
+}
+
 // Reconcile rebuilds the set from the ConfigMaps, in name order: each ConfigMap's current
 // version is tried against the defaults and the ConfigMaps accepted before it; if refused, its
 // last good version is tried instead.
 func (l *Loader) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+	l.defaults()
 	list := &corev1.ConfigMapList{}
 	if err := l.Reader.List(ctx, list, client.InNamespace(l.Namespace), client.MatchingLabels{policy.ConfigMapLabel: policy.ConfigMapLabelValue}); err != nil {
 		return reconcile.Result{}, fmt.Errorf("admission: listing policy ConfigMaps in %s: %w", l.Namespace, err)
 	}
 	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
+	if !l.restored {
+		if err := l.restore(ctx); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
 	sources := []policy.Source{l.Embedded}
 	set, err := policy.Compile(ctx, sources, policy.Options{Authorizer: l.Authorizer, SkipTests: true})
 	if err != nil {
@@ -104,10 +152,10 @@ func (l *Loader) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.
 	for i := range list.Items {
 		cm := &list.Items[i]
 		key := client.ObjectKeyFromObject(cm)
-		current := version{resourceVersion: cm.ResourceVersion, source: policy.SourceFromConfigMap(cm)}
-		candidate, cerr := l.try(ctx, sources, current)
+		current := version{ResourceVersion: cm.ResourceVersion, Files: policyFiles(cm)}
+		candidate, cerr := l.try(ctx, sources, current.source(key))
 		if cerr == nil {
-			set, sources, good[key] = candidate, append(sources, current.source), current
+			set, sources, good[key] = candidate, append(sources, current.source(key)), current
 			l.report(cm, nil)
 			continue
 		}
@@ -115,16 +163,16 @@ func (l *Loader) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.
 			return reconcile.Result{}, cerr
 		}
 		l.report(cm, cerr)
-		if last, ok := l.good[key]; ok && last.resourceVersion != current.resourceVersion {
-			if candidate, err := l.try(ctx, sources, last); err == nil {
-				set, sources, good[key] = candidate, append(sources, last.source), last
-				l.Logger.Info("keeping the last good version of a refused policy ConfigMap", "configmap", key.String(), "resourceVersion", last.resourceVersion)
+		if last, ok := l.good[key]; ok && last.ResourceVersion != current.ResourceVersion {
+			if candidate, err := l.try(ctx, sources, last.source(key)); err == nil {
+				set, sources, good[key] = candidate, append(sources, last.source(key)), last
+				l.Logger.Info("keeping the last good version of a refused policy ConfigMap", "configmap", key.String(), "resourceVersion", last.ResourceVersion)
 			}
 		}
 	}
 	l.good = good
 	for key := range l.reported {
-		if _, ok := good[key]; !ok && !listed(list, key) {
+		if !listed(list, key) {
 			delete(l.reported, key)
 		}
 	}
@@ -132,15 +180,84 @@ func (l *Loader) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.
 		l.Resync()
 	}
 	l.Logger.V(1).Info("policies in force", "policies", len(set.Policies()), "configmaps", len(good))
-	return reconcile.Result{}, nil
+	return reconcile.Result{}, l.save(ctx)
+}
+
+// policyFiles are a ConfigMap's .rego keys.
+func policyFiles(cm *corev1.ConfigMap) map[string]string {
+	files := map[string]string{}
+	for _, f := range policy.SourceFromConfigMap(cm).Files {
+		files[f.Name] = f.Content
+	}
+	return files
+}
+
+// restore reads the last good versions a previous run saved.
+func (l *Loader) restore(ctx context.Context) error {
+	cm := &corev1.ConfigMap{}
+	err := l.Reader.Get(ctx, client.ObjectKey{Namespace: l.Namespace, Name: l.StateName}, cm)
+	if apierrors.IsNotFound(err) {
+		l.restored = true
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("admission: reading the last good policies (ConfigMap %s/%s): %w", l.Namespace, l.StateName, err)
+	}
+	for name, raw := range cm.Data {
+		var v version
+		if err := json.Unmarshal([]byte(raw), &v); err != nil {
+			l.Logger.Error(err, "ignoring an unreadable entry of the last good policies", "configmap", l.Namespace+"/"+l.StateName, "key", name)
+			continue
+		}
+		l.good[types.NamespacedName{Namespace: l.Namespace, Name: name}] = v
+	}
+	l.restored, l.saved = true, stateKey(cm.Data)
+	return nil
+}
+
+// save writes the last good versions when they changed.
+func (l *Loader) save(ctx context.Context) error {
+	data := map[string]any{}
+	plain := map[string]string{}
+	size := 0
+	for key, v := range l.good {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		data[key.Name], plain[key.Name] = string(b), string(b)
+		size += len(b)
+	}
+	if stateKey(plain) == l.saved {
+		return nil
+	}
+	if size > maxState {
+		l.Logger.Error(nil, "the last good policies are too large to keep across restarts", "bytes", size, "limit", maxState)
+		return nil
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: l.Namespace, Name: l.StateName}}
+	if err := apply.Fields(ctx, l.Client, cm, stateFieldManager, false, map[string]any{
+		"metadata": map[string]any{"labels": map[string]any{"app.kubernetes.io/managed-by": "flotilla-hub"}},
+		"data":     data,
+	}); err != nil {
+		return fmt.Errorf("admission: saving the last good policies (ConfigMap %s/%s): %w", l.Namespace, l.StateName, err)
+	}
+	l.saved = stateKey(plain)
+	return nil
+}
+
+// stateKey is a comparable form of the state's data.
+func stateKey(data map[string]string) string {
+	b, _ := json.Marshal(data) // map keys are sorted
+	return string(b)
 }
 
 // try compiles and tests sources plus v; only v's tests need to pass anew, but tests run over
 // all sources, which are cheap and known good.
-func (l *Loader) try(ctx context.Context, sources []policy.Source, v version) (*policy.Set, error) {
+func (l *Loader) try(ctx context.Context, sources []policy.Source, src policy.Source) (*policy.Set, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	return policy.Compile(ctx, append(append([]policy.Source(nil), sources...), v.source), policy.Options{Authorizer: l.Authorizer})
+	return policy.Compile(ctx, append(append([]policy.Source(nil), sources...), src), policy.Options{Authorizer: l.Authorizer})
 }
 
 // report records the outcome of a ConfigMap's version once.

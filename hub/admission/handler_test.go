@@ -1,0 +1,110 @@
+package admission
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/flotilla-dev/flotilla/core/policy"
+)
+
+const denyAll = `package flotilla.admission.deny_all
+
+match := [{"group": "cluster.open-cluster-management.io", "resources": ["placements"], "operations": ["CREATE"]}]
+
+deny contains "no placements"
+`
+
+const broken = `package flotilla.admission.broken
+
+match := [{"group": "cluster.open-cluster-management.io", "resources": ["placements", "managedclustersets"], "operations": ["CREATE", "DELETE"]}]
+
+deny contains msg if msg := 1 / 0
+`
+
+func newTestHandler(t *testing.T, sources ...policy.Source) *Handler {
+	t.Helper()
+	set, err := policy.Compile(context.Background(), sources, policy.Options{SkipTests: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := NewHandler(set, HandlerOptions{HubIdentity: func(context.Context) string { return "system:serviceaccount:hub:flotilla" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func placementRequest(user string, groups ...string) admission.Request {
+	raw, _ := json.Marshal(map[string]any{"metadata": map[string]any{"name": "p"}})
+	return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		UID: "1", Operation: admissionv1.Create, Name: "p", Namespace: "apps",
+		Resource: metav1.GroupVersionResource{Group: "cluster.open-cluster-management.io", Version: "v1beta1", Resource: "placements"},
+		Kind:     metav1.GroupVersionKind{Group: "cluster.open-cluster-management.io", Version: "v1beta1", Kind: "Placement"},
+		UserInfo: authenticationv1.UserInfo{Username: user, Groups: groups},
+		Object:   runtime.RawExtension{Raw: raw},
+	}}
+}
+
+func TestHandleDeniesAndFailsClosed(t *testing.T) {
+	h := newTestHandler(t, policy.Source{Name: "configmap ns/mine", Files: []policy.File{{Name: "a.rego", Content: denyAll}, {Name: "b.rego", Content: broken}}})
+	resp := h.Handle(context.Background(), placementRequest("alice"))
+	if resp.Allowed || resp.Result.Code != 403 {
+		t.Fatalf("response %+v", resp.Result)
+	}
+	for _, want := range []string{"policy deny_all: no placements", "policy broken: evaluation failed", "(denied: policies fail closed)"} {
+		if !strings.Contains(resp.Result.Message, want) {
+			t.Errorf("message %q lacks %q", resp.Result.Message, want)
+		}
+	}
+}
+
+func TestPrivilegedAreJudgedByTheEmbeddedPoliciesOnly(t *testing.T) {
+	h := newTestHandler(t,
+		policy.Source{Name: policy.EmbeddedSourceName, Files: []policy.File{{Name: "a.rego", Content: denyAll}}},
+		policy.Source{Name: "configmap ns/mine", Files: []policy.File{{Name: "b.rego", Content: broken}}})
+	for _, req := range []admission.Request{placementRequest("admin", "system:masters"), placementRequest("system:serviceaccount:hub:flotilla")} {
+		resp := h.Handle(context.Background(), req)
+		if resp.Allowed || resp.Result.Message != "policy deny_all: no placements" {
+			t.Fatalf("%s: response %+v, want the embedded denial only", req.UserInfo.Username, resp.Result)
+		}
+	}
+	if resp := h.Handle(context.Background(), placementRequest("alice")); !strings.Contains(resp.Result.Message, "policy broken") {
+		t.Fatalf("alice: %+v", resp.Result)
+	}
+}
+
+func TestRegistrationFollowsThePolicies(t *testing.T) {
+	h := newTestHandler(t, policy.Source{Name: "a", Files: []policy.File{{Name: "a.rego", Content: denyAll}}})
+	reg := h.Registration()
+	if reg.Name != Name || reg.Path != Path || reg.TimeoutSeconds != TimeoutSeconds || len(reg.Rules) != 1 ||
+		reg.Rules[0].Resources[0] != "placements" || len(reg.Rules[0].Operations) != 1 {
+		t.Fatalf("registration %+v", reg)
+	}
+	same, _ := policy.Compile(context.Background(), []policy.Source{{Name: "b", Files: []policy.File{{Name: "a.rego", Content: denyAll}}}}, policy.Options{SkipTests: true})
+	if h.SetPolicies(same) {
+		t.Fatal("same rules reported as changed")
+	}
+	more, _ := policy.Compile(context.Background(), []policy.Source{{Name: "b", Files: []policy.File{{Name: "b.rego", Content: broken}}}}, policy.Options{SkipTests: true})
+	if !h.SetPolicies(more) {
+		t.Fatal("new rules not reported")
+	}
+	if got := len(h.Registration().Rules); got != 2 {
+		t.Fatalf("rules %+v", h.Registration().Rules)
+	}
+}
+
+func TestEvalTimeoutMustBeUnderTheWebhooks(t *testing.T) {
+	set, _ := policy.Compile(context.Background(), nil, policy.Options{SkipTests: true})
+	if _, err := NewHandler(set, HandlerOptions{EvalTimeout: TimeoutSeconds * time.Second}); err == nil {
+		t.Fatal("no error")
+	}
+}
