@@ -357,9 +357,8 @@ func hasLabels(m *dto.Metric, want map[string]string) bool {
 // fresh Handler and Loader, reconciled once.
 func restartedLoader(ctx context.Context) *admission.Handler {
 	GinkgoHelper()
-	files, err := policy.FilesFromFS(policies.Defaults(), ".")
+	embedded, err := admission.EmbeddedSource()
 	Expect(err).NotTo(HaveOccurred())
-	embedded := policy.Source{Name: policy.EmbeddedSourceName, Files: files}
 	authz := policy.AuthorizerFunc(func(context.Context, policy.UserInfo, policy.Attributes) (bool, error) { return true, nil })
 	set, err := policy.Compile(ctx, []policy.Source{embedded}, policy.Options{Authorizer: authz, SkipTests: true})
 	Expect(err).NotTo(HaveOccurred())

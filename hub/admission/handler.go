@@ -169,9 +169,7 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	privileged := h.isPrivileged(ctx, req.UserInfo.Username, req.UserInfo.Groups)
 	evalCtx, cancel := context.WithTimeout(ctx, h.evalTimeout)
 	defer cancel()
-	d, err := set.Evaluate(evalCtx, in, func(p *policy.Policy) bool {
-		return privileged && p.Source != policy.EmbeddedSourceName
-	})
+	d, err := set.Evaluate(evalCtx, in, SkipFor(privileged))
 	h.metrics.duration.Observe(time.Since(start).Seconds())
 	if err != nil {
 		h.metrics.requests.WithLabelValues(resource, "error").Inc()
@@ -211,12 +209,10 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 
 // isPrivileged: system:masters and the hub itself.
 func (h *Handler) isPrivileged(ctx context.Context, user string, groups []string) bool {
-	for _, g := range groups {
-		if g == "system:masters" {
-			return true
-		}
+	if Privileged(user, groups, "") {
+		return true
 	}
-	return h.privileged != nil && user != "" && user == h.privileged(ctx)
+	return h.privileged != nil && user != "" && Privileged(user, nil, h.privileged(ctx))
 }
 
 // HubIdentityFunc returns a HubIdentity that asks once (a SelfSubjectReview through whoami)

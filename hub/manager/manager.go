@@ -11,9 +11,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -25,11 +23,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
 	"github.com/flotilla-dev/flotilla/core/apis/featuregates"
 	apischeme "github.com/flotilla-dev/flotilla/core/apis/scheme"
 	"github.com/flotilla-dev/flotilla/core/crds"
-	"github.com/flotilla-dev/flotilla/core/policy"
 	"github.com/flotilla-dev/flotilla/core/wasm"
 	"github.com/flotilla-dev/flotilla/core/wasmplugin"
 	"github.com/flotilla-dev/flotilla/hub/admission"
@@ -45,7 +41,6 @@ import (
 	"github.com/flotilla-dev/flotilla/hub/webhook"
 	"github.com/flotilla-dev/flotilla/hub/webhook/manifestwork"
 	hubwork "github.com/flotilla-dev/flotilla/hub/work"
-	"github.com/flotilla-dev/flotilla/policies"
 )
 
 // Options configures a hub.
@@ -317,44 +312,22 @@ func (h *Hub) setupWebhooks(kube kubernetes.Interface) error {
 	return nil
 }
 
-// setupPolicies compiles the embedded policies and adds the loader of policy ConfigMaps.
+// setupPolicies builds the policy admission: the handler and the loader of policy ConfigMaps.
 func (h *Hub) setupPolicies(kube kubernetes.Interface, srv *webhook.Server) (*admission.Handler, error) {
-	ctx := context.Background()
-	files, err := policy.FilesFromFS(policies.Defaults(), ".")
-	if err != nil {
-		return nil, fmt.Errorf("hub: embedded policies: %w", err)
-	}
-	embedded := policy.Source{Name: policy.EmbeddedSourceName, Files: files}
-	authz := &policy.CachingAuthorizer{Reviews: kube.AuthorizationV1().SubjectAccessReviews()}
-	// The embedded policies' tests run in go test, not at every start.
-	set, err := policy.Compile(ctx, []policy.Source{embedded}, policy.Options{Authorizer: authz, SkipTests: true})
-	if err != nil {
-		return nil, fmt.Errorf("hub: embedded policies: %w", err)
-	}
-	log := h.opts.Logger.WithName("admission")
-	reader := h.mgr.GetClient()
-	handler, err := admission.NewHandler(set, admission.HandlerOptions{
-		EvalTimeout:  h.opts.PolicyEvalTimeout,
+	handler, loader, err := admission.New(admission.Options{
+		Reviews:      kube.AuthorizationV1().SubjectAccessReviews(),
+		WhoAmI:       admission.WhoAmI(kube),
+		Clusters:     h.mgr.GetClient(),
 		FeatureGates: h.opts.FeatureGates,
-		IsClusterNamespace: func(ctx context.Context, ns string) bool {
-			return reader.Get(ctx, client.ObjectKey{Name: ns}, &clusterv1.ManagedCluster{}) == nil
-		},
-		HubIdentity: admission.HubIdentityFunc(func(ctx context.Context) (string, error) {
-			r, err := kube.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
-			if err != nil {
-				return "", err
-			}
-			return r.Status.UserInfo.Username, nil
-		}, log),
-		Logger: log,
+		EvalTimeout:  h.opts.PolicyEvalTimeout,
+		Namespace:    h.opts.PolicyNamespace,
+		Logger:       h.opts.Logger.WithName("admission"),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("hub: %w", err)
 	}
-	h.policyLoader = &admission.Loader{
-		Handler: handler, Embedded: embedded, Namespace: h.opts.PolicyNamespace,
-		Authorizer: authz, Resync: srv.Resync, Logger: log,
-	}
+	loader.Resync = srv.Resync
+	h.policyLoader = loader
 	return handler, nil
 }
 

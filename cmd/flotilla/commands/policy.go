@@ -37,7 +37,6 @@ import (
 	"github.com/flotilla-dev/flotilla/core/policy"
 	"github.com/flotilla-dev/flotilla/hub/admission"
 	"github.com/flotilla-dev/flotilla/hub/manager"
-	"github.com/flotilla-dev/flotilla/policies"
 )
 
 // policyFieldManager owns what `flotilla policy push` applies.
@@ -183,14 +182,14 @@ func policySourcesFromArgs(args []string) ([]policy.Source, error) {
 
 // embeddedSource is the hub's defaults, without their tests unless withTests.
 func embeddedSource(withTests bool) (policy.Source, error) {
-	files, err := policy.FilesFromFS(policies.Defaults(), ".")
+	src, err := admission.EmbeddedSource()
 	if err != nil {
-		return policy.Source{}, fmt.Errorf("reading the embedded policies: %w", err)
+		return policy.Source{}, err
 	}
 	if !withTests {
-		files = slices.DeleteFunc(files, func(f policy.File) bool { return f.IsTest() })
+		src.Files = slices.DeleteFunc(src.Files, func(f policy.File) bool { return f.IsTest() })
 	}
-	return policy.Source{Name: policy.EmbeddedSourceName, Files: files}, nil
+	return src, nil
 }
 
 // packageOf is the package a file declares, "" when it does not parse (the compiler says why).
@@ -587,7 +586,7 @@ func runPolicyEval(ctx context.Context, stdin io.Reader, stdout io.Writer, args 
 	}
 	rep.Request.ClusterNamespace, _ = in.Doc["clusterNamespace"].(string)
 	matching := set.Matching(req.Resource.Group, req.Resource.Resource, string(req.Operation))
-	privileged := slices.Contains(req.UserInfo.Groups, "system:masters")
+	privileged := admission.Privileged(req.UserInfo.Username, req.UserInfo.Groups, "")
 	switch {
 	case req.SubResource != "":
 		rep.Note = fmt.Sprintf("the hub sends no subresource request (%s/%s) to policies", req.Resource.Resource, req.SubResource)
@@ -600,7 +599,7 @@ func runPolicyEval(ctx context.Context, stdin io.Reader, stdout io.Writer, args 
 	evalCtx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	for _, p := range matching {
-		if privileged && p.Source != policy.EmbeddedSourceName {
+		if admission.SkipFor(privileged)(p) {
 			continue
 		}
 		rec.evaluating(p.Name)

@@ -61,7 +61,6 @@ import (
 	"github.com/flotilla-dev/flotilla/hub/admission"
 	"github.com/flotilla-dev/flotilla/hub/manager"
 	"github.com/flotilla-dev/flotilla/hub/webhook"
-	"github.com/flotilla-dev/flotilla/policies"
 )
 
 const (
@@ -285,37 +284,17 @@ func awaitGrant(ctx context.Context, kube kubernetes.Interface) error {
 	}
 }
 
-// policyHandler is the hub's policy admission as hub/manager's setupPolicies builds it (without
-// the ConfigMap loader: the embedded defaults are the set in force).
+// policyHandler is the hub's policy admission as hub/manager builds it (admission.New), without
+// running the ConfigMap loader: the embedded defaults are the set in force.
 func policyHandler(kube kubernetes.Interface, sars policy.SubjectAccessReviewer, clusters client.Reader, log logr.Logger) (*admission.Handler, error) {
-	files, err := policy.FilesFromFS(policies.Defaults(), ".")
-	if err != nil {
-		return nil, fmt.Errorf("embedded policies: %w", err)
-	}
-	embedded := policy.Source{Name: policy.EmbeddedSourceName, Files: files}
-	authz := &policy.CachingAuthorizer{Reviews: sars}
-	set, err := policy.Compile(context.Background(), []policy.Source{embedded}, policy.Options{Authorizer: authz, SkipTests: true})
-	if err != nil {
-		return nil, fmt.Errorf("embedded policies: %w", err)
-	}
 	gates, err := manager.NewFeatureGate()
 	if err != nil {
 		return nil, err
 	}
-	return admission.NewHandler(set, admission.HandlerOptions{
-		FeatureGates: gates,
-		IsClusterNamespace: func(ctx context.Context, ns string) bool {
-			return clusters.Get(ctx, client.ObjectKey{Name: ns}, &clusterv1.ManagedCluster{}) == nil
-		},
-		HubIdentity: admission.HubIdentityFunc(func(ctx context.Context) (string, error) {
-			r, err := kube.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
-			if err != nil {
-				return "", err
-			}
-			return r.Status.UserInfo.Username, nil
-		}, log),
-		Logger: log,
+	h, _, err := admission.New(admission.Options{
+		Reviews: sars, WhoAmI: admission.WhoAmI(kube), Clusters: clusters, FeatureGates: gates, Logger: log,
 	})
+	return h, err
 }
 
 // baseline answers execute-as as OCM's ManifestWork webhook does: decode the work, one
