@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"regexp"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
+	"github.com/flotilla-dev/flotilla/hub/admission"
 	"github.com/flotilla-dev/flotilla/hub/manager"
 	"github.com/flotilla-dev/flotilla/hub/webhook"
 	"github.com/flotilla-dev/flotilla/hub/webhook/manifestwork"
@@ -92,19 +94,27 @@ var _ = Describe("The hub's ManifestWork webhook", func() {
 
 		By("ManifestWork creates fail while the configuration points at the stopped hub")
 		err := create(ctx, work("while-down", 10, false))
-		Expect(err).To(MatchError(ContainSubstring(`failed calling webhook "` + manifestwork.Name + `"`)))
+		// Either of the hub's webhooks (validation, policies) may be the one the API server reports.
+		Expect(err).To(MatchError(MatchRegexp(`failed calling webhook "(` + regexp.QuoteMeta(manifestwork.Name) + `|` + regexp.QuoteMeta(admission.Name) + `)"`)))
 
-		By("the rest of the hub API is not affected, nor a ManifestWork's metadata, status or deletion")
+		By("the rest of the hub API is not affected, nor a ManifestWork's finalizers, status or deletion (what the work agent writes)")
 		_, err = kube.CoreV1().ConfigMaps(clusterNamespace).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "unaffected"}}, metav1.CreateOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		_, err = dyn.Resource(works).Namespace(clusterNamespace).Patch(ctx, "before-restart", types.MergePatchType,
-			[]byte(`{"metadata":{"labels":{"a":"b"}}}`), metav1.PatchOptions{})
+			[]byte(`{"metadata":{"finalizers":["test.flotilla.dev/keep"]}}`), metav1.PatchOptions{})
 		Expect(err).NotTo(HaveOccurred())
+		By("a label change is for the policies to judge, so it fails closed too")
+		_, err = dyn.Resource(works).Namespace(clusterNamespace).Patch(ctx, "before-restart", types.MergePatchType,
+			[]byte(`{"metadata":{"labels":{"a":"b"}}}`), metav1.PatchOptions{})
+		Expect(err).To(MatchError(ContainSubstring(`failed calling webhook "policies.admission.flotilla.dev"`)))
 		_, err = dyn.Resource(works).Namespace(clusterNamespace).Patch(ctx, "before-restart", types.MergePatchType,
 			[]byte(`{"status":{"conditions":[{"type":"Applied","status":"True","reason":"Test","message":"","lastTransitionTime":"2025-01-01T00:00:00Z"}]}}`),
 			metav1.PatchOptions{}, "status")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(dyn.Resource(works).Namespace(clusterNamespace).Delete(ctx, "before-restart", metav1.DeleteOptions{})).To(Succeed())
+		_, err = dyn.Resource(works).Namespace(clusterNamespace).Patch(ctx, "before-restart", types.MergePatchType,
+			[]byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+		Expect(err).NotTo(HaveOccurred())
 
 		By("a new hub re-applies the configuration with its own port and the same CA")
 		second := startHub(manager.Options{})

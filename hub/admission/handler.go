@@ -127,8 +127,18 @@ func equalRules(a, b map[string]map[string][]string) bool {
 	return fmt.Sprint(a) == fmt.Sprint(b) // maps print sorted
 }
 
-// Registration sends what the policies match, never status, failing closed with a short
-// timeout.
+// metadataOnly holds for an UPDATE that changes neither the spec (metadata.generation), the
+// labels nor the annotations: only finalizers, owner references or managed fields. Such
+// updates are not sent, so an agent or controller can finish a cleanup (drop its finalizer)
+// while the hub is down. Every OCM resource served has a status subresource, so generation
+// moves with the spec.
+const metadataOnly = `request.operation == 'UPDATE' && has(object.metadata.generation) && has(oldObject.metadata.generation) && ` +
+	`object.metadata.generation == oldObject.metadata.generation && ` +
+	`(has(object.metadata.labels) ? object.metadata.labels : {}) == (has(oldObject.metadata.labels) ? oldObject.metadata.labels : {}) && ` +
+	`(has(object.metadata.annotations) ? object.metadata.annotations : {}) == (has(oldObject.metadata.annotations) ? oldObject.metadata.annotations : {})`
+
+// Registration sends what the policies match, except status writes and metadata-only updates,
+// failing closed with a short timeout.
 func (h *Handler) Registration() webhook.Registration {
 	var rules []admissionregistrationv1.RuleWithOperations
 	for group, resources := range h.set.Load().Rules() {
@@ -148,8 +158,9 @@ func (h *Handler) Registration() webhook.Registration {
 	sortRules(rules)
 	return webhook.Registration{
 		Name: Name, Path: Path, Rules: rules,
-		FailurePolicy:  admissionregistrationv1.Fail,
-		TimeoutSeconds: TimeoutSeconds,
+		FailurePolicy:   admissionregistrationv1.Fail,
+		TimeoutSeconds:  TimeoutSeconds,
+		MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "not-metadata-only", Expression: "!(" + metadataOnly + ")"}},
 	}
 }
 
