@@ -69,7 +69,34 @@ type PlacementSpec struct {
 	// decisionStrategy splits the decisions into groups.
 	// +optional
 	DecisionStrategy DecisionStrategy `json:"decisionStrategy,omitempty"`
+
+	// sortBy orders the decisions: ClusterName (the default) by name, Score by
+	// descending score (ties by name).
+	// +kubebuilder:validation:Enum=ClusterName;Score
+	// +kubebuilder:default:=ClusterName
+	// +optional
+	SortBy PlacementSortBy `json:"sortBy,omitempty"`
+
+	// scoreRateLimit is the least time between two writes of decisions whose only
+	// change is scores (a Go duration, e.g. "1m"); a change of selected clusters
+	// is written at once.
+	// +kubebuilder:default:="1m"
+	// +optional
+	ScoreRateLimit *metav1.Duration `json:"scoreRateLimit,omitempty"`
 }
+
+// PlacementSortBy orders a placement's decisions.
+type PlacementSortBy string
+
+const (
+	// PlacementSortByClusterName orders decisions by cluster name.
+	PlacementSortByClusterName PlacementSortBy = "ClusterName"
+	// PlacementSortByScore orders decisions by descending score, then name.
+	PlacementSortByScore PlacementSortBy = "Score"
+)
+
+// DefaultScoreRateLimit is the default of spec.scoreRateLimit.
+const DefaultScoreRateLimit = "1m"
 
 // DecisionGroup is a named subset of the selected clusters.
 type DecisionGroup struct {
@@ -205,9 +232,10 @@ type PrioritizerConfig struct {
 
 // ScoreCoordinate locates a prioritizer score.
 type ScoreCoordinate struct {
-	// type is BuiltIn (set builtIn) or AddOn (set addOn).
+	// type is BuiltIn (set builtIn), AddOn (set addOn) or Plugin (set plugin,
+	// Flotilla's addition: a WasmPlugin of type Prioritizer).
 	// +kubebuilder:validation:Required
-	// +kubebuilder:validation:Enum=BuiltIn;AddOn
+	// +kubebuilder:validation:Enum=BuiltIn;AddOn;Plugin
 	// +kubebuilder:default:=BuiltIn
 	// +required
 	Type string `json:"type,omitempty"`
@@ -220,6 +248,20 @@ type ScoreCoordinate struct {
 	// addOn names an AddOnPlacementScore and a score in it.
 	// +optional
 	AddOn *AddOnScore `json:"addOn,omitempty"`
+
+	// plugin names a WasmPlugin (flotilla.dev/v1alpha1, type Prioritizer) in
+	// the hub's namespace that scores the clusters.
+	// +optional
+	Plugin *PluginScore `json:"plugin,omitempty"`
+}
+
+// PluginScore names a Prioritizer WasmPlugin.
+type PluginScore struct {
+	// name of the WasmPlugin.
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:MinLength=1
+	// +required
+	Name string `json:"name"`
 }
 
 // ScoreCoordinate types.
@@ -228,6 +270,8 @@ const (
 	ScoreCoordinateTypeBuiltIn = "BuiltIn"
 	// ScoreCoordinateTypeAddOn reads the score from an AddOnPlacementScore.
 	ScoreCoordinateTypeAddOn = "AddOn"
+	// ScoreCoordinateTypePlugin reads the score from a Prioritizer WasmPlugin.
+	ScoreCoordinateTypePlugin = "Plugin"
 )
 
 // AddOnScore names a score published in AddOnPlacementScores.
@@ -375,6 +419,10 @@ type PlacementStatus struct {
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions"`
+
+	// lastScoreUpdateTime is when the decisions' scores were last written.
+	// +optional
+	LastScoreUpdateTime *metav1.Time `json:"lastScoreUpdateTime,omitempty"`
 }
 
 // PlacementList is a list of Placements.

@@ -41,6 +41,11 @@ type ClusterDecision struct {
 	// +kubebuilder:validation:Required
 	// +required
 	Reason string `json:"reason"`
+
+	// score is the cluster's final score (the sum of weight × score over the
+	// prioritizers).
+	// +optional
+	Score int64 `json:"score,omitempty"`
 }
 
 // PlacementDecisionList is a list of PlacementDecisions.
