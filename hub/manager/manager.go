@@ -29,6 +29,8 @@ import (
 	"github.com/flotilla-dev/flotilla/core/wasm"
 	"github.com/flotilla-dev/flotilla/core/wasmplugin"
 	"github.com/flotilla-dev/flotilla/hub/admission"
+	"github.com/flotilla-dev/flotilla/hub/placement"
+	"github.com/flotilla-dev/flotilla/hub/placement/scheduler"
 	"github.com/flotilla-dev/flotilla/hub/plugininstall"
 	"github.com/flotilla-dev/flotilla/hub/registration/bootstrap"
 	"github.com/flotilla-dev/flotilla/hub/registration/clusterset"
@@ -190,6 +192,7 @@ func (h *Hub) setup() error {
 		&taint.Reconciler{Client: c},
 		&clusterset.StatusReconciler{Client: c},
 		&clustersetbinding.Reconciler{Client: c},
+		&placement.Reconciler{Client: c, Scheduler: scheduler.New(h.registry, placement.BuiltInPlugins), Registry: h.registry},
 		&csr.Reconciler{
 			Client:    c,
 			Kube:      kube,

@@ -9,6 +9,11 @@ type Cluster struct {
 	Allocatable map[string]int64  `json:"allocatable,omitempty"`
 	Capacity    map[string]int64  `json:"capacity,omitempty"`
 	AddOnScores []AddOnScore      `json:"addOnScores,omitempty"`
+	// Decisions is the number of the other placements' decisions naming the
+	// cluster (PlacementSource.DecisionCount).
+	Decisions int64 `json:"decisions,omitempty"`
+	// Selected says the placement's current decisions name the cluster.
+	Selected bool `json:"selected,omitempty"`
 }
 
 // AddOnScore is one AddOnPlacementScore value of a Cluster.
@@ -18,7 +23,9 @@ type AddOnScore struct {
 	Value        int64  `json:"value"`
 }
 
-// ClusterList implements ClusterSource over a slice of Cluster.
+// ClusterList implements ClusterSource and PlacementSource over a slice of Cluster.
+// Its MaxDecisionCount is 0, which stands for the largest count among its
+// clusters: a list knows no other cluster.
 type ClusterList []Cluster
 
 func (l ClusterList) Len() int          { return len(l) }
@@ -51,3 +58,7 @@ func (l ClusterList) AddOnScore(i int, resourceName, scoreName string) (int64, b
 	}
 	return 0, false
 }
+
+func (l ClusterList) DecisionCount(i int) int64 { return l[i].Decisions }
+func (l ClusterList) MaxDecisionCount() int64   { return 0 }
+func (l ClusterList) Selected(i int) bool       { return l[i].Selected }

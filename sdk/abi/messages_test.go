@@ -80,6 +80,9 @@ func TestJSONAgreesWithEncodingJSON(t *testing.T) {
 			AddOnScores: []AddOnScoreInput{{ResourceName: "gpu", ScoreName: "free"}}},
 			func() jsonCodec { return &PrioritizerInputs{} }},
 		{"prioritizer inputs, empty", &PrioritizerInputs{}, func() jsonCodec { return &PrioritizerInputs{} }},
+		{"prioritizer inputs, placement", &PrioritizerInputs{Decisions: true, Selected: true}, func() jsonCodec { return &PrioritizerInputs{} }},
+		{"prioritizer inputs, decisions", &PrioritizerInputs{Decisions: true, Resources: []ResourceInput{{Kind: ResourceCapacity, Name: "memory"}}},
+			func() jsonCodec { return &PrioritizerInputs{} }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) { checkAgreement(t, tc.v, tc.fresh) })

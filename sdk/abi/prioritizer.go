@@ -15,6 +15,12 @@ import (
 // the binary layout described in scoreinput.go, carrying only those attributes, and
 // the plugin answers with one little-endian int64 per cluster, in input order.
 // Scores outside [MinClusterScore, MaxClusterScore] are clamped by the host.
+//
+// Besides cluster attributes, a plugin may ask for two facts about the placement
+// being scheduled (Decisions, Selected), which OCM's Balance and Steady
+// prioritizers need. They were added within version 1: a host only sends them to
+// a plugin that declares them, so plugins built before keep receiving exactly the
+// layout they know.
 
 // PrioritizerInputVersion is the version of the score input layout (its header
 // carries it) and of the declare_inputs document.
@@ -70,6 +76,13 @@ type PrioritizerInputs struct {
 	Resources []ResourceInput `json:"resources,omitempty"`
 	// AddOnScores are AddOnPlacementScore values.
 	AddOnScores []AddOnScoreInput `json:"addOnScores,omitempty"`
+	// Decisions asks, per cluster, for the number of decisions of the other placements
+	// (all namespaces) that name it, and for the largest such number over all clusters,
+	// candidates or not (what OCM's Balance prioritizer reads).
+	Decisions bool `json:"decisions,omitempty"`
+	// Selected asks, per cluster, whether the current decisions of the placement being
+	// scheduled name it (what OCM's Steady prioritizer reads).
+	Selected bool `json:"selected,omitempty"`
 }
 
 // Validate checks a declaration: names non-empty, no duplicates, known kinds, within limits.
@@ -169,6 +182,12 @@ func (d *PrioritizerInputs) AppendJSON(dst []byte) []byte {
 		}
 		w.EndArray()
 	}
+	if d.Decisions {
+		w.BoolField("decisions", true)
+	}
+	if d.Selected {
+		w.BoolField("selected", true)
+	}
 	w.EndObject()
 	return w.Bytes()
 }
@@ -220,6 +239,10 @@ func (d *PrioritizerInputs) DecodeJSON(data []byte) error {
 				d.AddOnScores = append(d.AddOnScores, a)
 				return indexErr(i, err)
 			})
+		case "decisions":
+			d.Decisions, err = r.Bool()
+		case "selected":
+			d.Selected, err = r.Bool()
 		}
 		return fieldErr(key, err)
 	})

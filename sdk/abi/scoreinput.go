@@ -16,7 +16,8 @@ import (
 //	header
 //	  0  [4]byte magic "FLPS"
 //	  4  u16     version (1)
-//	  6  u16     flags: bit 0 = cluster names present; other bits zero
+//	  6  u16     flags: bit 0 = cluster names present, bit 1 = decision counts
+//	             present, bit 2 = selection present; other bits zero
 //	  8  u32     N, number of clusters
 //	 12  u32     V, number of shared strings (ids 0..V-1): keys and values, unique
 //	 16  u32     S, number of strings: V, plus N cluster names (ids V..V+N-1) if bit 0
@@ -39,6 +40,9 @@ import (
 //	claim columns      C × N cells of W bytes
 //	resource column j  N cells of width_j bytes (signed milli-units), one section each
 //	add-on columns     A × N cells of 4 bytes (signed score), column-major
+//	decision counts    only with flag bit 1: (1+N) × u32: M, then one count per
+//	                   cluster (see below)
+//	selection          only with flag bit 2: N bytes, 1 when the cluster is selected
 //
 // An absent label or claim is the all-ones id of width W (0xFF, 0xFFFF or
 // 0xFFFFFFFF); an absent number is the minimum integer of its width. The host
@@ -48,6 +52,16 @@ import (
 // Shared strings are unique, so two cells hold the same value exactly when they
 // hold the same id: a plugin can resolve a wanted value to an id once (StringID)
 // and compare integers per cluster. Columns follow the plugin's declaration order.
+//
+// The last two sections describe the placement being scheduled rather than the
+// clusters, and are sent only to plugins that declare them (PrioritizerInputs
+// Decisions, Selected): a version-1 input without flag bits 1 and 2 is laid out
+// exactly as before they existed. A decision count is the number of decisions of
+// the other placements (all namespaces) that name the cluster; M is the largest
+// count of any cluster, candidate or not (OCM's Balance normalises by it), never
+// below the candidates' counts. Counts saturate at 2^32-1. A selection byte is 1
+// when the placement's current decisions name the cluster, 0 otherwise; readers
+// take any non-zero byte as 1.
 //
 // The answer carries one score per cluster, in input order, either as N
 // little-endian int64 (8·N bytes) or, when every score is already within
@@ -71,7 +85,12 @@ const (
 	NoValue int64 = math.MinInt64
 )
 
-const flagClusterNames = 1
+const (
+	flagClusterNames = 1 << 0
+	flagDecisions    = 1 << 1
+	flagSelected     = 1 << 2
+	knownFlags       = flagClusterNames | flagDecisions | flagSelected
+)
 
 // MaxScoreClusters bounds N so every offset fits in 32 bits.
 const MaxScoreClusters = 1 << 22
@@ -88,6 +107,21 @@ type ClusterSource interface {
 	Resource(i int, kind ResourceKind, name string) (int64, bool)
 	// AddOnScore returns an AddOnPlacementScore value (int32 in the API).
 	AddOnScore(i int, resourceName, scoreName string) (int64, bool)
+}
+
+// PlacementSource is implemented by a ClusterSource that also knows the placement
+// being scheduled. The encoder needs it only for plugins that declare Decisions or
+// Selected, and fails clearly when such a plugin meets a source without it.
+type PlacementSource interface {
+	// DecisionCount is the number of decisions of the other placements (all
+	// namespaces; not this placement's own) that name cluster i. Never negative.
+	DecisionCount(i int) int64
+	// MaxDecisionCount is the largest decision count of any cluster the other
+	// placements chose, candidate or not: OCM's Balance normalises by it. A value
+	// below the candidates' largest count (such as 0) stands for that count.
+	MaxDecisionCount() int64
+	// Selected reports whether this placement's current decisions name cluster i.
+	Selected(i int) bool
 }
 
 // ScoreEncoder builds score inputs. It keeps its scratch space between calls, so
@@ -146,6 +180,13 @@ func (e *ScoreEncoder) resetRecent() {
 func (e *ScoreEncoder) Encode(dst []byte, decl *PrioritizerInputs, src ClusterSource) ([]byte, error) {
 	if err := decl.Validate(); err != nil {
 		return dst, err
+	}
+	var place PlacementSource
+	if decl.Decisions || decl.Selected {
+		var ok bool
+		if place, ok = src.(PlacementSource); !ok {
+			return dst, errors.New("score input: the prioritizer declares " + placementInputs(decl) + ", but the cluster source does not implement abi.PlacementSource")
+		}
 	}
 	n := src.Len()
 	if n < 0 || n > MaxScoreClusters {
@@ -234,7 +275,13 @@ func (e *ScoreEncoder) Encode(dst []byte, decl *PrioritizerInputs, src ClusterSo
 	S := len(e.offs) - 1
 	w := idWidth(V)
 
-	lay := scoreLayout(uint64(n), uint64(S), uint64(len(e.data)), uint64(L), uint64(C), uint64(A), w, widths)
+	if decl.Decisions {
+		flags |= flagDecisions
+	}
+	if decl.Selected {
+		flags |= flagSelected
+	}
+	lay := scoreLayout(uint64(n), uint64(S), uint64(len(e.data)), uint64(L), uint64(C), uint64(A), w, widths, flags)
 	if lay.total > math.MaxUint32 || uint64(len(e.data)) > math.MaxUint32 {
 		return dst, errors.New("score input: message of " + strconv.FormatUint(lay.total, 10) + " bytes exceeds 4 GiB")
 	}
@@ -285,7 +332,42 @@ func (e *ScoreEncoder) Encode(dst []byte, decl *PrioritizerInputs, src ClusterSo
 		putInts(b[lay.resourceCols[j]:], e.nums[j*n:(j+1)*n], widths[j])
 	}
 	putInts(b[lay.addOnCols:], e.nums[R*n:(R+A)*n], 4)
+	if decl.Decisions {
+		top := uint32(0)
+		for i := 0; i < n; i++ {
+			v := place.DecisionCount(i)
+			if v < 0 {
+				return dst[:base], errors.New("score input: decision count of cluster " + strconv.Itoa(i) + " (" + src.Name(i) + ") is " + strconv.FormatInt(v, 10) + ", want ≥ 0")
+			}
+			c := saturateCount(v)
+			putU32(b[lay.decisions+4*uint64(1+i):], c)
+			top = max(top, c)
+		}
+		putU32(b[lay.decisions:], max(top, saturateCount(place.MaxDecisionCount())))
+	}
+	if decl.Selected {
+		sel := b[lay.selected : lay.selected+uint64(n)]
+		for i := range sel {
+			if place.Selected(i) {
+				sel[i] = 1
+			}
+		}
+	}
 	return dst, nil
+}
+
+// saturateCount is a decision count as sent: negative values (only a
+// MaxDecisionCount below the candidates' counts) read 0, large ones 2^32-1.
+func saturateCount(v int64) uint32 { return uint32(min(max(v, 0), math.MaxUint32)) }
+
+func placementInputs(decl *PrioritizerInputs) string {
+	switch {
+	case decl.Decisions && decl.Selected:
+		return "decisions and selected"
+	case decl.Decisions:
+		return "decisions"
+	}
+	return "selected"
 }
 
 // idWidth is the narrowest cell that holds ids 0..v-1 plus the all-ones marker.
@@ -351,9 +433,10 @@ type layout struct {
 	offs, data, labelKeys, claimKeys, resourceKeys, addOnKeys uint64
 	labelCols, claimCols, addOnCols, total                    uint64
 	resourceCols                                              []uint64
+	decisions, selected                                       uint64 // sections of flag bits 1 and 2
 }
 
-func scoreLayout(n, s, b, l, c, a, w uint64, widths []uint64) layout {
+func scoreLayout(n, s, b, l, c, a, w uint64, widths []uint64, flags uint16) layout {
 	var lay layout
 	off := uint64(ScoreHeaderSize)
 	next := func(size uint64) uint64 {
@@ -374,6 +457,12 @@ func scoreLayout(n, s, b, l, c, a, w uint64, widths []uint64) layout {
 		lay.resourceCols[j] = next(rw * n)
 	}
 	lay.addOnCols = next(4 * a * n)
+	if flags&flagDecisions != 0 {
+		lay.decisions = next(4 * (1 + n))
+	}
+	if flags&flagSelected != 0 {
+		lay.selected = next(n)
+	}
 	lay.total = off
 	return lay
 }
@@ -385,6 +474,8 @@ type ScoreInput struct {
 	lay        layout
 	w          uint64
 	names      bool
+	decisions  bool
+	selected   bool
 	n, v, s    int
 	l, c, r, a int
 	strs       string
@@ -405,7 +496,7 @@ func DecodeScoreInput(b []byte) (*ScoreInput, error) {
 		return nil, errors.New("score input: version " + strconv.Itoa(int(v)) + " is not supported (this SDK reads version " + strconv.Itoa(PrioritizerInputVersion) + ")")
 	}
 	flags := u16(b[6:])
-	if flags&^flagClusterNames != 0 {
+	if flags&^knownFlags != 0 {
 		return nil, errors.New("score input: unknown flags 0x" + strconv.FormatUint(uint64(flags), 16))
 	}
 	in := &ScoreInput{
@@ -413,6 +504,7 @@ func DecodeScoreInput(b []byte) (*ScoreInput, error) {
 		n: int(u32(b[8:])), v: int(u32(b[12:])), s: int(u32(b[16:])),
 		l: int(u16(b[24:])), c: int(u16(b[26:])), r: int(u16(b[28:])), a: int(u16(b[30:])),
 		w: uint64(b[36]), names: flags&flagClusterNames != 0,
+		decisions: flags&flagDecisions != 0, selected: flags&flagSelected != 0,
 	}
 	if in.n > MaxScoreClusters {
 		return nil, errors.New("score input: cluster count " + strconv.Itoa(in.n) + " exceeds " + strconv.Itoa(MaxScoreClusters))
@@ -429,7 +521,7 @@ func DecodeScoreInput(b []byte) (*ScoreInput, error) {
 	}
 	// Resource widths live in the keys, which sit at a fixed place before any column.
 	nbytes := uint64(u32(b[20:]))
-	keysAt := scoreLayout(0, uint64(in.s), nbytes, uint64(in.l), uint64(in.c), 0, 0, make([]uint64, in.r))
+	keysAt := scoreLayout(0, uint64(in.s), nbytes, uint64(in.l), uint64(in.c), 0, 0, make([]uint64, in.r), 0)
 	if keysAt.resourceKeys+8*uint64(in.r) > uint64(len(b)) {
 		return nil, errors.New("score input: " + strconv.Itoa(len(b)) + " bytes, too short for its string table and keys")
 	}
@@ -443,7 +535,7 @@ func DecodeScoreInput(b []byte) (*ScoreInput, error) {
 			return nil, errors.New("score input: resource keys[" + strconv.Itoa(j) + "]: cell width " + strconv.FormatUint(widths[j], 10) + " is not 4 or 8")
 		}
 	}
-	in.lay = scoreLayout(uint64(in.n), uint64(in.s), nbytes, uint64(in.l), uint64(in.c), uint64(in.a), in.w, widths)
+	in.lay = scoreLayout(uint64(in.n), uint64(in.s), nbytes, uint64(in.l), uint64(in.c), uint64(in.a), in.w, widths, flags)
 	if total := uint64(u32(b[32:])); total != in.lay.total {
 		return nil, errors.New("score input: header total size " + strconv.FormatUint(total, 10) + " does not match the layout's " + strconv.FormatUint(in.lay.total, 10))
 	}
@@ -779,11 +871,76 @@ func (in *ScoreInput) AddOnScoreColumn(resourceName, scoreName string) IntColumn
 	return IntColumn{}
 }
 
+// HasDecisions reports whether decision counts were sent (PrioritizerInputs.Decisions).
+func (in *ScoreInput) HasDecisions() bool { return in.decisions }
+
+// MaxDecisionCount returns the largest decision count of any cluster, candidate or
+// not (never below DecisionCount(i) of a host-built input), or 0 when decision
+// counts were not sent.
+func (in *ScoreInput) MaxDecisionCount() int64 {
+	if !in.decisions {
+		return 0
+	}
+	return int64(u32(in.b[in.lay.decisions:]))
+}
+
+// DecisionCount returns the number of the other placements' decisions naming
+// cluster i, or 0 when decision counts were not sent.
+func (in *ScoreInput) DecisionCount(i int) int64 {
+	if !in.decisions {
+		return 0
+	}
+	return int64(u32(in.b[in.lay.decisions+4*uint64(1+i):]))
+}
+
+// DecisionCounts returns every cluster's decision count, reusing dst when it is
+// large enough; empty when decision counts were not sent.
+func (in *ScoreInput) DecisionCounts(dst []int64) []int64 {
+	if !in.decisions {
+		return dst[:0]
+	}
+	dst = grow(dst, in.n)
+	cells := in.b[in.lay.decisions+4 : in.lay.decisions+4+4*uint64(in.n)]
+	for i := range dst {
+		dst[i] = int64(u32(cells[4*i:]))
+	}
+	return dst
+}
+
+// HasSelection reports whether the selection was sent (PrioritizerInputs.Selected).
+func (in *ScoreInput) HasSelection() bool { return in.selected }
+
+// Selected reports whether the placement's current decisions name cluster i
+// (false when the selection was not sent).
+func (in *ScoreInput) Selected(i int) bool {
+	return in.selected && in.b[in.lay.selected+uint64(i)] != 0
+}
+
+// Selection returns every cluster's Selected, reusing dst when it is large
+// enough; empty when the selection was not sent.
+func (in *ScoreInput) Selection(dst []bool) []bool {
+	if !in.selected {
+		return dst[:0]
+	}
+	dst = grow(dst, in.n)
+	cells := in.b[in.lay.selected : in.lay.selected+uint64(in.n)]
+	for i, c := range cells {
+		dst[i] = c != 0
+	}
+	return dst
+}
+
 // CheckDeclared verifies that the input carries exactly the columns of decl, in
 // order, so a plugin can trust its declaration.
 func (in *ScoreInput) CheckDeclared(decl *PrioritizerInputs) error {
 	if decl.ClusterNames != in.HasNames() {
 		return errors.New("score input: cluster names sent=" + strconv.FormatBool(in.HasNames()) + ", declared=" + strconv.FormatBool(decl.ClusterNames))
+	}
+	if decl.Decisions != in.HasDecisions() {
+		return errors.New("score input: decision counts sent=" + strconv.FormatBool(in.HasDecisions()) + ", declared=" + strconv.FormatBool(decl.Decisions))
+	}
+	if decl.Selected != in.HasSelection() {
+		return errors.New("score input: selection sent=" + strconv.FormatBool(in.HasSelection()) + ", declared=" + strconv.FormatBool(decl.Selected))
 	}
 	if got := in.Labels(); !equalStrings(got, decl.Labels) {
 		return errors.New("score input: label columns " + quoteList(got) + " differ from the declared " + quoteList(decl.Labels))

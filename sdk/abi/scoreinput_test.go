@@ -36,6 +36,10 @@ func randomFleet(rng *rand.Rand, n, card int, big bool) ClusterList {
 		if rng.IntN(2) == 0 {
 			c.AddOnScores = []AddOnScore{{ResourceName: "gpu", ScoreName: "free", Value: rng.Int64N(201) - 100}}
 		}
+		if rng.IntN(3) != 0 {
+			c.Decisions = rng.Int64N(40)
+		}
+		c.Selected = rng.IntN(4) == 0
 		out[i] = c
 	}
 	return out
@@ -48,6 +52,13 @@ var fullDecl = PrioritizerInputs{
 	Resources:    []ResourceInput{{Kind: ResourceAllocatable, Name: "cpu"}, {Kind: ResourceCapacity, Name: "memory"}},
 	AddOnScores:  []AddOnScoreInput{{ResourceName: "gpu", ScoreName: "free"}},
 }
+
+// placementDecl is fullDecl plus both placement inputs.
+var placementDecl = func() PrioritizerInputs {
+	d := fullDecl
+	d.Decisions, d.Selected = true, true
+	return d
+}()
 
 // checkRoundTrip decodes an encoding of fleet and compares every cell.
 func checkRoundTrip(t *testing.T, decl *PrioritizerInputs, fleet ClusterList) *ScoreInput {
@@ -122,7 +133,50 @@ func checkRoundTrip(t *testing.T, decl *PrioritizerInputs, fleet ClusterList) *S
 			t.Fatalf("name of cluster %d: %q, want %q", i, in.Name(i), c.Name)
 		}
 	}
+	checkPlacement(t, decl, fleet, in)
 	return in
+}
+
+// checkPlacement compares the decision counts and selection of in with fleet's,
+// or checks they read as absent when not declared.
+func checkPlacement(t *testing.T, decl *PrioritizerInputs, fleet ClusterList, in *ScoreInput) {
+	t.Helper()
+	if in.HasDecisions() != decl.Decisions || in.HasSelection() != decl.Selected {
+		t.Fatalf("decisions sent=%v selection sent=%v, declared %v %v", in.HasDecisions(), in.HasSelection(), decl.Decisions, decl.Selected)
+	}
+	counts, sel := in.DecisionCounts(make([]int64, 2)), in.Selection(nil)
+	if !decl.Decisions {
+		if len(counts) != 0 || in.MaxDecisionCount() != 0 {
+			t.Fatalf("undeclared decision counts read as %v, max %d", counts, in.MaxDecisionCount())
+		}
+	} else if len(counts) != len(fleet) {
+		t.Fatalf("%d decision counts for %d clusters", len(counts), len(fleet))
+	}
+	if !decl.Selected && len(sel) != 0 {
+		t.Fatalf("undeclared selection reads as %v", sel)
+	} else if decl.Selected && len(sel) != len(fleet) {
+		t.Fatalf("%d selection flags for %d clusters", len(sel), len(fleet))
+	}
+	top := int64(0)
+	for i, c := range fleet {
+		wantCount, wantSel := c.Decisions, c.Selected
+		if !decl.Decisions {
+			wantCount = 0
+		}
+		if !decl.Selected {
+			wantSel = false
+		}
+		top = max(top, wantCount)
+		if got := in.DecisionCount(i); got != wantCount || (decl.Decisions && counts[i] != wantCount) {
+			t.Fatalf("decision count of cluster %d: %d (DecisionCounts %v), want %d", i, got, counts, wantCount)
+		}
+		if got := in.Selected(i); got != wantSel || (decl.Selected && sel[i] != wantSel) {
+			t.Fatalf("selection of cluster %d: %v, want %v", i, got, wantSel)
+		}
+	}
+	if in.MaxDecisionCount() != top {
+		t.Fatalf("max decision count %d, want %d (a ClusterList's own maximum)", in.MaxDecisionCount(), top)
+	}
 }
 
 func TestScoreInputRoundTrip(t *testing.T) {
@@ -139,11 +193,124 @@ func TestScoreInputRoundTrip(t *testing.T) {
 		{"four-byte ids", 40000, 100000, true, 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			in := checkRoundTrip(t, &fullDecl, randomFleet(rng, tc.n, tc.card, tc.big))
-			if in.w != tc.wantWidth {
-				t.Fatalf("id width %d, want %d", in.w, tc.wantWidth)
+			fleet := randomFleet(rng, tc.n, tc.card, tc.big)
+			for _, decl := range []*PrioritizerInputs{&fullDecl, &placementDecl} {
+				in := checkRoundTrip(t, decl, fleet)
+				if in.w != tc.wantWidth {
+					t.Fatalf("id width %d, want %d", in.w, tc.wantWidth)
+				}
 			}
 		})
+	}
+}
+
+// placementOnly is a PlacementSource that knows more clusters than the candidates.
+type placementOnly struct {
+	ClusterList
+	max int64
+}
+
+func (p placementOnly) MaxDecisionCount() int64 { return p.max }
+
+// attributesOnly hides ClusterList's PlacementSource methods.
+type attributesOnly struct{ ClusterSource }
+
+func TestPlacementInputs(t *testing.T) {
+	fleet := ClusterList{
+		{Name: "a", Decisions: 3, Selected: true},
+		{Name: "b"},
+		{Name: "c", Decisions: 1 << 40},
+		{Name: "d", Decisions: 7, Selected: true},
+	}
+	for _, tc := range []struct {
+		name         string
+		decl         PrioritizerInputs
+		src          ClusterSource
+		max          int64
+		counts       []int64
+		sel          []bool
+		sectionBytes uint64
+	}{
+		{"decisions only", PrioritizerInputs{Decisions: true}, fleet, math.MaxUint32, []int64{3, 0, math.MaxUint32, 7}, nil, 24}, // 4·5 bytes, padded
+		{"selected only", PrioritizerInputs{Selected: true}, fleet, 0, nil, []bool{true, false, false, true}, 8},
+		{"both", PrioritizerInputs{Decisions: true, Selected: true}, fleet[:2], 3, []int64{3, 0}, []bool{true, false}, 16 + 8},
+		{"a larger maximum elsewhere", PrioritizerInputs{Decisions: true}, placementOnly{fleet[:2], 9}, 9, []int64{3, 0}, nil, 16},
+		{"a smaller maximum stands for the candidates'", PrioritizerInputs{Decisions: true}, placementOnly{fleet[:2], -5}, 3, []int64{3, 0}, nil, 16},
+		{"no clusters", PrioritizerInputs{Decisions: true, Selected: true}, placementOnly{nil, 4}, 4, []int64{}, []bool{}, 8},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := EncodeScoreInput(nil, &tc.decl, tc.src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			plain, err := EncodeScoreInput(nil, &PrioritizerInputs{}, tc.src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := uint64(len(b) - len(plain)); got != tc.sectionBytes {
+				t.Errorf("placement sections take %d bytes, want %d", got, tc.sectionBytes)
+			}
+			in, err := DecodeScoreInput(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := in.CheckDeclared(&tc.decl); err != nil {
+				t.Fatal(err)
+			}
+			if got := in.MaxDecisionCount(); got != tc.max {
+				t.Errorf("max decision count %d, want %d", got, tc.max)
+			}
+			if got := in.DecisionCounts(nil); !slices.Equal(got, tc.counts) && !(len(got) == 0 && len(tc.counts) == 0) {
+				t.Errorf("decision counts %v, want %v", got, tc.counts)
+			}
+			if got := in.Selection(nil); !slices.Equal(got, tc.sel) && !(len(got) == 0 && len(tc.sel) == 0) {
+				t.Errorf("selection %v, want %v", got, tc.sel)
+			}
+		})
+	}
+
+	for _, decl := range []PrioritizerInputs{{Decisions: true}, {Selected: true, Labels: []string{"env"}}} {
+		_, err := EncodeScoreInput(nil, &decl, attributesOnly{fleet})
+		if err == nil || !strings.Contains(err.Error(), "does not implement abi.PlacementSource") {
+			t.Errorf("%+v over a source without placement facts: error %v", decl, err)
+		}
+	}
+	bad := ClusterList{{Name: "ok"}, {Name: "broken", Decisions: -1}}
+	if _, err := EncodeScoreInput(nil, &PrioritizerInputs{Decisions: true}, bad); err == nil || !strings.Contains(err.Error(), "decision count of cluster 1 (broken) is -1") {
+		t.Errorf("negative decision count: error %v", err)
+	}
+	// The same negative count is nobody's business when decisions are not declared.
+	if _, err := EncodeScoreInput(nil, &PrioritizerInputs{Selected: true}, bad); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestVersion1InputsUnchanged checks that an input of a plugin declaring no
+// placement inputs is the layout version 1 always had: no new flag, no new bytes.
+func TestVersion1InputsUnchanged(t *testing.T) {
+	fleet := randomFleet(rand.New(rand.NewPCG(21, 22)), 37, 6, false)
+	v1, err := EncodeScoreInput(nil, &fullDecl, fleet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if flags := u16(v1[6:]); flags != flagClusterNames {
+		t.Fatalf("flags 0x%x, want only the cluster-names bit", flags)
+	}
+	in, err := DecodeScoreInput(v1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if end := align8(in.lay.addOnCols + 4*uint64(len(fullDecl.AddOnScores)*len(fleet))); end != uint64(len(v1)) {
+		t.Fatalf("%d bytes, but the add-on columns end at %d", len(v1), end)
+	}
+	// The same attributes plus the placement inputs: the version-1 bytes stay a
+	// prefix, apart from the flags and total size in the header.
+	both, err := EncodeScoreInput(nil, &placementDecl, fleet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(both[ScoreHeaderSize:len(v1)], v1[ScoreHeaderSize:]) || !slices.Equal(both[:6], v1[:6]) || !slices.Equal(both[8:32], v1[8:32]) {
+		t.Fatal("the placement sections moved the version-1 sections")
 	}
 }
 
@@ -209,24 +376,30 @@ func TestResourceWidths(t *testing.T) {
 }
 
 func TestScoreInputLayoutIsAligned(t *testing.T) {
-	b, err := EncodeScoreInput(nil, &fullDecl, randomFleet(rand.New(rand.NewPCG(5, 6)), 13, 5, false))
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, err := DecodeScoreInput(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	offs := []uint64{in.lay.offs, in.lay.data, in.lay.labelKeys, in.lay.claimKeys, in.lay.resourceKeys, in.lay.addOnKeys,
-		in.lay.labelCols, in.lay.claimCols, in.lay.addOnCols, in.lay.total}
-	offs = append(offs, in.lay.resourceCols...)
-	for _, o := range offs {
-		if o%8 != 0 {
-			t.Fatalf("section at %d is not 8-aligned (%v)", o, offs)
+	for _, decl := range []*PrioritizerInputs{&fullDecl, &placementDecl} {
+		b, err := EncodeScoreInput(nil, decl, randomFleet(rand.New(rand.NewPCG(5, 6)), 13, 5, false))
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if len(b)%8 != 0 || b[37] != 0 || b[38] != 0 || b[39] != 0 {
-		t.Fatal("padding or reserved bytes are not zero")
+		in, err := DecodeScoreInput(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		offs := []uint64{in.lay.offs, in.lay.data, in.lay.labelKeys, in.lay.claimKeys, in.lay.resourceKeys, in.lay.addOnKeys,
+			in.lay.labelCols, in.lay.claimCols, in.lay.addOnCols, in.lay.decisions, in.lay.selected, in.lay.total}
+		offs = append(offs, in.lay.resourceCols...)
+		for _, o := range offs {
+			if o%8 != 0 {
+				t.Fatalf("section at %d is not 8-aligned (%v)", o, offs)
+			}
+		}
+		if len(b)%8 != 0 || b[37] != 0 || b[38] != 0 || b[39] != 0 {
+			t.Fatal("padding or reserved bytes are not zero")
+		}
+		// 13 selection bytes are padded to 16, with zeros.
+		if decl.Selected && (b[in.lay.selected+13] != 0 || b[in.lay.selected+15] != 0 || in.lay.total-in.lay.selected != 16) {
+			t.Fatal("the selection section is not padded with zeros to 8 bytes")
+		}
 	}
 }
 
@@ -237,6 +410,11 @@ func TestDecodeScoreInputErrors(t *testing.T) {
 	}
 	in, _ := DecodeScoreInput(good)
 	mutate := func(f func(b []byte) []byte) []byte { return f(slices.Clone(good)) }
+	placed, err := EncodeScoreInput(nil, &placementDecl, randomFleet(rand.New(rand.NewPCG(7, 8)), 10, 3, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mutatePlaced := func(f func(b []byte) []byte) []byte { return f(slices.Clone(placed)) }
 	for _, tc := range []struct {
 		name string
 		b    []byte
@@ -245,7 +423,16 @@ func TestDecodeScoreInputErrors(t *testing.T) {
 		{"short", good[:10], "10 bytes, shorter than the 40-byte header"},
 		{"magic", mutate(func(b []byte) []byte { b[0] = 'X'; return b }), `magic "XLPS"`},
 		{"version", mutate(func(b []byte) []byte { b[4] = 2; return b }), "version 2 is not supported"},
-		{"flags", mutate(func(b []byte) []byte { b[6] = 6; return b }), "unknown flags 0x6"},
+		{"flags", mutate(func(b []byte) []byte { b[6] |= 8; return b }), "unknown flags 0x9"},
+		{"high flags", mutate(func(b []byte) []byte { b[7] = 0x80; return b }), "unknown flags 0x8001"},
+		{"decisions flag without its section", mutate(func(b []byte) []byte { b[6] |= flagDecisions; return b }), "header total size"},
+		{"selection flag without its section", mutate(func(b []byte) []byte { b[6] |= flagSelected; return b }), "header total size"},
+		{"decision section without its flag", mutatePlaced(func(b []byte) []byte { b[6] &^= flagDecisions; return b }), "header total size"},
+		{"selection section without its flag", mutatePlaced(func(b []byte) []byte { b[6] &^= flagSelected; return b }), "header total size"},
+		{"truncated selection", placed[:len(placed)-8], "bytes, header describes"},
+		{"truncated decisions", placed[:len(placed)-16-8], "bytes, header describes"},
+		{"placement sections, extra bytes", append(slices.Clone(placed), make([]byte, 8)...), "header describes"},
+		{"placement sections, unknown flag", mutatePlaced(func(b []byte) []byte { b[6] |= 0x10; return b }), "unknown flags 0x17"},
 		{"truncated", good[:len(good)-8], "bytes, header describes"},
 		{"total", mutate(func(b []byte) []byte { b[32] += 8; return b }), "header total size"},
 		{"extra bytes", append(slices.Clone(good), make([]byte, 8)...), "header describes"},
@@ -259,6 +446,43 @@ func TestDecodeScoreInputErrors(t *testing.T) {
 		_, err := DecodeScoreInput(tc.b)
 		if err == nil || !strings.Contains(err.Error(), tc.msg) {
 			t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.msg)
+		}
+	}
+	// Garbage after a valid header prefix is rejected, never a panic.
+	rng := rand.New(rand.NewPCG(13, 14))
+	for range 2000 {
+		b := slices.Clone(placed[:8+rng.IntN(len(placed)-8)])
+		for range 1 + rng.IntN(4) {
+			b[rng.IntN(len(b))] = byte(rng.Uint32())
+		}
+		if in, err := DecodeScoreInput(b); err == nil {
+			t.Fatalf("a truncated, corrupted input of %d bytes decoded (%d clusters)", len(b), in.Len())
+		}
+	}
+}
+
+func TestCheckDeclaredPlacementInputs(t *testing.T) {
+	fleet := randomFleet(rand.New(rand.NewPCG(15, 16)), 5, 3, false)
+	for _, tc := range []struct {
+		sent, declared PrioritizerInputs
+		msg            string
+	}{
+		{PrioritizerInputs{}, PrioritizerInputs{Decisions: true}, "decision counts sent=false, declared=true"},
+		{PrioritizerInputs{Decisions: true}, PrioritizerInputs{}, "decision counts sent=true, declared=false"},
+		{PrioritizerInputs{Decisions: true}, PrioritizerInputs{Selected: true}, "decision counts sent=true, declared=false"},
+		{PrioritizerInputs{Selected: true}, PrioritizerInputs{}, "selection sent=true, declared=false"},
+		{PrioritizerInputs{Decisions: true}, PrioritizerInputs{Decisions: true, Selected: true}, "selection sent=false, declared=true"},
+	} {
+		b, err := EncodeScoreInput(nil, &tc.sent, fleet)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, err := DecodeScoreInput(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := in.CheckDeclared(&tc.declared); err == nil || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("sent %+v, declared %+v: error %v, want one containing %q", tc.sent, tc.declared, err, tc.msg)
 		}
 	}
 }
@@ -319,8 +543,10 @@ func TestAddWhere(t *testing.T) {
 func FuzzDecodeScoreInput(f *testing.F) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	for _, n := range []int{0, 1, 7} {
-		b, _ := EncodeScoreInput(nil, &fullDecl, randomFleet(rng, n, 4, n == 7))
-		f.Add(b)
+		for _, decl := range []*PrioritizerInputs{&fullDecl, &placementDecl, {Selected: true}} {
+			b, _ := EncodeScoreInput(nil, decl, randomFleet(rng, n, 4, n == 7))
+			f.Add(b)
+		}
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		in, err := DecodeScoreInput(b)
@@ -356,7 +582,12 @@ func FuzzDecodeScoreInput(f *testing.F) {
 		}
 		for i := 0; i < in.Len(); i++ {
 			in.Name(i)
+			in.DecisionCount(i)
+			in.Selected(i)
 		}
+		in.MaxDecisionCount()
+		in.DecisionCounts(nil)
+		in.Selection(make([]bool, 2))
 	})
 }
 

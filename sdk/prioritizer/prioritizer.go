@@ -22,6 +22,15 @@
 //
 //	func init() { prioritizer.Register(plugin{}) }
 //	func main() {}
+//
+// Score reads the declared attributes from *abi.ScoreInput: LabelColumn,
+// ClaimColumn, ResourceColumn and AddOnScoreColumn, Name(i) with ClusterNames,
+// and the placement being scheduled when declared: DecisionCount(i),
+// DecisionCounts and MaxDecisionCount (Decisions: the other placements'
+// decisions per cluster, as OCM's Balance reads them), Selected(i) and Selection
+// (Selected: the clusters this placement's current decisions name, as OCM's
+// Steady reads them). The Scorer checks the input carries exactly what Inputs
+// declared before Score runs.
 package prioritizer
 
 import (

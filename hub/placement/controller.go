@@ -1,0 +1,543 @@
+// Package placement is the hub's placement controller: it decides every Placement with the
+// scheduler (hub/placement/scheduler) against a snapshot of the fleet shared by all
+// placements, and writes the PlacementDecisions and the status only when they change.
+package placement
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
+	clusterv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1alpha1"
+	clusterv1beta1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta1"
+	clusterv1beta2 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta2"
+	"github.com/flotilla-dev/flotilla/core/apply"
+	"github.com/flotilla-dev/flotilla/core/wasm"
+	"github.com/flotilla-dev/flotilla/hub/placement/scheduler"
+	"github.com/flotilla-dev/flotilla/sdk/abi"
+)
+
+// FieldManager owns what the controller writes.
+const FieldManager = "flotilla-placement"
+
+// Event reasons, as OCM's placement controller records them.
+const (
+	EventDecisionCreate = "DecisionCreate"
+	EventDecisionUpdate = "DecisionUpdate"
+	EventDecisionDelete = "DecisionDelete"
+	EventScoreUpdate    = "ScoreUpdate"
+	EventPrioritizer    = "PrioritizerFailed"
+)
+
+// BuiltInPlugins maps OCM's built-in prioritizers to the WasmPlugins the hub installs for
+// them (hub/plugininstall).
+var BuiltInPlugins = map[string]string{
+	clusterv1beta1.PrioritizerBalance:                   "placement-balance",
+	clusterv1beta1.PrioritizerSteady:                    "placement-steady",
+	clusterv1beta1.PrioritizerResourceAllocatableCPU:    "placement-resourceallocatablecpu",
+	clusterv1beta1.PrioritizerResourceAllocatableMemory: "placement-resourceallocatablememory",
+}
+
+// DefaultWorkers is how many placements are scheduled at once.
+const DefaultWorkers = 4
+
+// Reconciler decides Placements.
+type Reconciler struct {
+	Client    client.Client
+	Scheduler *scheduler.Scheduler
+	// Registry, when set, is watched so placements are decided again when a prioritizer
+	// plugin is loaded, replaced or removed.
+	Registry *wasm.Registry
+	Recorder events.EventRecorder
+	Clock    clock.PassiveClock
+	Workers  int
+	Logger   logr.Logger
+
+	index   *decisionIndex
+	snap    snapshotter
+	results sync.Map // placement key → *scheduler.Result, for the debug endpoint
+	scores  sync.Map // placement key → scoreState
+}
+
+// scoreState is what ScoreUpdate events and the score rate limit remember.
+type scoreState struct {
+	text string
+	at   time.Time
+}
+
+// SetupWithManager watches placements and everything their decisions depend on.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	if r.Workers <= 0 {
+		r.Workers = DefaultWorkers
+	}
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorder("placementController")
+	}
+	if r.Logger.GetSink() == nil {
+		r.Logger = mgr.GetLogger().WithName("placement")
+	}
+	r.index = newDecisionIndex()
+	r.snap = snapshotter{reader: mgr.GetClient(), index: r.index, clock: r.Clock, dirty: true}
+
+	all := handler.EnqueueRequestsFromMapFunc(r.allPlacements)
+	fleetChange := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		r.snap.invalidate()
+		return r.allPlacements(ctx, nil)
+	})
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named("placement").
+		For(&clusterv1beta1.Placement{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Watches(&clusterv1beta1.PlacementDecision{}, r.decisionHandler()).
+		Watches(&clusterv1.ManagedCluster{}, fleetChange, builder.WithPredicates(clusterChanged())).
+		Watches(&clusterv1beta2.ManagedClusterSet{}, fleetChange, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&clusterv1beta2.ManagedClusterSetBinding{}, fleetChange).
+		Watches(&clusterv1alpha1.AddOnPlacementScore{}, fleetChange).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.Workers})
+	if r.Registry != nil {
+		events, cancel := r.Registry.Subscribe(abi.TypePrioritizer)
+		ch := make(chan event.GenericEvent)
+		if err := mgr.Add(runnable(func(ctx context.Context) error {
+			defer cancel()
+			for {
+				select {
+				case <-ctx.Done():
+					return nil
+				case _, ok := <-events:
+					if !ok {
+						return nil
+					}
+					select {
+					case ch <- event.GenericEvent{Object: &clusterv1beta1.Placement{}}:
+					case <-ctx.Done():
+						return nil
+					}
+				}
+			}
+		})); err != nil {
+			return err
+		}
+		b = b.WatchesRawSource(source.Channel(ch, all))
+	}
+	return b.Complete(r)
+}
+
+type runnable func(ctx context.Context) error
+
+func (f runnable) Start(ctx context.Context) error { return f(ctx) }
+
+// decisionHandler keeps the decision index current and wakes a placement whose decisions
+// someone else changed or deleted.
+func (r *Reconciler) decisionHandler() handler.EventHandler {
+	owner := func(o client.Object) []reconcile.Request {
+		name := o.GetLabels()[clusterv1beta1.PlacementLabel]
+		if name == "" {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+	}
+	return handler.Funcs{
+		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueueAdder) {
+			d, _ := e.Object.(*clusterv1beta1.PlacementDecision)
+			r.index.set(client.ObjectKeyFromObject(e.Object).String(), d)
+		},
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueueAdder) {
+			d, _ := e.ObjectNew.(*clusterv1beta1.PlacementDecision)
+			r.index.set(client.ObjectKeyFromObject(e.ObjectNew).String(), d)
+			if e.ObjectNew.GetResourceVersion() != e.ObjectOld.GetResourceVersion() && !writtenByUs(e.ObjectNew) {
+				for _, req := range owner(e.ObjectNew) {
+					q.Add(req)
+				}
+			}
+		},
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueueAdder) {
+			r.index.set(client.ObjectKeyFromObject(e.Object).String(), nil)
+			for _, req := range owner(e.Object) {
+				q.Add(req)
+			}
+		},
+	}
+}
+
+// writtenByUs: the last write of the object's status was ours (its managedFields say so).
+func writtenByUs(o client.Object) bool {
+	var last *metav1.ManagedFieldsEntry
+	for i := range o.GetManagedFields() {
+		f := &o.GetManagedFields()[i]
+		if last == nil || (f.Time != nil && last.Time != nil && last.Time.Before(f.Time)) {
+			last = f
+		}
+	}
+	return last != nil && last.Manager == FieldManager
+}
+
+// clusterChanged lets through the ManagedCluster changes that can change a decision:
+// labels, claims, taints, resources, deletion, conditions. Heartbeats do not.
+func clusterChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*clusterv1.ManagedCluster)
+		n, ok2 := e.ObjectNew.(*clusterv1.ManagedCluster)
+		if !ok1 || !ok2 {
+			return true
+		}
+		return !equality.Semantic.DeepEqual(o.Labels, n.Labels) ||
+			!equality.Semantic.DeepEqual(o.Spec.Taints, n.Spec.Taints) ||
+			!equality.Semantic.DeepEqual(o.Status.ClusterClaims, n.Status.ClusterClaims) ||
+			!equality.Semantic.DeepEqual(o.Status.Allocatable, n.Status.Allocatable) ||
+			!equality.Semantic.DeepEqual(o.Status.Capacity, n.Status.Capacity) ||
+			!equality.Semantic.DeepEqual(o.DeletionTimestamp, n.DeletionTimestamp) ||
+			!conditionsEqual(o.Status.Conditions, n.Status.Conditions) ||
+			o.Status.Version != n.Status.Version
+	}}
+}
+
+func conditionsEqual(a, b []metav1.Condition) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Type != b[i].Type || a[i].Status != b[i].Status || a[i].Reason != b[i].Reason {
+			return false
+		}
+	}
+	return true
+}
+
+// allPlacements enqueues every placement.
+func (r *Reconciler) allPlacements(ctx context.Context, _ client.Object) []reconcile.Request {
+	list := &clusterv1beta1.PlacementList{}
+	if err := r.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+		r.Logger.Error(err, "listing placements")
+		return nil
+	}
+	out := make([]reconcile.Request, len(list.Items))
+	for i := range list.Items {
+		out[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])}
+	}
+	return out
+}
+
+// Reconcile decides one placement and writes what changed.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	p := &clusterv1beta1.Placement{}
+	if err := r.Client.Get(ctx, req.NamespacedName, p); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.results.Delete(req.String())
+			r.scores.Delete(req.String())
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, err
+	}
+	if p.DeletionTimestamp != nil || p.Annotations[clusterv1beta1.PlacementDisableAnnotation] == "true" {
+		return reconcile.Result{}, nil
+	}
+	snap, err := r.snap.get(ctx)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	res, err := r.Scheduler.Schedule(ctx, snap, p)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	r.results.Store(req.String(), res)
+	if res.Misconfigured != "" {
+		return reconcile.Result{}, r.writeStatus(ctx, p, nil, res, nil)
+	}
+	for _, ig := range res.Ignored {
+		r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, EventPrioritizer, "Schedule", "prioritizer skipped (failurePolicy Ignore): %s", ig)
+	}
+	if res.Failed != nil {
+		r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, EventPrioritizer, "Schedule", "decisions kept: %v", res.Failed)
+		return reconcile.Result{RequeueAfter: 30 * time.Second}, r.writeStatus(ctx, p, nil, res, nil)
+	}
+	requeue, err := r.writeDecisions(ctx, p, res)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if res.RequeueAfter > 0 && (requeue == 0 || res.RequeueAfter < requeue) {
+		requeue = res.RequeueAfter
+	}
+	return reconcile.Result{RequeueAfter: requeue}, nil
+}
+
+// desiredDecision is one PlacementDecision to have.
+type desiredDecision struct {
+	name       string
+	groupIndex int32
+	groupName  string
+	decisions  []clusterv1beta1.ClusterDecision
+}
+
+// pages lays out the groups as PlacementDecisions of at most 100 clusters, numbered from 1
+// across groups; an empty result still has one (empty) PlacementDecision to watch.
+func pages(p *clusterv1beta1.Placement, groups []scheduler.Group) ([]desiredDecision, []clusterv1beta1.DecisionGroupStatus) {
+	var out []desiredDecision
+	var status []clusterv1beta1.DecisionGroupStatus
+	n := 0
+	for _, g := range groups {
+		gs := clusterv1beta1.DecisionGroupStatus{DecisionGroupIndex: g.Index, DecisionGroupName: g.Name, ClustersCount: int32(len(g.Clusters)), Decisions: []string{}}
+		ds := g.Clusters
+		for first := true; first || len(ds) > 0; first = false {
+			k := min(len(ds), clusterv1beta1.MaxClusterDecisionsPerPlacementDecision)
+			n++
+			d := desiredDecision{name: fmt.Sprintf("%s-decision-%d", p.Name, n), groupIndex: g.Index, groupName: g.Name,
+				decisions: make([]clusterv1beta1.ClusterDecision, k)}
+			for i := range k {
+				d.decisions[i] = clusterv1beta1.ClusterDecision{ClusterName: ds[i].ClusterName, Score: ds[i].Score}
+			}
+			ds = ds[k:]
+			out = append(out, d)
+			gs.Decisions = append(gs.Decisions, d.name)
+		}
+		status = append(status, gs)
+	}
+	return out, status
+}
+
+// writeDecisions brings the PlacementDecisions in line with res. A change of clusters is
+// written at once; a change of scores alone at most once per spec.scoreRateLimit.
+func (r *Reconciler) writeDecisions(ctx context.Context, p *clusterv1beta1.Placement, res *scheduler.Result) (time.Duration, error) {
+	desired, groups := pages(p, res.Groups)
+	list := &clusterv1beta1.PlacementDecisionList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(p.Namespace), client.MatchingLabels{clusterv1beta1.PlacementLabel: p.Name}); err != nil {
+		return 0, fmt.Errorf("placement %s/%s: listing its decisions: %w", p.Namespace, p.Name, err)
+	}
+	existing := map[string]*clusterv1beta1.PlacementDecision{}
+	for i := range list.Items {
+		existing[list.Items[i].Name] = &list.Items[i]
+	}
+	now := r.Clock.Now()
+	limit := scoreRateLimit(p)
+	scoreDue := p.Status.LastScoreUpdateTime == nil || !now.Before(p.Status.LastScoreUpdateTime.Add(limit))
+	var requeue time.Duration
+	scoresWritten := false
+	for _, d := range desired {
+		ex := existing[d.name]
+		delete(existing, d.name)
+		if ex == nil || !r.metadataCurrent(ex, p, d) {
+			if err := r.applyDecisionMetadata(ctx, p, d); err != nil {
+				return 0, err
+			}
+		}
+		switch {
+		case ex == nil:
+			if err := r.applyDecisionStatus(ctx, p, d.name, d.decisions); err != nil {
+				return 0, err
+			}
+			scoresWritten = true
+			r.Recorder.Eventf(p, nil, corev1.EventTypeNormal, EventDecisionCreate, "Create",
+				"Decision %s is created with placement %s in namespace %s", d.name, p.Name, p.Namespace)
+		case !sameClusters(ex.Status.Decisions, d.decisions):
+			if err := r.applyDecisionStatus(ctx, p, d.name, d.decisions); err != nil {
+				return 0, err
+			}
+			scoresWritten = true
+			r.Recorder.Eventf(p, nil, corev1.EventTypeNormal, EventDecisionUpdate, "Update",
+				"Decision %s is updated with placement %s in namespace %s", d.name, p.Name, p.Namespace)
+		case !sameScores(ex.Status.Decisions, d.decisions):
+			if !scoreDue {
+				requeue = p.Status.LastScoreUpdateTime.Add(limit).Sub(now)
+				continue
+			}
+			if err := r.applyDecisionStatus(ctx, p, d.name, d.decisions); err != nil {
+				return 0, err
+			}
+			scoresWritten = true
+		}
+	}
+	for name, ex := range existing {
+		if err := client.IgnoreNotFound(r.Client.Delete(ctx, ex)); err != nil {
+			return 0, fmt.Errorf("placement %s/%s: deleting PlacementDecision %s: %w", p.Namespace, p.Name, name, err)
+		}
+		r.Recorder.Eventf(p, nil, corev1.EventTypeNormal, EventDecisionDelete, "Delete",
+			"Decision %s is deleted with placement %s in namespace %s", name, p.Name, p.Namespace)
+	}
+	r.scoreEvent(p, res, now, limit)
+	var scoreTime *metav1.Time
+	if scoresWritten {
+		t := metav1.NewTime(now)
+		scoreTime = &t
+	}
+	return requeue, r.writeStatus(ctx, p, groups, res, scoreTime)
+}
+
+// scoreEvent records the feasible clusters' scores when they changed, at most once per
+// scoreRateLimit.
+func (r *Reconciler) scoreEvent(p *clusterv1beta1.Placement, res *scheduler.Result, now time.Time, limit time.Duration) {
+	if len(res.Scores) == 0 {
+		return
+	}
+	names := make([]string, 0, len(res.Scores))
+	for n := range res.Scores {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for i, n := range names {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%s:%d", n, res.Scores[n])
+		if b.Len() > 900 {
+			fmt.Fprintf(&b, " and %d more", len(names)-i-1)
+			break
+		}
+	}
+	key := p.Namespace + "/" + p.Name
+	text := b.String()
+	if v, ok := r.scores.Load(key); ok {
+		st := v.(scoreState)
+		if st.text == text || now.Before(st.at.Add(limit)) {
+			return
+		}
+	}
+	r.scores.Store(key, scoreState{text: text, at: now})
+	r.Recorder.Eventf(p, nil, corev1.EventTypeNormal, EventScoreUpdate, "Score", "%s", text)
+}
+
+func scoreRateLimit(p *clusterv1beta1.Placement) time.Duration {
+	if p.Spec.ScoreRateLimit != nil && p.Spec.ScoreRateLimit.Duration > 0 {
+		return p.Spec.ScoreRateLimit.Duration
+	}
+	d, _ := time.ParseDuration(clusterv1beta1.DefaultScoreRateLimit)
+	return d
+}
+
+func sameClusters(a, b []clusterv1beta1.ClusterDecision) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].ClusterName != b[i].ClusterName || a[i].Reason != b[i].Reason {
+			return false
+		}
+	}
+	return true
+}
+
+func sameScores(a, b []clusterv1beta1.ClusterDecision) bool {
+	for i := range a {
+		if a[i].Score != b[i].Score {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *Reconciler) metadataCurrent(ex *clusterv1beta1.PlacementDecision, p *clusterv1beta1.Placement, d desiredDecision) bool {
+	l := ex.Labels
+	if l[clusterv1beta1.PlacementLabel] != p.Name || l[clusterv1beta1.DecisionGroupIndexLabel] != fmt.Sprint(d.groupIndex) ||
+		l[clusterv1beta1.DecisionGroupNameLabel] != d.groupName {
+		return false
+	}
+	return metav1.IsControlledBy(ex, p)
+}
+
+func (r *Reconciler) applyDecisionMetadata(ctx context.Context, p *clusterv1beta1.Placement, d desiredDecision) error {
+	obj := &clusterv1beta1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: d.name}}
+	err := apply.Fields(ctx, r.Client, obj, FieldManager, false, map[string]any{"metadata": map[string]any{
+		"labels": map[string]any{
+			clusterv1beta1.PlacementLabel:          p.Name,
+			clusterv1beta1.DecisionGroupIndexLabel: fmt.Sprint(d.groupIndex),
+			clusterv1beta1.DecisionGroupNameLabel:  d.groupName,
+		},
+		"ownerReferences": []any{map[string]any{
+			"apiVersion": clusterv1beta1.GroupVersion.String(), "kind": "Placement", "name": p.Name, "uid": string(p.UID),
+			"controller": true, "blockOwnerDeletion": true,
+		}},
+	}})
+	if err != nil {
+		return fmt.Errorf("placement %s/%s: PlacementDecision %s: %w", p.Namespace, p.Name, d.name, err)
+	}
+	return nil
+}
+
+func (r *Reconciler) applyDecisionStatus(ctx context.Context, p *clusterv1beta1.Placement, name string, ds []clusterv1beta1.ClusterDecision) error {
+	obj := &clusterv1beta1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: name}}
+	decisions := make([]any, len(ds))
+	for i, d := range ds {
+		decisions[i] = map[string]any{"clusterName": d.ClusterName, "reason": d.Reason, "score": d.Score}
+	}
+	if err := apply.Fields(ctx, r.Client, obj, FieldManager, true, map[string]any{"status": map[string]any{"decisions": decisions}}); err != nil {
+		return fmt.Errorf("placement %s/%s: PlacementDecision %s status: %w", p.Namespace, p.Name, name, err)
+	}
+	return nil
+}
+
+// writeStatus applies the placement's status when it changed. groups nil leaves the
+// decision fields as they are (misconfigured, or a failed prioritizer).
+func (r *Reconciler) writeStatus(ctx context.Context, p *clusterv1beta1.Placement, groups []clusterv1beta1.DecisionGroupStatus, res *scheduler.Result, scoreTime *metav1.Time) error {
+	conds := append([]metav1.Condition(nil), p.Status.Conditions...)
+	mis := metav1.Condition{Type: clusterv1beta1.PlacementConditionMisconfigured, Status: metav1.ConditionFalse,
+		Reason: clusterv1beta1.PlacementReasonSucceedconfigured, Message: "Placement configurations check pass", ObservedGeneration: p.Generation}
+	if res.Misconfigured != "" {
+		mis.Status, mis.Reason, mis.Message = metav1.ConditionTrue, clusterv1beta1.PlacementReasonMisconfigured, res.Misconfigured
+	}
+	meta.SetStatusCondition(&conds, mis)
+	if res.Misconfigured == "" {
+		sat := metav1.Condition{Type: clusterv1beta1.PlacementConditionSatisfied, Status: metav1.ConditionFalse,
+			Reason: res.Reason, Message: res.Message, ObservedGeneration: p.Generation}
+		if res.Satisfied {
+			sat.Status = metav1.ConditionTrue
+		}
+		meta.SetStatusCondition(&conds, sat)
+	}
+	status := p.Status.DeepCopy()
+	status.Conditions = conds
+	if groups != nil {
+		status.DecisionGroups = groups
+		status.NumberOfSelectedClusters = int32(res.Selected)
+	}
+	if scoreTime != nil {
+		status.LastScoreUpdateTime = scoreTime
+	}
+	if equality.Semantic.DeepEqual(status, &p.Status) {
+		return nil
+	}
+	fields := map[string]any{
+		"conditions":               status.Conditions,
+		"numberOfSelectedClusters": status.NumberOfSelectedClusters,
+		"decisionGroups":           status.DecisionGroups,
+	}
+	if status.LastScoreUpdateTime != nil {
+		fields["lastScoreUpdateTime"] = status.LastScoreUpdateTime
+	}
+	if err := apply.Fields(ctx, r.Client, p, FieldManager, true, map[string]any{"status": fields}); err != nil {
+		return fmt.Errorf("placement %s/%s: status: %w", p.Namespace, p.Name, err)
+	}
+	return nil
+}
+
+// Result is the last scheduling result of a placement, for the debug endpoint.
+func (r *Reconciler) Result(namespace, name string) (*scheduler.Result, bool) {
+	v, ok := r.results.Load(namespace + "/" + name)
+	if !ok {
+		return nil, false
+	}
+	return v.(*scheduler.Result), true
+}

@@ -1,0 +1,463 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
+	clusterv1beta1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta1"
+	"github.com/flotilla-dev/flotilla/core/wasm"
+)
+
+// Scheduler decides placements against snapshots. Safe for concurrent use.
+type Scheduler struct {
+	// Registry serves the Wasm prioritizers: the built-ins and third-party plugins.
+	Registry *wasm.Registry
+	// BuiltIns maps OCM's built-in prioritizer names to the WasmPlugins serving them.
+	BuiltIns map[string]string
+	// Native replaces built-ins by Go implementations (benchmarks and tests).
+	Native map[string]Prioritizer
+
+	cel      celCache
+	decls    sync.Map // module name@digest → *abi.PrioritizerInputs
+	encoders sync.Pool
+}
+
+// New returns a scheduler over registry with the built-ins served by builtIns.
+func New(registry *wasm.Registry, builtIns map[string]string) *Scheduler {
+	return &Scheduler{Registry: registry, BuiltIns: builtIns}
+}
+
+// Stage names, as OCM's debug output shows them.
+const (
+	StagePredicate       = "Predicate"
+	StageTaintToleration = "TaintToleration"
+)
+
+// FilterResult is the clusters left after a stage (cumulative: "Predicate,TaintToleration").
+type FilterResult struct {
+	Name     string   `json:"name"`
+	Clusters []string `json:"filteredClusters"`
+}
+
+// PrioritizerResult is one prioritizer's scores.
+type PrioritizerResult struct {
+	Name   string           `json:"name"`
+	Weight int32            `json:"weight"`
+	Scores map[string]int64 `json:"scores"`
+	// Error is a run-time failure the failure policy Ignore skipped.
+	Error string `json:"error,omitempty"`
+}
+
+// Decision is one selected cluster.
+type Decision struct {
+	ClusterName string
+	Score       int64
+}
+
+// Group is one decision group: a named or remainder group of selected clusters.
+type Group struct {
+	Index    int32
+	Name     string
+	Clusters []Decision
+}
+
+// Result is the outcome of scheduling one placement.
+type Result struct {
+	// Misconfigured is set when the placement cannot be scheduled as written
+	// (PlacementMisconfigured=True); nothing else is set then.
+	Misconfigured string
+	// Reason and Message of PlacementSatisfied; Satisfied when every requested decision was made.
+	Satisfied       bool
+	Reason, Message string
+	// Groups hold the decisions, in order; with no decision strategy one group 0.
+	Groups []Group
+	// Selected is the number of selected clusters.
+	Selected int
+	// Failed is set when a prioritizer with failure policy Fail failed: the placement's
+	// decisions must be kept as they are.
+	Failed error
+	// Ignored lists prioritizers with failure policy Ignore that failed and were skipped.
+	Ignored []string
+	// RequeueAfter is when the decision may change by itself (a toleration running out).
+	RequeueAfter time.Duration
+	// Debug: what each stage did.
+	Filters      []FilterResult      `json:"filteredPiplieResults"`
+	Prioritizers []PrioritizerResult `json:"prioritizeResults"`
+	Scores       map[string]int64    `json:"scores"`
+}
+
+// Schedule decides p against snap. Only a canceled ctx is an error; everything about the
+// placement is in the Result.
+func (sch *Scheduler) Schedule(ctx context.Context, snap *Snapshot, p *clusterv1beta1.Placement) (*Result, error) {
+	key := p.Namespace + "/" + p.Name
+	res := &Result{}
+	preds, err := sch.compilePredicates(p)
+	if err != nil {
+		res.Misconfigured = err.Error()
+		return res, nil
+	}
+	prios, err := sch.prioritizers(p)
+	if err != nil {
+		var mc *misconfigured
+		if errors.As(err, &mc) {
+			res.Misconfigured = mc.msg
+			return res, nil
+		}
+		return nil, err
+	}
+	if msg := validateStrategy(p); msg != "" {
+		res.Misconfigured = msg
+		return res, nil
+	}
+
+	cands, _, reason, msg := snap.candidates(p)
+	if reason != "" {
+		res.Reason, res.Message = reason, msg
+		res.Groups = []Group{{Index: 0}}
+		return res, nil
+	}
+
+	// Predicate.
+	var matched []*clusterv1.ManagedCluster
+	for _, c := range cands {
+		var obj map[string]any
+		ok, err := snap.matches(c, preds, func() map[string]any {
+			if obj == nil {
+				obj = clusterObject(c)
+			}
+			return obj
+		})
+		if err != nil {
+			// An expression that cannot be evaluated on a cluster does not select it.
+			continue
+		}
+		if ok {
+			matched = append(matched, c)
+		}
+	}
+	res.Filters = append(res.Filters, FilterResult{Name: StagePredicate, Clusters: names(matched)})
+
+	// TaintToleration.
+	var feasible []*clusterv1.ManagedCluster
+	preferNo := map[string]bool{}
+	var requeue time.Time
+	for _, c := range matched {
+		v, until := taints(c, p.Spec.Tolerations, snap.Selected(c.Name, key), snap.Now)
+		if !until.IsZero() && (requeue.IsZero() || until.Before(requeue)) {
+			requeue = until
+		}
+		switch v {
+		case taintFiltered:
+			continue
+		case taintPreferNo:
+			preferNo[c.Name] = true
+		}
+		feasible = append(feasible, c)
+	}
+	if !requeue.IsZero() {
+		res.RequeueAfter = requeue.Sub(snap.Now)
+	}
+	res.Filters = append(res.Filters, FilterResult{Name: StagePredicate + "," + StageTaintToleration, Clusters: names(feasible)})
+
+	if len(feasible) == 0 {
+		res.Reason = clusterv1beta1.PlacementReasonNoManagedClusterMatched
+		res.Message = "No valid ManagedCluster matches the predicates and tolerations of the placement"
+		res.Groups = []Group{{Index: 0}}
+		if n := p.Spec.NumberOfClusters; n != nil && *n == 0 {
+			res.Satisfied, res.Reason, res.Message = true, clusterv1beta1.PlacementReasonAllDecisionsScheduled, "All cluster decisions scheduled"
+		}
+		return res, nil
+	}
+
+	// Prioritize.
+	total := make([]int64, len(feasible))
+	req := &ScoreRequest{Placement: p, Key: key, Clusters: feasible, Snapshot: snap}
+	for _, pr := range prios {
+		scores, err := pr.prioritizer.Score(ctx, req)
+		if err == nil && len(scores) != len(feasible) {
+			err = fmt.Errorf("answered %d scores for %d clusters", len(scores), len(feasible))
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			if pr.failurePolicy == wasm.FailurePolicyIgnore {
+				res.Ignored = append(res.Ignored, fmt.Sprintf("%s: %v", pr.name, err))
+				res.Prioritizers = append(res.Prioritizers, PrioritizerResult{Name: pr.name, Weight: pr.weight, Error: err.Error()})
+				continue
+			}
+			res.Failed = fmt.Errorf("prioritizer %s: %w", pr.name, err)
+			res.Reason, res.Message = clusterv1beta1.PlacementReasonNotAllDecisionsScheduled, res.Failed.Error()
+			return res, nil
+		}
+		pres := PrioritizerResult{Name: pr.name, Weight: pr.weight, Scores: make(map[string]int64, len(feasible))}
+		for i, s := range scores {
+			s = min(max(s, -100), 100)
+			pres.Scores[feasible[i].Name] = s
+			total[i] += int64(pr.weight) * s
+		}
+		res.Prioritizers = append(res.Prioritizers, pres)
+	}
+	res.Scores = make(map[string]int64, len(feasible))
+	for i, c := range feasible {
+		res.Scores[c.Name] = total[i]
+	}
+
+	// Select.
+	order := make([]int, len(feasible))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		ca, cb := feasible[order[a]], feasible[order[b]]
+		// Untolerated PreferNoSelect clusters come last, whatever their score.
+		if preferNo[ca.Name] != preferNo[cb.Name] {
+			return !preferNo[ca.Name]
+		}
+		if total[order[a]] != total[order[b]] {
+			return total[order[a]] > total[order[b]]
+		}
+		// Ties keep what is selected now, then go by name.
+		sa, sb := snap.Selected(ca.Name, key), snap.Selected(cb.Name, key)
+		if sa != sb {
+			return sa
+		}
+		return ca.Name < cb.Name
+	})
+	want := len(feasible)
+	if n := p.Spec.NumberOfClusters; n != nil {
+		want = int(*n)
+	}
+	chosen := spread(p.Spec.SpreadPolicy.SpreadConstraints, feasible, order, want)
+	selected := make([]Decision, len(chosen))
+	for i, j := range chosen {
+		selected[i] = Decision{ClusterName: feasible[j].Name, Score: total[j]}
+	}
+	sortDecisions(selected, p.Spec.SortBy)
+	res.Selected = len(selected)
+	if n := p.Spec.NumberOfClusters; n != nil && len(selected) < int(*n) {
+		res.Reason = clusterv1beta1.PlacementReasonNotAllDecisionsScheduled
+		res.Message = fmt.Sprintf("%d cluster decisions unscheduled", int(*n)-len(selected))
+	} else {
+		res.Satisfied, res.Reason, res.Message = true, clusterv1beta1.PlacementReasonAllDecisionsScheduled, "All cluster decisions scheduled"
+	}
+	res.Groups = groups(p, selected, snap)
+	return res, nil
+}
+
+func names(cs []*clusterv1.ManagedCluster) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.Name
+	}
+	return out
+}
+
+func sortDecisions(ds []Decision, by clusterv1beta1.PlacementSortBy) {
+	sort.Slice(ds, func(i, j int) bool {
+		if by == clusterv1beta1.PlacementSortByScore && ds[i].Score != ds[j].Score {
+			return ds[i].Score > ds[j].Score
+		}
+		return ds[i].ClusterName < ds[j].ClusterName
+	})
+}
+
+// validateStrategy checks what the CRD schema cannot: the sortBy value and the group size.
+func validateStrategy(p *clusterv1beta1.Placement) string {
+	switch p.Spec.SortBy {
+	case "", clusterv1beta1.PlacementSortByClusterName, clusterv1beta1.PlacementSortByScore:
+	default:
+		return fmt.Sprintf("spec.sortBy %q is not ClusterName or Score", p.Spec.SortBy)
+	}
+	gs := p.Spec.DecisionStrategy.GroupStrategy
+	if _, err := groupSize(gs.ClustersPerDecisionGroup, 100); err != nil {
+		return "spec.decisionStrategy.groupStrategy.clustersPerDecisionGroup: " + err.Error()
+	}
+	for i, g := range gs.DecisionGroups {
+		if _, err := groupSelector(g); err != nil {
+			return fmt.Sprintf("spec.decisionStrategy.groupStrategy.decisionGroups[%d].groupClusterSelector: %v", i, err)
+		}
+	}
+	return ""
+}
+
+// groupSize is clustersPerDecisionGroup for total selected clusters: a count, or a percentage
+// rounded up (at least 1). Unset means everything in one group.
+func groupSize(v intstr.IntOrString, total int) (int, error) {
+	if v.Type == intstr.Int && v.IntVal == 0 && v.StrVal == "" {
+		return max(total, 1), nil
+	}
+	if v.Type == intstr.String && !strings.HasSuffix(v.StrVal, "%") {
+		var n int
+		if _, err := fmt.Sscanf(v.StrVal, "%d", &n); err != nil || n < 1 {
+			return 0, fmt.Errorf("%q is not a positive number or a percentage", v.StrVal)
+		}
+		return n, nil
+	}
+	n, err := intstr.GetScaledValueFromIntOrPercent(&v, total, true)
+	if err != nil {
+		return 0, err
+	}
+	if v.Type == intstr.Int && n < 1 {
+		return 0, fmt.Errorf("%d is not positive", v.IntVal)
+	}
+	if v.Type == intstr.String {
+		var pct int
+		if _, err := fmt.Sscanf(v.StrVal, "%d%%", &pct); err != nil || pct < 1 || pct > 100 {
+			return 0, fmt.Errorf("%q is not a percentage in 1%%..100%%", v.StrVal)
+		}
+	}
+	return max(n, 1), nil
+}
+
+// groups splits the selected clusters: the strategy's named groups first (each split into
+// groups of at most clustersPerDecisionGroup), then the rest in unnamed groups.
+func groups(p *clusterv1beta1.Placement, selected []Decision, snap *Snapshot) []Group {
+	gs := p.Spec.DecisionStrategy.GroupStrategy
+	size, _ := groupSize(gs.ClustersPerDecisionGroup, len(selected))
+	var out []Group
+	taken := make([]bool, len(selected))
+	add := func(name string, ds []Decision) {
+		for len(ds) > 0 {
+			n := min(size, len(ds))
+			out = append(out, Group{Index: int32(len(out)), Name: name, Clusters: ds[:n:n]})
+			ds = ds[n:]
+		}
+	}
+	for _, g := range gs.DecisionGroups {
+		sel, err := groupSelector(g)
+		if err != nil {
+			continue // validateStrategy refused it before scheduling
+		}
+		var ds []Decision
+		for i, d := range selected {
+			if taken[i] {
+				continue
+			}
+			c, ok := snap.Cluster(d.ClusterName)
+			if ok && sel(c) {
+				taken[i] = true
+				ds = append(ds, d)
+			}
+		}
+		add(g.GroupName, ds)
+	}
+	var rest []Decision
+	for i, d := range selected {
+		if !taken[i] {
+			rest = append(rest, d)
+		}
+	}
+	add("", rest)
+	if len(out) == 0 {
+		out = []Group{{Index: 0}}
+	}
+	return out
+}
+
+// spread picks up to want clusters from order (indexes into feasible, best first) keeping
+// each constraint's skew: DoNotSchedule never exceeds maxSkew (clusters without the topology
+// key are not chosen); ScheduleAnyway prefers clusters that keep it and takes the others only
+// when none does.
+func spread(terms []clusterv1beta1.SpreadConstraintsTerm, feasible []*clusterv1.ManagedCluster, order []int, want int) []int {
+	if want > len(order) {
+		want = len(order)
+	}
+	if len(terms) == 0 {
+		return append([]int(nil), order[:want]...)
+	}
+	type domain struct {
+		value string
+		ok    bool
+	}
+	topo := make([][]domain, len(terms)) // term → cluster index → domain
+	counts := make([]map[string]int, len(terms))
+	for t, term := range terms {
+		topo[t] = make([]domain, len(feasible))
+		counts[t] = map[string]int{}
+		for i, c := range feasible {
+			var v string
+			var ok bool
+			if term.TopologyKeyType == clusterv1beta1.TopologyKeyTypeClaim {
+				v, ok = claimSetOf(c).find(term.TopologyKey)
+			} else {
+				v, ok = c.Labels[term.TopologyKey]
+			}
+			topo[t][i] = domain{v, ok}
+			if ok {
+				counts[t][v] = 0 // every domain present among the feasible clusters
+			}
+		}
+	}
+	skewOK := func(t, i int) bool {
+		d := topo[t][i]
+		if !d.ok {
+			return false
+		}
+		lo := math.MaxInt
+		for v, n := range counts[t] {
+			if v == d.value {
+				n++
+			}
+			lo = min(lo, n)
+		}
+		maxSkew := int(terms[t].MaxSkew)
+		if maxSkew < 1 {
+			maxSkew = 1
+		}
+		return counts[t][d.value]+1-lo <= maxSkew
+	}
+	var out []int
+	taken := make([]bool, len(feasible))
+	for len(out) < want {
+		pick := -1
+		fallback := -1
+		for _, i := range order {
+			if taken[i] {
+				continue
+			}
+			hard, soft := true, true
+			for t, term := range terms {
+				ok := skewOK(t, i)
+				if term.WhenUnsatisfiable == clusterv1beta1.DoNotSchedule {
+					hard = hard && ok
+				} else {
+					soft = soft && ok
+				}
+			}
+			if !hard {
+				continue
+			}
+			if soft {
+				pick = i
+				break
+			}
+			if fallback < 0 {
+				fallback = i
+			}
+		}
+		if pick < 0 {
+			pick = fallback
+		}
+		if pick < 0 {
+			break
+		}
+		taken[pick] = true
+		out = append(out, pick)
+		for t := range terms {
+			if d := topo[t][pick]; d.ok {
+				counts[t][d.value]++
+			}
+		}
+	}
+	return out
+}
