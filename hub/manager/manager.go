@@ -88,6 +88,12 @@ type Options struct {
 	Logger     logr.Logger
 }
 
+// The hub's client rate when its config sets none.
+const (
+	DefaultQPS   = 200
+	DefaultBurst = 400
+)
+
 // Component adds itself to the hub's manager.
 type Component interface {
 	SetupWithManager(mgr ctrl.Manager) error
@@ -139,6 +145,12 @@ func New(opts Options) (*Hub, error) {
 	}
 	if opts.Registry == nil {
 		opts.Registry = wasm.NewRegistry()
+	}
+	// client-go's defaults (5 requests a second) would throttle a hub deciding thousands of
+	// placements; a config that sets its own rate keeps it.
+	if opts.Config.QPS == 0 {
+		opts.Config = rest.CopyConfig(opts.Config)
+		opts.Config.QPS, opts.Config.Burst = DefaultQPS, DefaultBurst
 	}
 	if opts.MetricsBindAddress == "" {
 		opts.MetricsBindAddress = "0"

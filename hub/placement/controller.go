@@ -61,6 +61,9 @@ var BuiltInPlugins = map[string]string{
 	clusterv1beta1.PrioritizerResourceAllocatableMemory: "placement-resourceallocatablememory",
 }
 
+// decisionOwnerIndex indexes PlacementDecisions by the placement label.
+const decisionOwnerIndex = "flotilla.dev/placement"
+
 // DefaultWorkers is how many placements are scheduled at once.
 const DefaultWorkers = 4
 
@@ -103,6 +106,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Logger = mgr.GetLogger().WithName("placement")
 	}
 	r.index = newDecisionIndex()
+	// A placement's decisions are found through an index, not by scanning its namespace.
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &clusterv1beta1.PlacementDecision{}, decisionOwnerIndex,
+		func(o client.Object) []string {
+			if p := o.GetLabels()[clusterv1beta1.PlacementLabel]; p != "" {
+				return []string{p}
+			}
+			return nil
+		}); err != nil {
+		return fmt.Errorf("placement: indexing PlacementDecisions: %w", err)
+	}
 	r.snap = snapshotter{reader: mgr.GetClient(), index: r.index, clock: r.Clock, dirty: true}
 
 	all := handler.EnqueueRequestsFromMapFunc(r.allPlacements)
@@ -324,7 +337,7 @@ func pages(p *clusterv1beta1.Placement, groups []scheduler.Group) ([]desiredDeci
 func (r *Reconciler) writeDecisions(ctx context.Context, p *clusterv1beta1.Placement, res *scheduler.Result) (time.Duration, error) {
 	desired, groups := pages(p, res.Groups)
 	list := &clusterv1beta1.PlacementDecisionList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(p.Namespace), client.MatchingLabels{clusterv1beta1.PlacementLabel: p.Name}); err != nil {
+	if err := r.Client.List(ctx, list, client.InNamespace(p.Namespace), client.MatchingFields{decisionOwnerIndex: p.Name}); err != nil {
 		return 0, fmt.Errorf("placement %s/%s: listing its decisions: %w", p.Namespace, p.Name, err)
 	}
 	existing := map[string]*clusterv1beta1.PlacementDecision{}

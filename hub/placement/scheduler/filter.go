@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/google/cel-go/cel"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/cel/library"
 
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
@@ -28,17 +28,22 @@ func (s *Snapshot) candidates(p *clusterv1beta1.Placement) ([]*clusterv1.Managed
 			fmt.Sprintf("No valid ManagedClusterSetBindings found in placement namespace %s", p.Namespace)
 	}
 	var eligible []string
+	valid := 0
 	for set := range bound {
 		if _, ok := s.Sets[set]; !ok {
 			continue // a binding to a set that does not exist selects nothing
 		}
+		valid++
 		if len(p.Spec.ClusterSets) == 0 || slices.Contains(p.Spec.ClusterSets, set) {
 			eligible = append(eligible, set)
 		}
 	}
 	sort.Strings(eligible)
 	if len(eligible) == 0 {
-		if len(p.Spec.ClusterSets) > 0 {
+		// Fix (scheduler tests): OCM counts only valid bindings (their set exists), so bindings
+		// that all name missing sets are NoManagedClusterSetBindings even with spec.clusterSets,
+		// not NoIntersection.
+		if len(p.Spec.ClusterSets) > 0 && valid > 0 {
 			return nil, nil, clusterv1beta1.PlacementReasonNoIntersection,
 				fmt.Sprintf("None of ManagedClusterSets [%s] is bound to placement namespace %s", strings.Join(p.Spec.ClusterSets, ","), p.Namespace)
 		}
@@ -130,7 +135,6 @@ func (s *Snapshot) matches(c *clusterv1.ManagedCluster, preds []predicate, obj f
 	}
 	return false, nil
 }
-
 
 // claimLabels are a cluster's claims as a label set, for claimSelector.
 type claimLabels struct{ c *clusterv1.ManagedCluster }

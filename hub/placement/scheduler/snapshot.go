@@ -36,8 +36,8 @@ type Snapshot struct {
 	Bindings map[string]map[string]*clusterv1beta2.ManagedClusterSetBinding
 
 	scores    map[string]map[string]*clusterv1alpha1.AddOnPlacementScore // cluster namespace → name →
-	decisions map[string]map[string]int                                   // cluster → placement key → 1
-	members   map[string][]int                                            // set → indexes into Clusters
+	decisions map[string]map[string]int                                  // cluster → placement key → 1
+	members   map[string][]int                                           // set → indexes into Clusters
 	index     map[string]int
 	live      DecisionIndex
 }

@@ -36,6 +36,10 @@ func Catalog() []Spec {
 			Description: "approves first registrations of clusters matching name globs from listed users (needs pluginConfig)"},
 		{Name: "prioritizer-affinity", Package: "./plugins/prioritizers/affinity", Type: abi.TypePrioritizer, Default: true,
 			Description: "scores clusters by label and claim values and by a resource's amount"},
+		// Not Default: it needs a pluginConfig. The hub installs it once per OCM BuiltIn
+		// prioritizer (hub/plugininstall), as WasmPlugins placement-<builtin, lower case>.
+		{Name: "prioritizer-builtin", Package: "./plugins/prioritizers/builtin", Type: abi.TypePrioritizer,
+			Description: `OCM's BuiltIn prioritizers Balance, Steady, ResourceAllocatableCPU and ResourceAllocatableMemory, one per pluginConfig {"prioritizer": "<name>"}`},
 		{Name: "feedback-wellknown", Package: "./plugins/feedback/wellknown", Type: abi.TypeFeedbackExtractor, Default: true,
 			Description: "WellKnownStatus feedback of Deployments, Jobs, Pods, DaemonSets and StatefulSets (installed by the klusterlet)"},
 	}

@@ -218,7 +218,8 @@ func TestInputs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if string(decl.AppendJSON(nil)) != string(want[name].AppendJSON(nil)) {
+		w := want[name]
+		if string(decl.AppendJSON(nil)) != string(w.AppendJSON(nil)) {
 			t.Errorf("%s declares %s", name, decl.AppendJSON(nil))
 		}
 		if err := decl.Validate(); err != nil {
