@@ -29,6 +29,17 @@ type Bundled struct {
 	Compressed []byte
 	// Config is spec.pluginConfig as JSON; empty for none.
 	Config []byte
+	// Source, when set, names the bundled module whose ConfigMap (ConfigMapName(Source))
+	// holds this plugin's module, so several WasmPlugins — one module, different
+	// pluginConfigs — share one ConfigMap; empty means Name.
+	Source string
+}
+
+func (p Bundled) source() string {
+	if p.Source != "" {
+		return p.Source
+	}
+	return p.Name
 }
 
 // Installer installs bundled plugins the way an admin would: a ConfigMap holding the module
@@ -55,24 +66,22 @@ func (i Installer) labels() map[string]string {
 
 // Apply creates or updates p's ConfigMap and WasmPlugin (and the namespace).
 func (i Installer) Apply(ctx context.Context, p Bundled) error {
+	if err := i.ApplyModule(ctx, p); err != nil {
+		return err
+	}
+	return i.ApplyPlugin(ctx, p)
+}
+
+// ApplyModule creates or updates the namespace and the ConfigMap holding p's module
+// (ConfigMapName of p.Source, or of p.Name). With ApplyPlugin, it lets plugins sharing a
+// module write the module once.
+func (i Installer) ApplyModule(ctx context.Context, p Bundled) error {
 	cm := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: ConfigMapName(p.Name), Namespace: i.Namespace, Labels: i.labels()},
+		ObjectMeta: metav1.ObjectMeta{Name: ConfigMapName(p.source()), Namespace: i.Namespace, Labels: i.labels()},
 		BinaryData: map[string][]byte{flotillav1alpha1.SourceKeyWasmZstd: p.Compressed},
 	}
-	wp := &flotillav1alpha1.WasmPlugin{
-		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Labels: i.labels()},
-		Spec: flotillav1alpha1.WasmPluginSpec{
-			Type: flotillav1alpha1.WasmPluginType(p.Type),
-			Source: flotillav1alpha1.WasmPluginSource{ConfigMap: &flotillav1alpha1.ConfigMapSource{
-				Namespace: i.Namespace, Name: cm.Name, Key: flotillav1alpha1.SourceKeyWasmZstd}},
-			SHA256: p.SHA256,
-		},
-	}
-	if len(p.Config) > 0 {
-		wp.Spec.PluginConfig = &apiextensionsv1.JSON{Raw: p.Config}
-	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: i.Namespace}}
-	for _, o := range []client.Object{ns, cm, wp} {
+	for _, o := range []client.Object{ns, cm} {
 		if err := i.apply(ctx, o); err != nil {
 			return fmt.Errorf("installing plugin %s: %w", p.Name, err)
 		}
@@ -80,8 +89,30 @@ func (i Installer) Apply(ctx context.Context, p Bundled) error {
 	return nil
 }
 
+// ApplyPlugin creates or updates p's WasmPlugin alone, referencing the ConfigMap that
+// ApplyModule writes for it.
+func (i Installer) ApplyPlugin(ctx context.Context, p Bundled) error {
+	wp := &flotillav1alpha1.WasmPlugin{
+		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Labels: i.labels()},
+		Spec: flotillav1alpha1.WasmPluginSpec{
+			Type: flotillav1alpha1.WasmPluginType(p.Type),
+			Source: flotillav1alpha1.WasmPluginSource{ConfigMap: &flotillav1alpha1.ConfigMapSource{
+				Namespace: i.Namespace, Name: ConfigMapName(p.source()), Key: flotillav1alpha1.SourceKeyWasmZstd}},
+			SHA256: p.SHA256,
+		},
+	}
+	if len(p.Config) > 0 {
+		wp.Spec.PluginConfig = &apiextensionsv1.JSON{Raw: p.Config}
+	}
+	if err := i.apply(ctx, wp); err != nil {
+		return fmt.Errorf("installing plugin %s: %w", p.Name, err)
+	}
+	return nil
+}
+
 // Remove deletes the plugin called name and its ConfigMap if this installer (InstalledBy)
-// installed it; a WasmPlugin of that name created by anyone else is left alone.
+// installed it; a WasmPlugin of that name created by anyone else is left alone. A ConfigMap
+// shared through Bundled.Source is named for the source, not name, and stays.
 func (i Installer) Remove(ctx context.Context, name string) error {
 	wp := &flotillav1alpha1.WasmPlugin{}
 	if err := i.Client.Get(ctx, client.ObjectKey{Name: name}, wp); err != nil {

@@ -5,6 +5,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -43,6 +44,34 @@ var _ = Describe("Installer", func() {
 		Expect(apierrors.IsNotFound(err)).To(BeTrue())
 		Eventually(func() bool { _, ok := registry.Get("bundled"); return ok }).Should(BeFalse())
 		Expect(inst.Remove(ctx, "bundled")).To(Succeed(), "removing what is gone is fine")
+	})
+
+	It("installs several plugins sharing one module ConfigMap", func(ctx SpecContext) {
+		mod := wasmtest.Misbehave(GinkgoT(), wasmtest.V1)
+		inst := wasmplugin.Installer{Client: k8s, Namespace: "bundled-plugins", FieldManager: "test-installer", InstalledBy: "test-installer"}
+		module := wasmplugin.Bundled{Name: "shared-module", Type: abi.TypePrioritizer, SHA256: wasm.Digest(mod), Compressed: zstd(mod)}
+		Expect(inst.ApplyModule(ctx, module)).To(Succeed())
+		cmKey := types.NamespacedName{Namespace: "bundled-plugins", Name: wasmplugin.ConfigMapName("shared-module")}
+		DeferCleanup(func(ctx SpecContext) {
+			Expect(k8s.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: cmKey.Namespace, Name: cmKey.Name}})).To(Succeed())
+		})
+		for _, name := range []string{"shared-a", "shared-b"} {
+			p := module
+			p.Name, p.Source, p.Compressed, p.Config = name, "shared-module", nil, []byte(`{"which":"`+name+`"}`)
+			Expect(inst.ApplyPlugin(ctx, p)).To(Succeed())
+			DeferCleanup(func(ctx SpecContext) { Expect(inst.Remove(ctx, name)).To(Succeed()) })
+		}
+		for _, name := range []string{"shared-a", "shared-b"} {
+			Eventually(readyReason(ctx, name)).Should(Equal("True/Loaded"))
+			wp := getPlugin(ctx, name)
+			Expect(wp.Spec.Source.ConfigMap.Name).To(Equal(cmKey.Name))
+			Expect(string(wp.Spec.PluginConfig.Raw)).To(Equal(`{"which":"` + name + `"}`))
+		}
+		// The plugins' own ConfigMap names were never written; removing one plugin keeps the shared module.
+		Expect(apierrors.IsNotFound(k8s.Get(ctx, types.NamespacedName{Namespace: "bundled-plugins", Name: wasmplugin.ConfigMapName("shared-a")}, &corev1.ConfigMap{}))).To(BeTrue())
+		Expect(inst.Remove(ctx, "shared-a")).To(Succeed())
+		Expect(k8s.Get(ctx, cmKey, &corev1.ConfigMap{})).To(Succeed())
+		Expect(getPlugin(ctx, "shared-b").Spec.Source.ConfigMap.Name).To(Equal(cmKey.Name))
 	})
 })
 

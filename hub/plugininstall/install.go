@@ -4,18 +4,24 @@
 // plugins/dist the hub uses (among them csr-renewal, the rule that approves renewals of
 // accepted clusters) always, and csr-autoapprove only when auto-approval is configured.
 // Default FeedbackExtractors are the klusterlet's: they run on managed clusters.
+//
+// OCM's BuiltIn placement prioritizers are Wasm plugins too: one module (prioritizer-builtin,
+// in one ConfigMap) installed as four Prioritizer WasmPlugins, one per BuiltIn, each with the
+// pluginConfig that selects it. BuiltinPrioritizerPlugin maps a BuiltIn name to its WasmPlugin.
 package plugininstall
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/core/wasmplugin"
 	"github.com/flotilla-dev/flotilla/hub/registration/rbac"
 	"github.com/flotilla-dev/flotilla/plugins/dist"
+	"github.com/flotilla-dev/flotilla/plugins/prioritizers/builtin/native"
 	"github.com/flotilla-dev/flotilla/sdk/abi"
 )
 
@@ -27,7 +33,26 @@ const (
 	// InstalledByLabel marks what the hub installed, so it can remove what is no longer configured.
 	InstalledByLabel = wasmplugin.InstalledByLabel
 	installedBy      = "flotilla-hub"
+	// BuiltinPrioritizersModule is the plugins/dist module behind every BuiltIn prioritizer
+	// WasmPlugin; its ConfigMap is wasmplugin.ConfigMapName(BuiltinPrioritizersModule).
+	BuiltinPrioritizersModule = "prioritizer-builtin"
 )
+
+// BuiltinPrioritizers returns the OCM BuiltIn prioritizers the hub installs as WasmPlugins:
+// Balance, Steady, ResourceAllocatableCPU, ResourceAllocatableMemory.
+func BuiltinPrioritizers() []string { return native.Names() }
+
+// BuiltinPrioritizerPlugin returns the name of the Prioritizer WasmPlugin the hub installs
+// for OCM's BuiltIn prioritizer builtIn (as in a Placement's
+// spec.prioritizerPolicy.configurations[].scoreCoordinate.builtIn, case-sensitive):
+// placement-balance, placement-steady, placement-resourceallocatablecpu,
+// placement-resourceallocatablememory. ok is false for any other name.
+func BuiltinPrioritizerPlugin(builtIn string) (name string, ok bool) {
+	if _, err := native.Inputs(builtIn); err != nil {
+		return "", false
+	}
+	return "placement-" + strings.ToLower(builtIn), true
+}
 
 // AutoApprove configures csr-autoapprove: first-time CSRs of clusters whose name matches one
 // of ClusterNamePatterns (path.Match globs), requested by one of Users, are approved.
@@ -50,6 +75,11 @@ func Install(ctx context.Context, c client.Client, auto AutoApprove) error {
 	for _, p := range all {
 		var config []byte
 		switch {
+		case p.Name == BuiltinPrioritizersModule:
+			if err := installBuiltinPrioritizers(ctx, inst, p); err != nil {
+				return err
+			}
+			continue
 		case p.Name == AutoApprovePlugin:
 			if !auto.Enabled() {
 				if err := inst.Remove(ctx, p.Name); err != nil {
@@ -69,6 +99,23 @@ func Install(ctx context.Context, c client.Client, auto AutoApprove) error {
 			continue
 		}
 		if err := inst.Apply(ctx, p.Bundled(config)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// installBuiltinPrioritizers writes the module's ConfigMap once and one WasmPlugin per
+// BuiltIn prioritizer referencing it.
+func installBuiltinPrioritizers(ctx context.Context, inst wasmplugin.Installer, p dist.Plugin) error {
+	if err := inst.ApplyModule(ctx, p.Bundled(nil)); err != nil {
+		return err
+	}
+	for _, builtIn := range BuiltinPrioritizers() {
+		name, _ := BuiltinPrioritizerPlugin(builtIn)
+		b := p.Bundled(native.Config(builtIn))
+		b.Name, b.Source, b.Compressed = name, p.Name, nil
+		if err := inst.ApplyPlugin(ctx, b); err != nil {
 			return err
 		}
 	}

@@ -23,9 +23,8 @@ type AddOnScore struct {
 	Value        int64  `json:"value"`
 }
 
-// ClusterList implements ClusterSource and PlacementSource over a slice of Cluster.
-// Its MaxDecisionCount is 0, which stands for the largest count among its
-// clusters: a list knows no other cluster.
+// ClusterList implements ClusterSource and PlacementSource over a slice of Cluster
+// (not MaxDecisionSource: a list knows no other cluster).
 type ClusterList []Cluster
 
 func (l ClusterList) Len() int          { return len(l) }
@@ -60,5 +59,4 @@ func (l ClusterList) AddOnScore(i int, resourceName, scoreName string) (int64, b
 }
 
 func (l ClusterList) DecisionCount(i int) int64 { return l[i].Decisions }
-func (l ClusterList) MaxDecisionCount() int64   { return 0 }
 func (l ClusterList) Selected(i int) bool       { return l[i].Selected }

@@ -58,8 +58,8 @@ import (
 // Decisions, Selected): a version-1 input without flag bits 1 and 2 is laid out
 // exactly as before they existed. A decision count is the number of decisions of
 // the other placements (all namespaces) that name the cluster; M is the largest
-// count of any cluster, candidate or not (OCM's Balance normalises by it), never
-// below the candidates' counts. Counts saturate at 2^32-1. A selection byte is 1
+// count of any cluster, candidate or not (OCM's Balance normalises by it; see
+// MaxDecisionSource), never below the candidates' counts. Counts saturate at 2^32-1. A selection byte is 1
 // when the placement's current decisions name the cluster, 0 otherwise; readers
 // take any non-zero byte as 1.
 //
@@ -116,12 +116,17 @@ type PlacementSource interface {
 	// DecisionCount is the number of decisions of the other placements (all
 	// namespaces; not this placement's own) that name cluster i. Never negative.
 	DecisionCount(i int) int64
-	// MaxDecisionCount is the largest decision count of any cluster the other
-	// placements chose, candidate or not: OCM's Balance normalises by it. A value
-	// below the candidates' largest count (such as 0) stands for that count.
-	MaxDecisionCount() int64
 	// Selected reports whether this placement's current decisions name cluster i.
 	Selected(i int) bool
+}
+
+// MaxDecisionSource may be implemented by a PlacementSource that knows the largest
+// decision count of any cluster the other placements chose, candidate or not:
+// OCM's Balance normalises by it, so the busiest cluster need not be a candidate.
+// The encoder sends the larger of MaxDecisionCount and the candidates' counts as
+// M; without this method, M is the candidates' largest count.
+type MaxDecisionSource interface {
+	MaxDecisionCount() int64
 }
 
 // ScoreEncoder builds score inputs. It keeps its scratch space between calls, so
@@ -343,7 +348,10 @@ func (e *ScoreEncoder) Encode(dst []byte, decl *PrioritizerInputs, src ClusterSo
 			putU32(b[lay.decisions+4*uint64(1+i):], c)
 			top = max(top, c)
 		}
-		putU32(b[lay.decisions:], max(top, saturateCount(place.MaxDecisionCount())))
+		if m, ok := src.(MaxDecisionSource); ok {
+			top = max(top, saturateCount(m.MaxDecisionCount()))
+		}
+		putU32(b[lay.decisions:], top)
 	}
 	if decl.Selected {
 		sel := b[lay.selected : lay.selected+uint64(n)]
@@ -356,8 +364,8 @@ func (e *ScoreEncoder) Encode(dst []byte, decl *PrioritizerInputs, src ClusterSo
 	return dst, nil
 }
 
-// saturateCount is a decision count as sent: negative values (only a
-// MaxDecisionCount below the candidates' counts) read 0, large ones 2^32-1.
+// saturateCount is a decision count as sent: negative values (only from
+// MaxDecisionCount, where they change nothing) read 0, large ones 2^32-1.
 func saturateCount(v int64) uint32 { return uint32(min(max(v, 0), math.MaxUint32)) }
 
 func placementInputs(decl *PrioritizerInputs) string {

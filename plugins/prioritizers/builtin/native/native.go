@@ -151,9 +151,10 @@ func (s *Scorer) Name() string { return s.name }
 func (s *Scorer) Inputs() abi.PrioritizerInputs { return s.decl }
 
 // Score fills scores (len src.Len()) from src, reading what a host would encode
-// for the plugin: Balance and Steady need src to implement abi.PlacementSource.
-// Values are taken exactly as the encoder sends them (counts saturated to
-// uint32), so the result equals the plugin's on the same source.
+// for the plugin: Balance and Steady need src to implement abi.PlacementSource,
+// and Balance reads abi.MaxDecisionSource when src implements it. Values are
+// taken exactly as the encoder sends them (counts saturated to uint32), so the
+// result equals the plugin's on the same source.
 func (s *Scorer) Score(src abi.ClusterSource, scores []int64) error {
 	n := src.Len()
 	if len(scores) != n {
@@ -176,7 +177,11 @@ func (s *Scorer) Score(src abi.ClusterSource, scores []int64) error {
 			}
 			s.counts[i] = wireCount(v)
 		}
-		BalanceScores(wireCount(place.MaxDecisionCount()), s.counts, scores)
+		var maxCount int64
+		if m, ok := src.(abi.MaxDecisionSource); ok {
+			maxCount = wireCount(m.MaxDecisionCount())
+		}
+		BalanceScores(maxCount, s.counts, scores)
 	case Steady:
 		s.sel = grow(s.sel, n)
 		for i := range s.sel {
