@@ -123,6 +123,13 @@ bench-registration: $(CONTROLPLANE)
 bench-admission: $(CONTROLPLANE)
 	$(GO) run ./e2e/admission/bench -requests 2000 -warmup 200
 
+.PHONY: bench-placement
+## bench-placement: 1,000 and then 10,000 Placements (numberOfClusters 10; AddOn score,
+## ResourceAllocatableCPU and Balance) over 1,000 simulated clusters, the hub its own process;
+## last line `placement p1000x1000_s=… p10000x1000_s=… hub_rss_mib=…`.
+bench-placement: build $(CONTROLPLANE)
+	$(GO) run ./e2e/placement/bench -flotilla $(BIN)/flotilla
+
 .PHONY: bench-work
 ## bench-work: one klusterlet (its own process) applies 100 ManifestWorks created one after
 ## another, then 1,000 at once; the last line is `work-apply p50_ms=… p99_ms=… fanout_1000_s=…

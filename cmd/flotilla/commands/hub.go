@@ -24,6 +24,9 @@ func newHubCommand() *cobra.Command {
 		workMaxSize                             int
 		policyTimeout                           time.Duration
 		policyNamespace                         string
+		qps                                     float32
+		burst                                   int
+		pprofAddr                               string
 	)
 	gate, gateErr := manager.NewFeatureGate()
 	cmd := &cobra.Command{
@@ -92,7 +95,16 @@ is in Flotilla
 			if err != nil {
 				return err
 			}
+			if qps <= 0 || burst <= 0 {
+				return fmt.Errorf("--kube-api-qps %v and --kube-api-burst %d must be positive", qps, burst)
+			}
+			cfg.QPS, cfg.Burst = qps, burst
 			logger := newLogger(cmd.ErrOrStderr(), verbosity)
+			if pprofAddr != "" {
+				if err := servePprof(cmd.Context(), pprofAddr, logger); err != nil {
+					return err
+				}
+			}
 			setLibraryLoggers(logger)
 			h, err := manager.New(manager.Options{
 				Config:             cfg,
@@ -127,6 +139,9 @@ is in Flotilla
 		"bound on evaluating one admission request's policies; an evaluation that takes longer denies")
 	f.StringVar(&policyNamespace, "policy-namespace", policy.DefaultNamespace,
 		"namespace of the policy ConfigMaps (labelled flotilla.dev/policy=true)")
+	f.Float32Var(&qps, "kube-api-qps", manager.DefaultQPS, "requests a second the hub makes to the hub API server (OCM's --kube-api-qps)")
+	f.IntVar(&burst, "kube-api-burst", manager.DefaultBurst, "burst of requests to the hub API server above --kube-api-qps (OCM's --kube-api-burst)")
+	f.StringVar(&pprofAddr, "pprof-bind-address", "", "address serving Go's /debug/pprof profiles, e.g. 127.0.0.1:6060 (default: off)")
 	f.IntVar(&verbosity, "v", 0, "log verbosity on standard error: 0 logs what the hub does and its errors, higher values add detail")
 	if gateErr == nil {
 		featuregates.AddFlag(f, gate)

@@ -1,0 +1,338 @@
+// Command bench measures the placement controller in OCM's benchmark shapes: a hub API server
+// with N simulated ManagedClusters (status with allocatable CPU and memory, an
+// AddOnPlacementScore each) in one bound set, the hub as its own process (bin/flotilla hub, so
+// its memory can be read), then 1,000 and 10,000 Placements, each numberOfClusters: 10 with the
+// AddOn score, ResourceAllocatableCPU and Balance prioritizers, timed from the first create
+// until every placement has its decisions written (status numberOfSelectedClusters 10). It
+// prints as its last line
+//
+//	placement p1000x1000_s=<…> p10000x1000_s=<…> hub_rss_mib=<hub RSS after the second run>
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
+	clusterv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1alpha1"
+	clusterv1beta1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta1"
+	clusterv1beta2 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta2"
+	"github.com/flotilla-dev/flotilla/core/environment"
+	"github.com/flotilla-dev/flotilla/hub/manager"
+)
+
+// pprofAddr, when set, is passed to flotilla hub --pprof-bind-address.
+var pprofAddr string
+
+// withBuiltIns adds the Wasm built-in prioritizers to the benchmark placement.
+var withBuiltIns = true
+
+const (
+	setName   = "bench"
+	scoreName = "bench-score"
+)
+
+func main() {
+	clusters := flag.Int("clusters", 1000, "simulated ManagedClusters")
+	small := flag.Int("small", 1000, "placements of the first run")
+	large := flag.Int("large", 10000, "placements of the second run")
+	binary := flag.String("flotilla", "", "the flotilla binary to run the hub with (default: flotilla in the control-plane bin directory)")
+	timeout := flag.Duration("timeout", 30*time.Minute, "give up after this long")
+	verbose := flag.Bool("v", false, "log the hub's output to stderr")
+	flag.StringVar(&pprofAddr, "pprof", "", "have the hub serve Go profiles at this address, e.g. 127.0.0.1:6060")
+	flag.BoolVar(&withBuiltIns, "builtins", true, "score with the Wasm built-ins ResourceAllocatableCPU and Balance besides the AddOn score (false: the AddOn score alone, to see the rest of the cost)")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	if *binary == "" {
+		dir, err := environment.BinDir()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench-placement:", err)
+			os.Exit(1)
+		}
+		*binary = filepath.Join(dir, "flotilla")
+	}
+	line, err := run(ctx, *binary, *clusters, *small, *large, *verbose)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench-placement:", err)
+		os.Exit(1)
+	}
+	fmt.Println(line)
+}
+
+func run(ctx context.Context, binary string, clusters, small, large int, verbose bool) (line string, err error) {
+	var logw io.Writer = io.Discard
+	if verbose {
+		logw = os.Stderr
+	}
+	ctrllog.SetLogger(logr.Discard())
+	fmt.Fprintln(os.Stderr, "starting the hub API server")
+	cp, err := environment.StartControlPlane(ctx, environment.ControlPlaneOptions{Name: environment.HubName, AllCRDs: true})
+	if err != nil {
+		return "", err
+	}
+	defer func() { err = errors.Join(err, cp.Stop()) }()
+
+	cfg := rest.CopyConfig(cp.Config)
+	cfg.QPS, cfg.Burst = 2000, 4000
+	scheme, err := manager.NewScheme()
+	if err != nil {
+		return "", err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return "", err
+	}
+
+	runCtx, stopHub := context.WithCancel(ctx)
+	defer stopHub()
+	hub := exec.CommandContext(runCtx, binary, "hub", "--kubeconfig", cp.KubeconfigPath,
+		"--feature-gates", "DefaultClusterSet=false", "--kube-api-qps", "1000", "--kube-api-burst", "2000", "--pprof-bind-address", pprofAddr)
+	hub.Stdout, hub.Stderr = logw, logw
+	if err := hub.Start(); err != nil {
+		return "", fmt.Errorf("starting %s hub: %w", binary, err)
+	}
+	defer func() { _ = hub.Process.Kill(); _ = hub.Wait() }()
+
+	fmt.Fprintf(os.Stderr, "creating %d clusters with their scores\n", clusters)
+	if err := fleet(ctx, c, clusters); err != nil {
+		return "", err
+	}
+	if err := waitReady(ctx, c); err != nil {
+		return "", err
+	}
+
+	watcher, err := newWatcher(ctx, cfg, scheme)
+	if err != nil {
+		return "", err
+	}
+	smallTime, err := decide(ctx, c, watcher, "bench-small", small)
+	if err != nil {
+		return "", err
+	}
+	fmt.Fprintf(os.Stderr, "%d placements × %d clusters: %.2f s\n", small, clusters, smallTime.Seconds())
+	if err := c.DeleteAllOf(ctx, &clusterv1beta1.Placement{}, client.InNamespace("bench-small")); err != nil {
+		return "", err
+	}
+	largeTime, err := decide(ctx, c, watcher, "bench-large", large)
+	if err != nil {
+		return "", err
+	}
+	fmt.Fprintf(os.Stderr, "%d placements × %d clusters: %.2f s\n", large, clusters, largeTime.Seconds())
+	rss, err := environment.RSSMiB(hub.Process.Pid)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("placement p%dx%d_s=%.2f p%dx%d_s=%.2f hub_rss_mib=%.1f",
+		small, clusters, smallTime.Seconds(), large, clusters, largeTime.Seconds(), rss), nil
+}
+
+// fleet creates the set, the clusters (in the set, with allocatable CPU and memory) and an
+// AddOnPlacementScore in each cluster's namespace.
+func fleet(ctx context.Context, c client.Client, n int) error {
+	set := &clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: setName}}
+	if err := c.Create(ctx, set); err != nil {
+		return err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(32)
+	for i := range n {
+		g.Go(func() error {
+			name := fmt.Sprintf("cluster-%04d", i)
+			mc := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name,
+				Labels: map[string]string{"cluster.open-cluster-management.io/clusterset": setName}}}
+			if err := c.Create(gctx, mc); err != nil {
+				return err
+			}
+			// A patch, not an update: the hub adds its finalizer meanwhile.
+			orig := mc.DeepCopy()
+			mc.Status.Allocatable = clusterv1.ResourceList{
+				clusterv1.ResourceCPU:    *resource.NewQuantity(int64(4+i%60), resource.DecimalSI),
+				clusterv1.ResourceMemory: *resource.NewQuantity(int64(16+i%200)<<30, resource.BinarySI),
+			}
+			mc.Status.Capacity = mc.Status.Allocatable
+			meta.SetStatusCondition(&mc.Status.Conditions, metav1.Condition{Type: clusterv1.ManagedClusterConditionAvailable,
+				Status: metav1.ConditionTrue, Reason: "Simulated", Message: "simulated"})
+			if err := c.Status().Patch(gctx, mc, client.MergeFrom(orig)); err != nil {
+				return err
+			}
+			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+			if err := c.Create(gctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+				return err
+			}
+			score := &clusterv1alpha1.AddOnPlacementScore{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: scoreName}}
+			if err := c.Create(gctx, score); err != nil {
+				return err
+			}
+			score.Status.Scores = []clusterv1alpha1.AddOnPlacementScoreItem{{Name: "cpuratio", Value: int32(i%201 - 100)}}
+			return c.Status().Update(gctx, score)
+		})
+	}
+	return g.Wait()
+}
+
+// waitReady waits until a probe placement with the benchmark's prioritizers is decided: the
+// hub runs and its built-in prioritizer plugins are loaded.
+func waitReady(ctx context.Context, c client.Client) error {
+	fmt.Fprintln(os.Stderr, "waiting for the hub and its prioritizers")
+	if err := namespaceWithBinding(ctx, c, "bench-probe"); err != nil {
+		return err
+	}
+	p := placement("bench-probe", "probe")
+	if err := c.Create(ctx, p); err != nil {
+		return err
+	}
+	for {
+		got := &clusterv1beta1.Placement{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(p), got); err == nil && got.Status.NumberOfSelectedClusters == 10 {
+			return c.Delete(ctx, got)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the probe placement was not decided: %w", ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func namespaceWithBinding(ctx context.Context, c client.Client, ns string) error {
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		return err
+	}
+	return c.Create(ctx, &clusterv1beta2.ManagedClusterSetBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: setName},
+		Spec: clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: setName}})
+}
+
+// placement is OCM's benchmark placement: 10 clusters by the AddOn score,
+// ResourceAllocatableCPU and Balance.
+func placement(ns, name string) *clusterv1beta1.Placement {
+	ten := int32(10)
+	configs := []clusterv1beta1.PrioritizerConfig{
+		{ScoreCoordinate: &clusterv1beta1.ScoreCoordinate{Type: clusterv1beta1.ScoreCoordinateTypeAddOn,
+			AddOn: &clusterv1beta1.AddOnScore{ResourceName: scoreName, ScoreName: "cpuratio"}}, Weight: 1},
+	}
+	if withBuiltIns {
+		configs = append(configs,
+			clusterv1beta1.PrioritizerConfig{ScoreCoordinate: &clusterv1beta1.ScoreCoordinate{Type: clusterv1beta1.ScoreCoordinateTypeBuiltIn,
+				BuiltIn: clusterv1beta1.PrioritizerResourceAllocatableCPU}, Weight: 1},
+			clusterv1beta1.PrioritizerConfig{ScoreCoordinate: &clusterv1beta1.ScoreCoordinate{Type: clusterv1beta1.ScoreCoordinateTypeBuiltIn,
+				BuiltIn: clusterv1beta1.PrioritizerBalance}, Weight: 1})
+	}
+	return &clusterv1beta1.Placement{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: clusterv1beta1.PlacementSpec{
+			NumberOfClusters: &ten,
+			PrioritizerPolicy: clusterv1beta1.PrioritizerPolicy{Mode: clusterv1beta1.PrioritizerPolicyModeExact, Configurations: configs},
+		},
+	}
+}
+
+// watcher counts decided placements per namespace from an informer.
+type watcher struct {
+	decided map[string]*atomic.Int64
+	seen    *seenSet
+}
+
+func newWatcher(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme) (*watcher, error) {
+	ca, err := cache.New(cfg, cache.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	inf, err := ca.GetInformer(ctx, &clusterv1beta1.Placement{})
+	if err != nil {
+		return nil, err
+	}
+	w := &watcher{decided: map[string]*atomic.Int64{"bench-small": {}, "bench-large": {}}, seen: newSeenSet()}
+	count := func(obj any) {
+		p, ok := obj.(*clusterv1beta1.Placement)
+		if !ok || p.Status.NumberOfSelectedClusters != 10 {
+			return
+		}
+		if n, ok := w.decided[p.Namespace]; ok && w.seen.add(p.Namespace+"/"+p.Name) {
+			n.Add(1)
+		}
+	}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    count,
+		UpdateFunc: func(_, obj any) { count(obj) },
+	}); err != nil {
+		return nil, err
+	}
+	go func() { _ = ca.Start(ctx) }()
+	if !ca.WaitForCacheSync(ctx) {
+		return nil, errors.New("placement informer did not sync")
+	}
+	return w, nil
+}
+
+// decide creates n placements in ns and returns the time until all are decided.
+func decide(ctx context.Context, c client.Client, w *watcher, ns string, n int) (time.Duration, error) {
+	if err := namespaceWithBinding(ctx, c, ns); err != nil {
+		return 0, err
+	}
+	fmt.Fprintf(os.Stderr, "creating %d placements in %s\n", n, ns)
+	start := time.Now()
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(32)
+	for i := range n {
+		g.Go(func() error { return c.Create(gctx, placement(ns, fmt.Sprintf("placement-%05d", i))) })
+	}
+	if err := g.Wait(); err != nil {
+		return 0, err
+	}
+	created := time.Since(start)
+	for w.decided[ns].Load() < int64(n) {
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("%d of %d placements decided in %s: %w", w.decided[ns].Load(), n, ns, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	fmt.Fprintf(os.Stderr, "  created in %.2f s, decided in %.2f s\n", created.Seconds(), time.Since(start).Seconds())
+	return time.Since(start), nil
+}
+
+// seenSet remembers placements already counted.
+type seenSet struct {
+	mu sync.Mutex
+	m  map[string]bool
+}
+
+func newSeenSet() *seenSet { return &seenSet{m: map[string]bool{}} }
+
+// add reports whether key is new.
+func (s *seenSet) add(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m[key] {
+		return false
+	}
+	s.m[key] = true
+	return true
+}
