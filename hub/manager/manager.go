@@ -204,7 +204,7 @@ func (h *Hub) setup() error {
 		&taint.Reconciler{Client: c},
 		&clusterset.StatusReconciler{Client: c},
 		&clustersetbinding.Reconciler{Client: c},
-		&placement.Reconciler{Client: c, Scheduler: scheduler.New(h.registry, placement.BuiltInPlugins), Registry: h.registry},
+		&placement.Reconciler{Client: c, Scheduler: scheduler.New(h.registry, plugininstall.BuiltinPrioritizerPlugin), Registry: h.registry},
 		&csr.Reconciler{
 			Client:    c,
 			Kube:      kube,

@@ -5,6 +5,7 @@ package placement
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -65,7 +66,7 @@ var BuiltInPlugins = map[string]string{
 const decisionOwnerIndex = "flotilla.dev/placement"
 
 // DefaultWorkers is how many placements are scheduled at once.
-const DefaultWorkers = 4
+const DefaultWorkers = 16
 
 // Reconciler decides Placements.
 type Reconciler struct {
@@ -352,21 +353,21 @@ func (r *Reconciler) writeDecisions(ctx context.Context, p *clusterv1beta1.Place
 	for _, d := range desired {
 		ex := existing[d.name]
 		delete(existing, d.name)
-		if ex == nil || !r.metadataCurrent(ex, p, d) {
+		if ex != nil && !r.metadataCurrent(ex, p, d) {
 			if err := r.applyDecisionMetadata(ctx, p, d); err != nil {
 				return 0, err
 			}
 		}
 		switch {
 		case ex == nil:
-			if err := r.applyDecisionStatus(ctx, p, d.name, d.decisions); err != nil {
+			if err := r.createDecision(ctx, p, d); err != nil {
 				return 0, err
 			}
 			scoresWritten = true
 			r.Recorder.Eventf(p, nil, corev1.EventTypeNormal, EventDecisionCreate, "Create",
 				"Decision %s is created with placement %s in namespace %s", d.name, p.Name, p.Namespace)
 		case !sameClusters(ex.Status.Decisions, d.decisions):
-			if err := r.applyDecisionStatus(ctx, p, d.name, d.decisions); err != nil {
+			if err := r.patchDecisionStatus(ctx, p, ex, d.decisions); err != nil {
 				return 0, err
 			}
 			scoresWritten = true
@@ -377,7 +378,7 @@ func (r *Reconciler) writeDecisions(ctx context.Context, p *clusterv1beta1.Place
 				requeue = p.Status.LastScoreUpdateTime.Add(limit).Sub(now)
 				continue
 			}
-			if err := r.applyDecisionStatus(ctx, p, d.name, d.decisions); err != nil {
+			if err := r.patchDecisionStatus(ctx, p, ex, d.decisions); err != nil {
 				return 0, err
 			}
 			scoresWritten = true
@@ -473,12 +474,12 @@ func (r *Reconciler) metadataCurrent(ex *clusterv1beta1.PlacementDecision, p *cl
 
 func (r *Reconciler) applyDecisionMetadata(ctx context.Context, p *clusterv1beta1.Placement, d desiredDecision) error {
 	obj := &clusterv1beta1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: d.name}}
+	labels := map[string]any{}
+	for k, v := range decisionLabels(p, d) {
+		labels[k] = v
+	}
 	err := apply.Fields(ctx, r.Client, obj, FieldManager, false, map[string]any{"metadata": map[string]any{
-		"labels": map[string]any{
-			clusterv1beta1.PlacementLabel:          p.Name,
-			clusterv1beta1.DecisionGroupIndexLabel: fmt.Sprint(d.groupIndex),
-			clusterv1beta1.DecisionGroupNameLabel:  d.groupName,
-		},
+		"labels": labels,
 		"ownerReferences": []any{map[string]any{
 			"apiVersion": clusterv1beta1.GroupVersion.String(), "kind": "Placement", "name": p.Name, "uid": string(p.UID),
 			"controller": true, "blockOwnerDeletion": true,
@@ -490,14 +491,43 @@ func (r *Reconciler) applyDecisionMetadata(ctx context.Context, p *clusterv1beta
 	return nil
 }
 
-func (r *Reconciler) applyDecisionStatus(ctx context.Context, p *clusterv1beta1.Placement, name string, ds []clusterv1beta1.ClusterDecision) error {
-	obj := &clusterv1beta1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: name}}
-	decisions := make([]any, len(ds))
-	for i, d := range ds {
-		decisions[i] = map[string]any{"clusterName": d.ClusterName, "reason": d.Reason, "score": d.Score}
+// createDecision creates a PlacementDecision and writes its status: a create and a status
+// update, cheaper for the API server than two server-side applies, and as safe since only this
+// controller writes PlacementDecisions (its field manager still owns the fields).
+func (r *Reconciler) createDecision(ctx context.Context, p *clusterv1beta1.Placement, d desiredDecision) error {
+	obj := &clusterv1beta1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{
+		Namespace: p.Namespace, Name: d.name, Labels: decisionLabels(p, d),
+		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(p, clusterv1beta1.GroupVersion.WithKind("Placement"))},
+	}}
+	if err := r.Client.Create(ctx, obj, client.FieldOwner(FieldManager)); err != nil {
+		if !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("placement %s/%s: creating PlacementDecision %s: %w", p.Namespace, p.Name, d.name, err)
+		}
+		// Created meanwhile (a cache behind our own write): make its metadata ours.
+		if err := r.applyDecisionMetadata(ctx, p, d); err != nil {
+			return err
+		}
 	}
-	if err := apply.Fields(ctx, r.Client, obj, FieldManager, true, map[string]any{"status": map[string]any{"decisions": decisions}}); err != nil {
-		return fmt.Errorf("placement %s/%s: PlacementDecision %s status: %w", p.Namespace, p.Name, name, err)
+	return r.patchDecisionStatus(ctx, p, obj, d.decisions)
+}
+
+func decisionLabels(p *clusterv1beta1.Placement, d desiredDecision) map[string]string {
+	return map[string]string{
+		clusterv1beta1.PlacementLabel:          p.Name,
+		clusterv1beta1.DecisionGroupIndexLabel: fmt.Sprint(d.groupIndex),
+		clusterv1beta1.DecisionGroupNameLabel:  d.groupName,
+	}
+}
+
+// patchDecisionStatus replaces the decisions of a PlacementDecision (an atomic list).
+func (r *Reconciler) patchDecisionStatus(ctx context.Context, p *clusterv1beta1.Placement, ex *clusterv1beta1.PlacementDecision, ds []clusterv1beta1.ClusterDecision) error {
+	obj := &clusterv1beta1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{Namespace: ex.Namespace, Name: ex.Name}}
+	body, err := json.Marshal(map[string]any{"status": map[string]any{"decisions": ds}})
+	if err != nil {
+		return err
+	}
+	if err := r.Client.Status().Patch(ctx, obj, client.RawPatch(types.MergePatchType, body), client.FieldOwner(FieldManager)); err != nil {
+		return fmt.Errorf("placement %s/%s: PlacementDecision %s status: %w", p.Namespace, p.Name, ex.Name, err)
 	}
 	return nil
 }
@@ -532,15 +562,12 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *clusterv1beta1.Placemen
 	if equality.Semantic.DeepEqual(status, &p.Status) {
 		return nil
 	}
-	fields := map[string]any{
-		"conditions":               status.Conditions,
-		"numberOfSelectedClusters": status.NumberOfSelectedClusters,
-		"decisionGroups":           status.DecisionGroups,
+	// A merge patch of the whole status: only this controller writes it.
+	body, err := json.Marshal(map[string]any{"status": status})
+	if err != nil {
+		return err
 	}
-	if status.LastScoreUpdateTime != nil {
-		fields["lastScoreUpdateTime"] = status.LastScoreUpdateTime
-	}
-	if err := apply.Fields(ctx, r.Client, p, FieldManager, true, map[string]any{"status": fields}); err != nil {
+	if err := r.Client.Status().Patch(ctx, p, client.RawPatch(types.MergePatchType, body), client.FieldOwner(FieldManager)); err != nil {
 		return fmt.Errorf("placement %s/%s: status: %w", p.Namespace, p.Name, err)
 	}
 	return nil

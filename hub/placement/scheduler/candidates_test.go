@@ -165,3 +165,35 @@ func TestSnapshot(t *testing.T) {
 		t.Errorf("a snapshot without a clock should default to time.Now")
 	}
 }
+
+// fakeIndex is a live DecisionIndex: "busy" is selected by 4 other placements, and this
+// placement selects "mine".
+type fakeIndex struct{}
+
+func (fakeIndex) DecisionCount(cluster, placement string) int64 {
+	if cluster == "busy" {
+		return 4
+	}
+	return 0
+}
+
+func (fakeIndex) Selected(cluster, placement string) bool {
+	return cluster == "mine" && placement == testKey
+}
+
+// A live index answers instead of SnapshotInput.Decisions, for the prioritizers and for
+// NoSelectIfNew alike.
+func TestSnapshotLiveIndex(t *testing.T) {
+	in := globalFleet(mc("busy"), mc("idle"), mc("mine", taint("maintenance", "", clusterv1.TaintEffectNoSelectIfNew, t0)))
+	in.Decisions = map[string][]string{testKey: {"idle"}, "ns/other": {"idle", "mine"}} // ignored
+	in.Index = fakeIndex{}
+	snap := NewSnapshot(in)
+	if snap.DecisionCount("busy", testKey) != 4 || snap.DecisionCount("idle", testKey) != 0 || !snap.Selected("mine", testKey) || snap.Selected("idle", testKey) {
+		t.Fatalf("the snapshot does not answer from its index")
+	}
+	res := schedule(t, newTestScheduler(nil), in, placement(numberOf(2)))
+	scheduled("idle", "mine").check(t, res)
+	if want := map[string]int64{"busy": -100, "idle": 100, "mine": 200}; !reflect.DeepEqual(res.Scores, want) {
+		t.Errorf("Scores = %v, want %v", res.Scores, want)
+	}
+}

@@ -25,7 +25,7 @@ func (s *Snapshot) candidates(p *clusterv1beta1.Placement) ([]*clusterv1.Managed
 	bound := s.Bindings[p.Namespace]
 	if len(bound) == 0 {
 		return nil, nil, clusterv1beta1.PlacementReasonNoManagedClusterSetBindings,
-			fmt.Sprintf("No valid ManagedClusterSetBindings found in placement namespace %s", p.Namespace)
+			"No valid ManagedClusterSetBindings found in placement namespace"
 	}
 	var eligible []string
 	valid := 0
@@ -45,10 +45,10 @@ func (s *Snapshot) candidates(p *clusterv1beta1.Placement) ([]*clusterv1.Managed
 		// not NoIntersection.
 		if len(p.Spec.ClusterSets) > 0 && valid > 0 {
 			return nil, nil, clusterv1beta1.PlacementReasonNoIntersection,
-				fmt.Sprintf("None of ManagedClusterSets [%s] is bound to placement namespace %s", strings.Join(p.Spec.ClusterSets, ","), p.Namespace)
+				fmt.Sprintf("None of ManagedClusterSets [%s] is bound to placement namespace", strings.Join(p.Spec.ClusterSets, ","))
 		}
 		return nil, nil, clusterv1beta1.PlacementReasonNoManagedClusterSetBindings,
-			fmt.Sprintf("No valid ManagedClusterSetBindings found in placement namespace %s", p.Namespace)
+			"No valid ManagedClusterSetBindings found in placement namespace"
 	}
 	seen := make(map[int]bool)
 	var idx []int
@@ -111,6 +111,11 @@ func (s *Snapshot) matches(c *clusterv1.ManagedCluster, preds []predicate, obj f
 	if len(preds) == 0 {
 		return true, nil
 	}
+	// Fix (scheduler tests): an expression that fails on c (e.g. a label c lacks: "no such
+	// key") only makes its own predicate not match, as in OCM; it used to return at once,
+	// so the other ORed predicates could not select c. The first error is still returned
+	// when no predicate matches.
+	var firstErr error
 	for _, pr := range preds {
 		if !pr.labels.Matches(labels.Set(c.Labels)) {
 			continue
@@ -122,7 +127,11 @@ func (s *Snapshot) matches(c *clusterv1.ManagedCluster, preds []predicate, obj f
 		for _, prg := range pr.cel {
 			out, _, err := prg.Eval(map[string]any{"managedCluster": obj()})
 			if err != nil {
-				return false, fmt.Errorf("CEL on cluster %s: %w", c.Name, err)
+				if firstErr == nil {
+					firstErr = fmt.Errorf("CEL on cluster %s: %w", c.Name, err)
+				}
+				ok = false
+				break
 			}
 			if b, isBool := out.Value().(bool); !isBool || !b {
 				ok = false
@@ -133,7 +142,7 @@ func (s *Snapshot) matches(c *clusterv1.ManagedCluster, preds []predicate, obj f
 			return true, nil
 		}
 	}
-	return false, nil
+	return false, firstErr
 }
 
 // claimLabels are a cluster's claims as a label set, for claimSelector.

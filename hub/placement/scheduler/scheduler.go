@@ -21,8 +21,9 @@ import (
 type Scheduler struct {
 	// Registry serves the Wasm prioritizers: the built-ins and third-party plugins.
 	Registry *wasm.Registry
-	// BuiltIns maps OCM's built-in prioritizer names to the WasmPlugins serving them.
-	BuiltIns map[string]string
+	// BuiltIns maps OCM's built-in prioritizer names to the WasmPlugins serving them
+	// (plugininstall.BuiltinPrioritizerPlugin); ok is false for a name that is no built-in.
+	BuiltIns func(builtIn string) (plugin string, ok bool)
 	// Native replaces built-ins by Go implementations (benchmarks and tests).
 	Native map[string]Prioritizer
 
@@ -32,7 +33,7 @@ type Scheduler struct {
 }
 
 // New returns a scheduler over registry with the built-ins served by builtIns.
-func New(registry *wasm.Registry, builtIns map[string]string) *Scheduler {
+func New(registry *wasm.Registry, builtIns func(string) (string, bool)) *Scheduler {
 	return &Scheduler{Registry: registry, BuiltIns: builtIns}
 }
 
@@ -170,7 +171,7 @@ func (sch *Scheduler) Schedule(ctx context.Context, snap *Snapshot, p *clusterv1
 
 	if len(feasible) == 0 {
 		res.Reason = clusterv1beta1.PlacementReasonNoManagedClusterMatched
-		res.Message = "No valid ManagedCluster matches the predicates and tolerations of the placement"
+		res.Message = "No ManagedCluster matches any of the cluster predicate"
 		res.Groups = []Group{{Index: 0}}
 		if n := p.Spec.NumberOfClusters; n != nil && *n == 0 {
 			res.Satisfied, res.Reason, res.Message = true, clusterv1beta1.PlacementReasonAllDecisionsScheduled, "All cluster decisions scheduled"
@@ -273,6 +274,11 @@ func sortDecisions(ds []Decision, by clusterv1beta1.PlacementSortBy) {
 
 // validateStrategy checks what the CRD schema cannot: the sortBy value and the group size.
 func validateStrategy(p *clusterv1beta1.Placement) string {
+	// Fix (scheduler tests): the CRD sets no minimum on numberOfClusters, and a negative
+	// value made spread slice order[:want] and panic.
+	if n := p.Spec.NumberOfClusters; n != nil && *n < 0 {
+		return fmt.Sprintf("spec.numberOfClusters %d is negative", *n)
+	}
 	switch p.Spec.SortBy {
 	case "", clusterv1beta1.PlacementSortByClusterName, clusterv1beta1.PlacementSortByScore:
 	default:
