@@ -145,7 +145,9 @@ func TestPrioritizersMisconfigured(t *testing.T) {
 		FailurePolicy: wasm.FailurePolicyFail, Reason: wasm.ReasonInvalidModule, Message: "bad binary"}); err != nil {
 		t.Fatal(err)
 	}
-	resourceCPU := func(b string) (string, bool) { return "resource-cpu", b == clusterv1beta1.PrioritizerResourceAllocatableCPU }
+	resourceCPU := func(b string) (string, bool) {
+		return "resource-cpu", b == clusterv1beta1.PrioritizerResourceAllocatableCPU
+	}
 	cases := []struct {
 		name string
 		sch  *Scheduler
