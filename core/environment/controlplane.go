@@ -688,3 +688,30 @@ func RSSMiB(pid int) (float64, error) {
 	}
 	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
 }
+
+// CPUSeconds reads the user and system CPU time a process has used, and its command name,
+// from /proc, so benchmarks can say where time went.
+func CPUSeconds(pid int) (name string, seconds float64, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return "", 0, err
+	}
+	// pid (comm) state ppid ... utime(14) stime(15), comm may hold spaces.
+	s := string(b)
+	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if open < 0 || end < open {
+		return "", 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	name = s[open+1 : end]
+	fields := strings.Fields(s[end+1:])
+	if len(fields) < 13 {
+		return "", 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	ut, err1 := strconv.ParseFloat(fields[11], 64)
+	st, err2 := strconv.ParseFloat(fields[12], 64)
+	if err1 != nil || err2 != nil {
+		return "", 0, fmt.Errorf("/proc/%d/stat: utime/stime: %v %v", pid, err1, err2)
+	}
+	const ticks = 100 // USER_HZ on Linux
+	return name, (ut + st) / ticks, nil
+}

@@ -7,7 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"hash/fnv"
 	"strings"
 	"sync"
 	"time"
@@ -80,16 +80,15 @@ type Reconciler struct {
 	Workers  int
 	Logger   logr.Logger
 
-	index   *decisionIndex
-	snap    snapshotter
-	results sync.Map // placement key → *scheduler.Result, for the debug endpoint
-	scores  sync.Map // placement key → scoreState
+	index  *decisionIndex
+	snap   snapshotter
+	scores sync.Map // placement key → scoreState
 }
 
-// scoreState is what ScoreUpdate events and the score rate limit remember.
+// scoreState is what ScoreUpdate events remember: a hash of the last scores told and when.
 type scoreState struct {
-	text string
-	at   time.Time
+	sum uint64
+	at  time.Time
 }
 
 // SetupWithManager watches placements and everything their decisions depend on.
@@ -261,7 +260,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	p := &clusterv1beta1.Placement{}
 	if err := r.Client.Get(ctx, req.NamespacedName, p); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.results.Delete(req.String())
 			r.scores.Delete(req.String())
 			return reconcile.Result{}, nil
 		}
@@ -274,11 +272,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	res, err := r.Scheduler.Schedule(ctx, snap, p)
+	res, err := r.Scheduler.Decide(ctx, snap, p)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	r.results.Store(req.String(), res)
 	if res.Misconfigured != "" {
 		return reconcile.Result{}, r.writeStatus(ctx, p, nil, res, nil)
 	}
@@ -403,34 +400,32 @@ func (r *Reconciler) writeDecisions(ctx context.Context, p *clusterv1beta1.Place
 // scoreEvent records the feasible clusters' scores when they changed, at most once per
 // scoreRateLimit.
 func (r *Reconciler) scoreEvent(p *clusterv1beta1.Placement, res *scheduler.Result, now time.Time, limit time.Duration) {
-	if len(res.Scores) == 0 {
+	if len(res.Scored) == 0 {
 		return
 	}
-	names := make([]string, 0, len(res.Scores))
-	for n := range res.Scores {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	var b strings.Builder
-	for i, n := range names {
+	for i, d := range res.Scored {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
-		fmt.Fprintf(&b, "%s:%d", n, res.Scores[n])
+		fmt.Fprintf(&b, "%s:%d", d.ClusterName, d.Score)
 		if b.Len() > 900 {
-			fmt.Fprintf(&b, " and %d more", len(names)-i-1)
+			fmt.Fprintf(&b, " and %d more", len(res.Scored)-i-1)
 			break
 		}
 	}
 	key := p.Namespace + "/" + p.Name
 	text := b.String()
+	h := fnv.New64a()
+	h.Write([]byte(text))
+	sum := h.Sum64()
 	if v, ok := r.scores.Load(key); ok {
 		st := v.(scoreState)
-		if st.text == text || now.Before(st.at.Add(limit)) {
+		if st.sum == sum || now.Before(st.at.Add(limit)) {
 			return
 		}
 	}
-	r.scores.Store(key, scoreState{text: text, at: now})
+	r.scores.Store(key, scoreState{sum: sum, at: now})
 	r.Recorder.Eventf(p, nil, corev1.EventTypeNormal, EventScoreUpdate, "Score", "%s", text)
 }
 
@@ -571,13 +566,4 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *clusterv1beta1.Placemen
 		return fmt.Errorf("placement %s/%s: status: %w", p.Namespace, p.Name, err)
 	}
 	return nil
-}
-
-// Result is the last scheduling result of a placement, for the debug endpoint.
-func (r *Reconciler) Result(namespace, name string) (*scheduler.Result, bool) {
-	v, ok := r.results.Load(namespace + "/" + name)
-	if !ok {
-		return nil, false
-	}
-	return v.(*scheduler.Result), true
 }

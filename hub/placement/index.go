@@ -96,3 +96,19 @@ func (x *decisionIndex) Selected(cluster, placement string) bool {
 	defer x.mu.RUnlock()
 	return x.byPlacement[placement][cluster] > 0
 }
+
+// MaxDecisionCount is the largest DecisionCount(cluster, placement) over every cluster: what
+// OCM's Balance normalises by.
+func (x *decisionIndex) MaxDecisionCount(placement string) int64 {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	own := x.byPlacement[placement]
+	var hi int
+	for cluster, n := range x.count {
+		if own[cluster] > 0 {
+			n--
+		}
+		hi = max(hi, n)
+	}
+	return int64(hi)
+}

@@ -132,18 +132,23 @@ func run(ctx context.Context, binary string, clusters, small, large int, verbose
 	if err != nil {
 		return "", err
 	}
+	pids := append([]int{hub.Process.Pid}, cp.PIDs()...)
+	before := cpu(pids)
 	smallTime, err := decide(ctx, c, watcher, "bench-small", small)
 	if err != nil {
 		return "", err
 	}
+	before = reportCPU(pids, before)
 	fmt.Fprintf(os.Stderr, "%d placements × %d clusters: %.2f s\n", small, clusters, smallTime.Seconds())
 	if err := c.DeleteAllOf(ctx, &clusterv1beta1.Placement{}, client.InNamespace("bench-small")); err != nil {
 		return "", err
 	}
+	before = cpu(pids)
 	largeTime, err := decide(ctx, c, watcher, "bench-large", large)
 	if err != nil {
 		return "", err
 	}
+	reportCPU(pids, before)
 	fmt.Fprintf(os.Stderr, "%d placements × %d clusters: %.2f s\n", large, clusters, largeTime.Seconds())
 	rss, err := environment.RSSMiB(hub.Process.Pid)
 	if err != nil {
@@ -335,4 +340,31 @@ func (s *seenSet) add(key string) bool {
 	}
 	s.m[key] = true
 	return true
+}
+
+// cpu reads the CPU seconds each process has used.
+func cpu(pids []int) map[int]float64 {
+	out := map[int]float64{}
+	for _, pid := range pids {
+		if _, s, err := environment.CPUSeconds(pid); err == nil {
+			out[pid] = s
+		}
+	}
+	return out
+}
+
+// reportCPU prints the CPU each process used since before, and returns the new readings.
+func reportCPU(pids []int, before map[int]float64) map[int]float64 {
+	now := map[int]float64{}
+	fmt.Fprint(os.Stderr, "  CPU seconds:")
+	for _, pid := range pids {
+		name, s, err := environment.CPUSeconds(pid)
+		if err != nil {
+			continue
+		}
+		now[pid] = s
+		fmt.Fprintf(os.Stderr, " %s=%.1f", name, s-before[pid])
+	}
+	fmt.Fprintln(os.Stderr)
+	return now
 }

@@ -181,6 +181,8 @@ func (fakeIndex) Selected(cluster, placement string) bool {
 	return cluster == "mine" && placement == testKey
 }
 
+func (fakeIndex) MaxDecisionCount(string) int64 { return 4 }
+
 // A live index answers instead of SnapshotInput.Decisions, for the prioritizers and for
 // NoSelectIfNew alike.
 func TestSnapshotLiveIndex(t *testing.T) {

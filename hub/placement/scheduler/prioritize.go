@@ -305,6 +305,9 @@ func (s *clusterSource) AddOnScore(i int, resource, score string) (int64, bool) 
 func (s *clusterSource) DecisionCount(i int) int64 {
 	return s.req.Snapshot.DecisionCount(s.req.Clusters[i].Name, s.req.Key)
 }
+func (s *clusterSource) MaxDecisionCount() int64 {
+	return s.req.Snapshot.MaxDecisionCount(s.req.Key)
+}
 func (s *clusterSource) Selected(i int) bool {
 	return s.req.Snapshot.Selected(s.req.Clusters[i].Name, s.req.Key)
 }

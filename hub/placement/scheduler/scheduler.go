@@ -90,15 +90,28 @@ type Result struct {
 	Ignored []string
 	// RequeueAfter is when the decision may change by itself (a toleration running out).
 	RequeueAfter time.Duration
-	// Debug: what each stage did.
+	// Scored are the feasible clusters with their final scores, in name order.
+	Scored []Decision `json:"-"`
+	// What each stage did, filled by Schedule (not Decide): the debug endpoint's answer.
 	Filters      []FilterResult      `json:"filteredPiplieResults"`
 	Prioritizers []PrioritizerResult `json:"prioritizeResults"`
-	Scores       map[string]int64    `json:"scores"`
+	Scores       map[string]int64    `json:"scores,omitempty"`
 }
 
-// Schedule decides p against snap. Only a canceled ctx is an error; everything about the
-// placement is in the Result.
+// Schedule decides p against snap and explains how: every stage's clusters and every
+// prioritizer's scores (the debug endpoint). Only a canceled ctx is an error; everything about
+// the placement is in the Result.
 func (sch *Scheduler) Schedule(ctx context.Context, snap *Snapshot, p *clusterv1beta1.Placement) (*Result, error) {
+	return sch.schedule(ctx, snap, p, true)
+}
+
+// Decide is Schedule without the explanation, for the controller: a pass over thousands of
+// placements allocates only what the decision needs.
+func (sch *Scheduler) Decide(ctx context.Context, snap *Snapshot, p *clusterv1beta1.Placement) (*Result, error) {
+	return sch.schedule(ctx, snap, p, false)
+}
+
+func (sch *Scheduler) schedule(ctx context.Context, snap *Snapshot, p *clusterv1beta1.Placement, explain bool) (*Result, error) {
 	key := p.Namespace + "/" + p.Name
 	res := &Result{}
 	preds, err := sch.compilePredicates(p)
@@ -145,7 +158,9 @@ func (sch *Scheduler) Schedule(ctx context.Context, snap *Snapshot, p *clusterv1
 			matched = append(matched, c)
 		}
 	}
-	res.Filters = append(res.Filters, FilterResult{Name: StagePredicate, Clusters: names(matched)})
+	if explain {
+		res.Filters = append(res.Filters, FilterResult{Name: StagePredicate, Clusters: names(matched)})
+	}
 
 	// TaintToleration.
 	var feasible []*clusterv1.ManagedCluster
@@ -167,7 +182,9 @@ func (sch *Scheduler) Schedule(ctx context.Context, snap *Snapshot, p *clusterv1
 	if !requeue.IsZero() {
 		res.RequeueAfter = requeue.Sub(snap.Now)
 	}
-	res.Filters = append(res.Filters, FilterResult{Name: StagePredicate + "," + StageTaintToleration, Clusters: names(feasible)})
+	if explain {
+		res.Filters = append(res.Filters, FilterResult{Name: StagePredicate + "," + StageTaintToleration, Clusters: names(feasible)})
+	}
 
 	if len(feasible) == 0 {
 		res.Reason = clusterv1beta1.PlacementReasonNoManagedClusterMatched
@@ -200,17 +217,30 @@ func (sch *Scheduler) Schedule(ctx context.Context, snap *Snapshot, p *clusterv1
 			res.Reason, res.Message = clusterv1beta1.PlacementReasonNotAllDecisionsScheduled, res.Failed.Error()
 			return res, nil
 		}
-		pres := PrioritizerResult{Name: pr.name, Weight: pr.weight, Scores: make(map[string]int64, len(feasible))}
+		var pres PrioritizerResult
+		if explain {
+			pres = PrioritizerResult{Name: pr.name, Weight: pr.weight, Scores: make(map[string]int64, len(feasible))}
+		}
 		for i, s := range scores {
 			s = min(max(s, -100), 100)
-			pres.Scores[feasible[i].Name] = s
+			if explain {
+				pres.Scores[feasible[i].Name] = s
+			}
 			total[i] += int64(pr.weight) * s
 		}
-		res.Prioritizers = append(res.Prioritizers, pres)
+		if explain {
+			res.Prioritizers = append(res.Prioritizers, pres)
+		}
 	}
-	res.Scores = make(map[string]int64, len(feasible))
+	res.Scored = make([]Decision, len(feasible))
 	for i, c := range feasible {
-		res.Scores[c.Name] = total[i]
+		res.Scored[i] = Decision{ClusterName: c.Name, Score: total[i]}
+	}
+	if explain {
+		res.Scores = make(map[string]int64, len(feasible))
+		for i, c := range feasible {
+			res.Scores[c.Name] = total[i]
+		}
 	}
 
 	// Select.

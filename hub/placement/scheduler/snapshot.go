@@ -63,6 +63,8 @@ type DecisionIndex interface {
 	DecisionCount(cluster, placement string) int64
 	// Selected says whether placement selects cluster.
 	Selected(cluster, placement string) bool
+	// MaxDecisionCount is the largest DecisionCount over every cluster.
+	MaxDecisionCount(placement string) int64
 }
 
 // NewSnapshot indexes in. A set whose selector does not parse has no members.
@@ -184,4 +186,17 @@ func (s *Snapshot) Selected(cluster, placement string) bool {
 	}
 	_, ok := s.decisions[cluster][placement]
 	return ok
+}
+
+// MaxDecisionCount is the largest DecisionCount(cluster, placement) over every cluster, as
+// OCM's Balance prioritizer normalises.
+func (s *Snapshot) MaxDecisionCount(placement string) int64 {
+	if s.live != nil {
+		return s.live.MaxDecisionCount(placement)
+	}
+	var hi int64
+	for cluster := range s.decisions {
+		hi = max(hi, s.DecisionCount(cluster, placement))
+	}
+	return hi
 }
