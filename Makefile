@@ -124,10 +124,15 @@ bench-admission: $(CONTROLPLANE)
 	$(GO) run ./e2e/admission/bench -requests 2000 -warmup 200
 
 .PHONY: bench-placement
-## bench-placement: 1,000 and then 10,000 Placements (numberOfClusters 10; AddOn score,
-## ResourceAllocatableCPU and Balance) over 1,000 simulated clusters, the hub its own process;
-## last line `placement p1000x1000_s=… p10000x1000_s=… hub_rss_mib=…`.
+## bench-placement: one scheduling pass over 5,000 clusters with the four Wasm built-ins and a
+## third-party Wasm prioritizer next to native Go (`placement-pass-5000 ratio=…`), then 1,000
+## and 10,000 Placements (numberOfClusters 10; AddOn score, ResourceAllocatableCPU and Balance)
+## over 1,000 simulated clusters, the hub its own process; last line
+## `placement p1000x1000_s=… p10000x1000_s=… hub_rss_mib=…`.
 bench-placement: build $(CONTROLPLANE)
+	$(GO) build -o $(BIN)/benchline ./core/wasm/wasmbench/benchline
+	@set -o pipefail; $(GO) test -run '^$$' -bench 'SchedulePass5000' -benchmem -count 5 ./hub/placement/scheduler/ | \
+		$(BIN)/benchline -bench BenchmarkSchedulePass5000 -label placement-pass-5000
 	$(GO) run ./e2e/placement/bench -flotilla $(BIN)/flotilla
 
 .PHONY: bench-work
