@@ -55,6 +55,10 @@ type Options struct {
 	SkipCRDInstall bool
 	// MetricsBindAddress serves Prometheus metrics; empty or "0" disables the endpoint.
 	MetricsBindAddress string
+	// PlacementDebugBindAddress serves OCM's placement debug endpoint over HTTPS
+	// (placement.DebugServer: GET /debug/placements/<namespace>/<name>; OCM serves it on
+	// :8443); empty or "0" disables it.
+	PlacementDebugBindAddress string
 	// Registry holds the loaded Wasm plugins; nil means a new, empty registry.
 	Registry *wasm.Registry
 	// Engine compiles Wasm plugins; nil means a new engine caching compiled code in
@@ -195,6 +199,7 @@ func (h *Hub) setup() error {
 	if err != nil {
 		return fmt.Errorf("hub: clientset: %w", err)
 	}
+	placements := &placement.Reconciler{Client: c, Scheduler: scheduler.New(h.registry, plugininstall.BuiltinPrioritizerPlugin), Registry: h.registry}
 	components := []Component{
 		// The works of a deleted cluster are cleaned before its namespace goes.
 		&managedcluster.Reconciler{Client: c, Hooks: append([]managedcluster.CleanupHook{hubwork.CleanupHook(c)}, h.opts.CleanupHooks...)},
@@ -204,7 +209,7 @@ func (h *Hub) setup() error {
 		&taint.Reconciler{Client: c},
 		&clusterset.StatusReconciler{Client: c},
 		&clustersetbinding.Reconciler{Client: c},
-		&placement.Reconciler{Client: c, Scheduler: scheduler.New(h.registry, plugininstall.BuiltinPrioritizerPlugin), Registry: h.registry},
+		placements,
 		&csr.Reconciler{
 			Client:    c,
 			Kube:      kube,
@@ -219,6 +224,16 @@ func (h *Hub) setup() error {
 		components = append(components,
 			&clusterset.DefaultSetsReconciler{Client: c},
 			&clusterset.DefaultLabelReconciler{Client: c})
+	}
+	if addr := h.opts.PlacementDebugBindAddress; addr != "" && addr != "0" {
+		components = append(components, ComponentFunc(func(mgr ctrl.Manager) error {
+			srv, err := placement.NewDebugServer(h.opts.Config, placements,
+				placement.DebugOptions{BindAddress: addr, Logger: h.opts.Logger.WithName("placement-debug")})
+			if err != nil {
+				return err
+			}
+			return mgr.Add(srv)
+		}))
 	}
 	if !h.opts.SkipWasmPluginController {
 		components = append(components, ComponentFunc(func(mgr ctrl.Manager) error {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -114,6 +115,17 @@ func TestDebugServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a control plane")
 	}
+	// Informers may still log after the manager stopped: not into a finished test.
+	var logMu sync.Mutex
+	finished := false
+	t.Cleanup(func() { logMu.Lock(); finished = true; logMu.Unlock() })
+	logger := funcr.New(func(prefix, args string) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		if !finished {
+			t.Log(prefix, args)
+		}
+	}, funcr.Options{Verbosity: 1})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cp, err := environment.StartControlPlane(ctx, environment.ControlPlaneOptions{Name: "hub", AllCRDs: true})
@@ -135,7 +147,6 @@ func TestDebugServer(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	logger := funcr.New(func(prefix, args string) { t.Log(prefix, args) }, funcr.Options{Verbosity: 1})
 	skip := true
 	mgr, err := ctrl.NewManager(cp.Config, ctrl.Options{
 		Scheme: scheme, Logger: logger,

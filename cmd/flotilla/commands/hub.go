@@ -27,6 +27,7 @@ func newHubCommand() *cobra.Command {
 		qps                                     float32
 		burst                                   int
 		pprofAddr                               string
+		placementDebugAddr                      string
 	)
 	gate, gateErr := manager.NewFeatureGate()
 	cmd := &cobra.Command{
@@ -48,6 +49,17 @@ admission gate off.
 
 ` + webhook.FlagsHelp + `
 --work-max-size caps the total size of a ManifestWork's manifests (OCM's --manifestLimit).
+
+--placement-debug-bind-address serves OCM's placement debug endpoint over HTTPS (a
+self-signed certificate made at start): GET /debug/placements/<namespace>/<name> answers how
+the placement is scheduled now, {"filteredPiplieResults":[...],"prioritizeResults":[...]}.
+OCM's placement controller serves it on :8443 (--placement-debug-bind-address :8443). A
+bearer token is checked with a TokenReview, a request without one is system:anonymous; access
+is a SubjectAccessReview of get on the path, so the hub's identity needs create on
+tokenreviews and subjectaccessreviews. To let anyone reach it, as OCM's documentation does:
+  kubectl create clusterrole "debugger" --verb=get --non-resource-url="/debug/*"
+  kubectl create clusterrolebinding debugger --clusterrole=debugger --user=system:anonymous
+  curl -k https://127.0.0.1:8443/debug/placements/<namespace>/<name>
 
 --feature-gates accepts only the gates the hub implements:
   DefaultClusterSet (default on): keep the "default" and "global" ManagedClusterSets and put
@@ -107,16 +119,17 @@ is in Flotilla
 			}
 			setLibraryLoggers(logger)
 			h, err := manager.New(manager.Options{
-				Config:             cfg,
-				FeatureGates:       gate,
-				PluginCacheDir:     pluginCacheDir,
-				MetricsBindAddress: metricsAddr,
-				AutoApprove:        plugininstall.AutoApprove{Users: autoUsers, ClusterNamePatterns: autoPatterns},
-				Webhook:            webhookOpts,
-				WorkMaxSize:        workMaxSize,
-				PolicyEvalTimeout:  policyTimeout,
-				PolicyNamespace:    policyNamespace,
-				Logger:             logger,
+				Config:                    cfg,
+				FeatureGates:              gate,
+				PluginCacheDir:            pluginCacheDir,
+				MetricsBindAddress:        metricsAddr,
+				PlacementDebugBindAddress: placementDebugAddr,
+				AutoApprove:               plugininstall.AutoApprove{Users: autoUsers, ClusterNamePatterns: autoPatterns},
+				Webhook:                   webhookOpts,
+				WorkMaxSize:               workMaxSize,
+				PolicyEvalTimeout:         policyTimeout,
+				PolicyNamespace:           policyNamespace,
+				Logger:                    logger,
 			})
 			if err != nil {
 				return err
@@ -128,6 +141,8 @@ is in Flotilla
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the hub API server (default: $KUBECONFIG or ~/.kube/config)")
 	f.StringVar(&pluginCacheDir, "plugin-cache-dir", "", "directory caching compiled Wasm plugins across restarts (default: no cache)")
 	f.StringVar(&metricsAddr, "metrics-bind-address", "0", "address serving Prometheus metrics, e.g. :8080 (0 disables)")
+	f.StringVar(&placementDebugAddr, "placement-debug-bind-address", "0",
+		"address serving the placement debug endpoint over HTTPS, e.g. :8443 as OCM (0 disables)")
 	f.StringSliceVar(&autoUsers, "autoapprove-users", nil,
 		"users whose first-time cluster CSRs csr-autoapprove approves (default: the bootstrap ServiceAccount); OCM's --cluster-auto-approval-users")
 	f.StringSliceVar(&autoPatterns, "autoapprove-cluster-patterns", nil,
