@@ -48,5 +48,6 @@ func newGetCommand() *cobra.Command {
 		},
 	})
 	cmd.AddCommand(newGetWorksCommand(&kubeconfig))
+	cmd.AddCommand(newGetPlacementsCommand(&kubeconfig))
 	return cmd
 }

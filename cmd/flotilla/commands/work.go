@@ -2,6 +2,7 @@ package commands
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,6 +17,7 @@ func newCreateCommand() *cobra.Command {
 		Use:   "create",
 		Short: "Create hub resources (ManifestWorks)",
 		Example: `  flotilla create work hello-work-demo -f hello.yaml --clusters cluster1,cluster2
+  flotilla create work hello-work-demo -f hello.yaml --placement default/placement1
   flotilla get works hello-work-demo --cluster cluster1`,
 	}
 	cmd.PersistentFlags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the hub API server (default: $KUBECONFIG or ~/.kube/config)")
@@ -25,12 +27,13 @@ func newCreateCommand() *cobra.Command {
 
 func newCreateWorkCommand(kubeconfig *string) *cobra.Command {
 	var (
-		file     string
-		clusters []string
-		replace  bool
+		file      string
+		clusters  []string
+		placement string
+		replace   bool
 	)
 	cmd := &cobra.Command{
-		Use:     "work NAME -f FILE_OR_DIR --clusters c1,c2",
+		Use:     "work NAME -f FILE_OR_DIR (--clusters c1,c2 | --placement NAMESPACE/NAME)",
 		Aliases: []string{"manifestwork"},
 		Short:   "Deploy Kubernetes manifests to managed clusters as a ManifestWork",
 		Long: `Wrap the Kubernetes manifests of a file or directory into a ManifestWork named NAME and
@@ -44,6 +47,14 @@ input. The manifests keep that order in spec.workload.manifests. Every manifest 
 apiVersion, kind and metadata.name; a ManifestWork is refused as a manifest (apply it
 with kubectl instead). Errors name the file and the document, counted from 1.
 
+The clusters are --clusters, or with --placement NAMESPACE/NAME every cluster the
+Placement currently selects: the clusters its PlacementDecisions list (flotilla get
+placements NAME -n NAMESPACE), in decision order. The decisions are read once: a cluster
+the placement selects later gets no ManifestWork, and one it drops keeps its ManifestWork,
+until create work runs again (with --replace). A placement with no decisions (the placement
+controller has not decided it, or no cluster fits) is an error saying why, and nothing is
+created. --clusters and --placement are mutually exclusive.
+
 Every cluster must have an accepted ManagedCluster (flotilla get clusters), and a
 ManifestWork named NAME must not exist in any of them, or nothing is created. With
 --replace an existing ManifestWork keeps its other fields (manifestConfigs, deleteOption,
@@ -53,6 +64,9 @@ Status feedback, update strategies and delete options are fields of the Manifest
 set them with kubectl (see the README, "Deploying work to clusters").`,
 		Example: `  # Deploy a Deployment to two clusters
   flotilla create work hello-work-demo -f hello.yaml --clusters cluster1,cluster2
+
+  # To every cluster the Placement default/placement1 selects
+  flotilla create work hello-work-demo -f hello.yaml --placement default/placement1
 
   # Every manifest of a directory, replacing the manifests of an existing work
   flotilla create work my-app -f ./manifests/ --clusters cluster1 --replace
@@ -65,8 +79,18 @@ set them with kubectl (see the README, "Deploying work to clusters").`,
 			if file == "" {
 				return fmt.Errorf("-f/--filename is required")
 			}
-			if len(clusters) == 0 {
-				return fmt.Errorf("--clusters is required")
+			placementNS, placementName := "", ""
+			switch {
+			case len(clusters) > 0 && placement != "":
+				return fmt.Errorf("--clusters and --placement are mutually exclusive: give the clusters or a placement that selects them")
+			case placement != "":
+				ns, n, err := admin.ParsePlacementRef(placement)
+				if err != nil {
+					return fmt.Errorf("--placement: %w", err)
+				}
+				placementNS, placementName = ns, n
+			case len(clusters) == 0:
+				return fmt.Errorf("--clusters or --placement is required")
 			}
 			manifests, err := admin.ReadManifests(file, cmd.InOrStdin())
 			if err != nil {
@@ -76,7 +100,16 @@ set them with kubectl (see the README, "Deploying work to clusters").`,
 			if err != nil {
 				return err
 			}
+			if placementName != "" {
+				clusters, err = admin.PlacementClusters(cmd.Context(), c, placementNS, placementName)
+				if err != nil {
+					return fmt.Errorf("%w; no ManifestWork was written", err)
+				}
+			}
 			results, err := admin.CreateWork(cmd.Context(), c, args[0], clusters, manifests, replace)
+			if err != nil && placementName != "" {
+				err = fmt.Errorf("placement %s/%s selects %s: %w", placementNS, placementName, strings.Join(clusters, ", "), err)
+			}
 			for _, r := range results {
 				verb := "created"
 				if r.Updated {
@@ -90,6 +123,7 @@ set them with kubectl (see the README, "Deploying work to clusters").`,
 	f := cmd.Flags()
 	f.StringVarP(&file, "filename", "f", "", "file or directory of manifests (YAML or JSON), or - for standard input")
 	f.StringSliceVar(&clusters, "clusters", nil, "comma-separated names of the managed clusters to deploy to")
+	f.StringVar(&placement, "placement", "", "NAMESPACE/NAME of a Placement: deploy to every cluster its PlacementDecisions currently list")
 	f.BoolVar(&replace, "replace", false, "replace the manifests of an existing ManifestWork of that name instead of failing")
 	return cmd
 }

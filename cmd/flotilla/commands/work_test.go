@@ -133,7 +133,7 @@ spec: {workload: {manifests: []}}
 		want []string
 	}{
 		{"create work without -f", []string{"create", "work", "w", "--clusters", "c1"}, []string{"-f/--filename is required"}},
-		{"create work without --clusters", []string{"create", "work", "w", "-f", good}, []string{"--clusters is required"}},
+		{"create work without --clusters", []string{"create", "work", "w", "-f", good}, []string{"--clusters or --placement is required"}},
 		{"create work without a name", []string{"create", "work", "-f", good, "--clusters", "c1"}, []string{"accepts 1 arg(s), received 0"}},
 		{"create work of a ManifestWork", []string{"create", "work", "w", "-f", mw, "--clusters", "c1"},
 			[]string{mw + ": document 2: ManifestWork hello-work-demo is not a manifest to deploy", "kubectl apply"}},
