@@ -18,9 +18,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1beta1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta1"
+	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
 )
 
 // ErrNoDecisions is wrapped by PlacementClusters' error when the placement exists but its
@@ -363,4 +365,52 @@ func WritePlacementDetail(w io.Writer, d PlacementDetail, now time.Time) error {
 		}
 	}
 	return tw.Flush()
+}
+
+// PlacementWorkLabel marks a ManifestWork created for a placement's clusters (flotilla create
+// work --placement) with the placement's "<namespace>.<name>", so that a later run can take the
+// work away from clusters the placement no longer selects, and only that work.
+const PlacementWorkLabel = "work.flotilla.dev/placement"
+
+// LabelPlacementWork labels the ManifestWork name in each cluster's namespace as created for
+// the placement namespace/placement.
+func LabelPlacementWork(ctx context.Context, c client.Client, name, namespace, placement string, clusters []string) error {
+	patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, PlacementWorkLabel, namespace+"."+placement)))
+	var errs []error
+	for _, cluster := range clusters {
+		w := &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Namespace: cluster, Name: name}}
+		if err := c.Patch(ctx, w, patch); err != nil {
+			errs = append(errs, fmt.Errorf("labelling manifestwork %s in %s: %w", name, cluster, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// PruneWork deletes the ManifestWork name created for the placement namespace/placement from
+// the namespaces of clusters not in keep, as clusteradm create work --placement --overwrite
+// does when the placement moved, and returns the clusters it was deleted from.
+func PruneWork(ctx context.Context, c client.Client, name, namespace, placement string, keep []string) ([]string, error) {
+	list := &workv1.ManifestWorkList{}
+	if err := c.List(ctx, list, client.MatchingLabels{PlacementWorkLabel: namespace + "." + placement}); err != nil {
+		return nil, fmt.Errorf("listing the ManifestWorks of placement %s/%s: %w", namespace, placement, err)
+	}
+	kept := map[string]bool{}
+	for _, k := range keep {
+		kept[k] = true
+	}
+	var pruned []string
+	var errs []error
+	for i := range list.Items {
+		w := &list.Items[i]
+		if w.Name != name || kept[w.Namespace] {
+			continue
+		}
+		if err := client.IgnoreNotFound(c.Delete(ctx, w)); err != nil {
+			errs = append(errs, fmt.Errorf("deleting manifestwork %s in %s: %w", name, w.Namespace, err))
+			continue
+		}
+		pruned = append(pruned, w.Namespace)
+	}
+	sort.Strings(pruned)
+	return pruned, errors.Join(errs...)
 }

@@ -21,6 +21,7 @@ import (
 	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
 	"github.com/flotilla-dev/flotilla/core/environment"
 	"github.com/flotilla-dev/flotilla/core/environment/fleettest"
+	"github.com/flotilla-dev/flotilla/hub/admin"
 )
 
 // TestPlacementCommandsHaveHelp checks that --help documents get placements and
@@ -374,7 +375,25 @@ func TestPlacementCommands(t *testing.T) {
 		if got := manifestIDs(t, getWork(cl, "hello")); !reflect.DeepEqual(got, []string{"Secret/default/s"}) {
 			t.Errorf("ManifestWork %s/hello has manifests %v after --replace", cl, got)
 		}
+		if got := getWork(cl, "hello").Labels[admin.PlacementWorkLabel]; got != "default.web" {
+			t.Errorf("ManifestWork %s/hello is labelled %s=%q, want default.web", cl, admin.PlacementWorkLabel, got)
+		}
 	}
+	// The placement drops cluster4: --overwrite (clusteradm's name for --replace) takes the
+	// work away from it, and only the work this placement put there.
+	other := &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Namespace: "cluster4", Name: "unrelated"},
+		Spec: workv1.ManifestWorkSpec{Workload: workv1.ManifestsTemplate{Manifests: getWork("cluster4", "hello").Spec.Workload.Manifests}}}
+	mustCreate(other)
+	if err := c.Delete(ctx, &clusterv1beta1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-decision-3"}}); err != nil {
+		t.Fatal(err)
+	}
+	out = mustRun("create", "work", "hello", "-f", single, "--placement", "default/web", "--overwrite")
+	if want := "manifestwork hello updated in cluster2\nmanifestwork hello updated in cluster1\nmanifestwork hello updated in cluster3\n" +
+		"manifestwork hello deleted from cluster4 (no longer selected)\n"; out != want {
+		t.Errorf("create work --placement default/web --overwrite printed %q, want %q", out, want)
+	}
+	wantNoWork("cluster4", "hello")
+	getWork("cluster4", "unrelated")
 
 	// Placements that select nothing, or what cannot take work, write nothing.
 	for _, tc := range []struct {

@@ -51,7 +51,9 @@ The clusters are --clusters, or with --placement NAMESPACE/NAME every cluster th
 Placement currently selects: the clusters its PlacementDecisions list (flotilla get
 placements NAME -n NAMESPACE), in decision order. The decisions are read once: a cluster
 the placement selects later gets no ManifestWork, and one it drops keeps its ManifestWork,
-until create work runs again (with --replace). A placement with no decisions (the placement
+until create work runs again with --replace (or --overwrite, as clusteradm says), which also
+deletes the work from clusters the placement no longer selects (works it placed carry the
+label work.flotilla.dev/placement=<namespace>.<name>). A placement with no decisions (the placement
 controller has not decided it, or no cluster fits) is an error saying why, and nothing is
 created. --clusters and --placement are mutually exclusive.
 
@@ -117,6 +119,21 @@ set them with kubectl (see the README, "Deploying work to clusters").`,
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "manifestwork %s %s in %s\n", args[0], verb, r.Cluster)
 			}
+			if err != nil || placementName == "" {
+				return err
+			}
+			// Works placed by a placement remember it, so a later --replace takes the work away
+			// from clusters the placement no longer selects (clusteradm's --overwrite).
+			if err := admin.LabelPlacementWork(cmd.Context(), c, args[0], placementNS, placementName, clusters); err != nil {
+				return err
+			}
+			if !replace {
+				return nil
+			}
+			pruned, err := admin.PruneWork(cmd.Context(), c, args[0], placementNS, placementName, clusters)
+			for _, cl := range pruned {
+				fmt.Fprintf(cmd.OutOrStdout(), "manifestwork %s deleted from %s (no longer selected)\n", args[0], cl)
+			}
 			return err
 		},
 	}
@@ -124,7 +141,8 @@ set them with kubectl (see the README, "Deploying work to clusters").`,
 	f.StringVarP(&file, "filename", "f", "", "file or directory of manifests (YAML or JSON), or - for standard input")
 	f.StringSliceVar(&clusters, "clusters", nil, "comma-separated names of the managed clusters to deploy to")
 	f.StringVar(&placement, "placement", "", "NAMESPACE/NAME of a Placement: deploy to every cluster its PlacementDecisions currently list")
-	f.BoolVar(&replace, "replace", false, "replace the manifests of an existing ManifestWork of that name instead of failing")
+	f.BoolVar(&replace, "replace", false, "replace the manifests of an existing ManifestWork of that name instead of failing; with --placement, also delete it from the clusters the placement no longer selects")
+	f.BoolVar(&replace, "overwrite", false, "same as --replace (clusteradm's name)")
 	return cmd
 }
 
