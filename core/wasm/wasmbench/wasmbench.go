@@ -97,24 +97,7 @@ func Fleet(n int) []clusterv1.ManagedCluster {
 }
 
 // Milli returns q in milli-units, saturated to int64 (the ABI's resource unit).
-func Milli(q *resource.Quantity) int64 {
-	if v, ok := q.AsInt64(); ok {
-		switch {
-		case v > math.MaxInt64/1000:
-			return math.MaxInt64
-		case v < math.MinInt64/1000:
-			return math.MinInt64 + 1
-		}
-		return v * 1000
-	}
-	if q.Cmp(*resource.NewQuantity(math.MaxInt64/1000, resource.DecimalSI)) > 0 {
-		return math.MaxInt64
-	}
-	if q.Cmp(*resource.NewQuantity(math.MinInt64/1000, resource.DecimalSI)) < 0 {
-		return math.MinInt64 + 1
-	}
-	return q.MilliValue()
-}
+func Milli(q *resource.Quantity) int64 { return clusterv1.MilliValue(q) }
 
 // Source is the abi.ClusterSource over typed ManagedClusters that a placement
 // scheduler hands to a Wasm prioritizer (add-on scores are not part of this fleet).

@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
-
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
 	clusterv1beta1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta1"
@@ -297,7 +294,7 @@ func (s *clusterSource) Resource(i int, kind abi.ResourceKind, name string) (int
 	if !ok {
 		return 0, false
 	}
-	return milli(&q), true
+	return clusterv1.MilliValue(&q), true
 }
 func (s *clusterSource) AddOnScore(i int, resource, score string) (int64, bool) {
 	return s.req.Snapshot.AddOnScore(s.req.Clusters[i].Name, resource, score)
@@ -310,24 +307,4 @@ func (s *clusterSource) MaxDecisionCount() int64 {
 }
 func (s *clusterSource) Selected(i int) bool {
 	return s.req.Snapshot.Selected(s.req.Clusters[i].Name, s.req.Key)
-}
-
-// milli is q in milli-units saturated to int64, the ABI's resource unit.
-func milli(q *resource.Quantity) int64 {
-	if v, ok := q.AsInt64(); ok {
-		switch {
-		case v > math.MaxInt64/1000:
-			return math.MaxInt64
-		case v < math.MinInt64/1000:
-			return math.MinInt64 + 1
-		}
-		return v * 1000
-	}
-	if q.Cmp(*resource.NewQuantity(math.MaxInt64/1000, resource.DecimalSI)) > 0 {
-		return math.MaxInt64
-	}
-	if q.Cmp(*resource.NewQuantity(math.MinInt64/1000, resource.DecimalSI)) < 0 {
-		return math.MinInt64 + 1
-	}
-	return q.MilliValue()
 }

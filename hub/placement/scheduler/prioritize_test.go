@@ -399,8 +399,8 @@ func TestMilli(t *testing.T) {
 	}
 	for _, tc := range cases {
 		q := resource.MustParse(tc.q)
-		if got := milli(&q); got != tc.want {
-			t.Errorf("milli(%s) = %d, want %d", tc.q, got, tc.want)
+		if got := clusterv1.MilliValue(&q); got != tc.want {
+			t.Errorf("MilliValue(%s) = %d, want %d", tc.q, got, tc.want)
 		}
 	}
 }
