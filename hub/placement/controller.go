@@ -19,7 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -75,7 +75,10 @@ type Reconciler struct {
 	// Registry, when set, is watched so placements are decided again when a prioritizer
 	// plugin is loaded, replaced or removed.
 	Registry *wasm.Registry
-	Recorder events.EventRecorder
+	// Recorder records core/v1 Events, as OCM's placement controller: each DecisionCreate of a
+	// page and each new ScoreUpdate is its own Event (kubectl describe lists them), where the
+	// events.k8s.io recorder would fold same-reason events of a placement into one series.
+	Recorder record.EventRecorder
 	Clock    clock.PassiveClock
 	Workers  int
 	Logger   logr.Logger
@@ -83,6 +86,9 @@ type Reconciler struct {
 	index  *decisionIndex
 	snap   snapshotter
 	scores sync.Map // placement key → scoreState
+	// scoreWrites: placement key → when its decisions' scores were last written. The cached
+	// placement may lag our own status write; only this controller writes the time.
+	scoreWrites sync.Map
 }
 
 // scoreState is what ScoreUpdate events remember: a hash of the last scores told and when.
@@ -100,7 +106,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Workers = DefaultWorkers
 	}
 	if r.Recorder == nil {
-		r.Recorder = mgr.GetEventRecorder("placementController")
+		r.Recorder = mgr.GetEventRecorderFor("placementController") //nolint:staticcheck // see Recorder
 	}
 	if r.Logger.GetSink() == nil {
 		r.Logger = mgr.GetLogger().WithName("placement")
@@ -261,6 +267,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, p); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.scores.Delete(req.String())
+			r.scoreWrites.Delete(req.String())
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, err
@@ -277,23 +284,32 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	if res.Misconfigured != "" {
-		return reconcile.Result{}, r.writeStatus(ctx, p, nil, res, nil)
+		return requeueOnConflict(reconcile.Result{}, r.writeStatus(ctx, p, nil, res, nil))
 	}
 	for _, ig := range res.Ignored {
-		r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, EventPrioritizer, "Schedule", "prioritizer skipped (failurePolicy Ignore): %s", ig)
+		r.Recorder.Eventf(p, corev1.EventTypeWarning, EventPrioritizer, "prioritizer skipped (failurePolicy Ignore): %s", ig)
 	}
 	if res.Failed != nil {
-		r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, EventPrioritizer, "Schedule", "decisions kept: %v", res.Failed)
-		return reconcile.Result{RequeueAfter: 30 * time.Second}, r.writeStatus(ctx, p, nil, res, nil)
+		r.Recorder.Eventf(p, corev1.EventTypeWarning, EventPrioritizer, "decisions kept: %v", res.Failed)
+		return requeueOnConflict(reconcile.Result{RequeueAfter: 30 * time.Second}, r.writeStatus(ctx, p, nil, res, nil))
 	}
 	requeue, err := r.writeDecisions(ctx, p, res)
 	if err != nil {
-		return reconcile.Result{}, err
+		return requeueOnConflict(reconcile.Result{}, err)
 	}
 	if res.RequeueAfter > 0 && (requeue == 0 || res.RequeueAfter < requeue) {
 		requeue = res.RequeueAfter
 	}
 	return reconcile.Result{RequeueAfter: requeue}, nil
+}
+
+// requeueOnConflict turns a write conflict (our cached placement was behind) into a quiet
+// retry.
+func requeueOnConflict(res reconcile.Result, err error) (reconcile.Result, error) {
+	if apierrors.IsConflict(err) {
+		return reconcile.Result{Requeue: true}, nil
+	}
+	return res, err
 }
 
 // desiredDecision is one PlacementDecision to have.
@@ -344,9 +360,11 @@ func (r *Reconciler) writeDecisions(ctx context.Context, p *clusterv1beta1.Place
 	}
 	now := r.Clock.Now()
 	limit := scoreRateLimit(p)
-	scoreDue := p.Status.LastScoreUpdateTime == nil || !now.Before(p.Status.LastScoreUpdateTime.Add(limit))
+	key := p.Namespace + "/" + p.Name
+	last := r.lastScoreWrite(key, p)
+	scoreDue := last.IsZero() || !now.Before(last.Add(limit))
 	var requeue time.Duration
-	scoresWritten := false
+	scoresWritten, decisionsChanged := false, false
 	for _, d := range desired {
 		ex := existing[d.name]
 		delete(existing, d.name)
@@ -360,19 +378,20 @@ func (r *Reconciler) writeDecisions(ctx context.Context, p *clusterv1beta1.Place
 			if err := r.createDecision(ctx, p, d); err != nil {
 				return 0, err
 			}
+			decisionsChanged = true
 			scoresWritten = true
-			r.Recorder.Eventf(p, nil, corev1.EventTypeNormal, EventDecisionCreate, "Create",
+			r.Recorder.Eventf(p, corev1.EventTypeNormal, EventDecisionCreate,
 				"Decision %s is created with placement %s in namespace %s", d.name, p.Name, p.Namespace)
 		case !sameClusters(ex.Status.Decisions, d.decisions):
 			if err := r.patchDecisionStatus(ctx, p, ex, d.decisions); err != nil {
 				return 0, err
 			}
-			scoresWritten = true
-			r.Recorder.Eventf(p, nil, corev1.EventTypeNormal, EventDecisionUpdate, "Update",
+			scoresWritten, decisionsChanged = true, true
+			r.Recorder.Eventf(p, corev1.EventTypeNormal, EventDecisionUpdate,
 				"Decision %s is updated with placement %s in namespace %s", d.name, p.Name, p.Namespace)
 		case !sameScores(ex.Status.Decisions, d.decisions):
 			if !scoreDue {
-				requeue = p.Status.LastScoreUpdateTime.Add(limit).Sub(now)
+				requeue = last.Add(limit).Sub(now)
 				continue
 			}
 			if err := r.patchDecisionStatus(ctx, p, ex, d.decisions); err != nil {
@@ -382,26 +401,33 @@ func (r *Reconciler) writeDecisions(ctx context.Context, p *clusterv1beta1.Place
 		}
 	}
 	for name, ex := range existing {
+		decisionsChanged = true
 		if err := client.IgnoreNotFound(r.Client.Delete(ctx, ex)); err != nil {
 			return 0, fmt.Errorf("placement %s/%s: deleting PlacementDecision %s: %w", p.Namespace, p.Name, name, err)
 		}
-		r.Recorder.Eventf(p, nil, corev1.EventTypeNormal, EventDecisionDelete, "Delete",
+		r.Recorder.Eventf(p, corev1.EventTypeNormal, EventDecisionDelete,
 			"Decision %s is deleted with placement %s in namespace %s", name, p.Name, p.Namespace)
 	}
-	r.scoreEvent(p, res, now, limit)
+	if again := r.scoreEvent(p, res, now, limit, decisionsChanged); again > 0 && (requeue == 0 || again < requeue) {
+		requeue = again
+	}
 	var scoreTime *metav1.Time
 	if scoresWritten {
 		t := metav1.NewTime(now)
+		scoreTime = &t
+		r.scoreWrites.Store(key, now)
+	} else if !last.IsZero() {
+		t := metav1.NewTime(last)
 		scoreTime = &t
 	}
 	return requeue, r.writeStatus(ctx, p, groups, res, scoreTime)
 }
 
-// scoreEvent records the feasible clusters' scores when they changed, at most once per
-// scoreRateLimit.
-func (r *Reconciler) scoreEvent(p *clusterv1beta1.Placement, res *scheduler.Result, now time.Time, limit time.Duration) {
+// scoreEvent records the feasible clusters' scores when they changed: at once when the
+// decisions changed too, else at most once per scoreRateLimit (it returns when to look again).
+func (r *Reconciler) scoreEvent(p *clusterv1beta1.Placement, res *scheduler.Result, now time.Time, limit time.Duration, decisionsChanged bool) time.Duration {
 	if len(res.Scored) == 0 {
-		return
+		return 0
 	}
 	var b strings.Builder
 	for i, d := range res.Scored {
@@ -421,12 +447,29 @@ func (r *Reconciler) scoreEvent(p *clusterv1beta1.Placement, res *scheduler.Resu
 	sum := h.Sum64()
 	if v, ok := r.scores.Load(key); ok {
 		st := v.(scoreState)
-		if st.sum == sum || now.Before(st.at.Add(limit)) {
-			return
+		if st.sum == sum {
+			return 0
+		}
+		if !decisionsChanged && now.Before(st.at.Add(limit)) {
+			return st.at.Add(limit).Sub(now)
 		}
 	}
 	r.scores.Store(key, scoreState{sum: sum, at: now})
-	r.Recorder.Eventf(p, nil, corev1.EventTypeNormal, EventScoreUpdate, "Score", "%s", text)
+	r.Recorder.Eventf(p, corev1.EventTypeNormal, EventScoreUpdate, "%s", text)
+	return 0
+}
+
+// lastScoreWrite is when the placement's decision scores were last written: what this
+// controller remembers, or the status (after a restart), whichever is later.
+func (r *Reconciler) lastScoreWrite(key string, p *clusterv1beta1.Placement) time.Time {
+	var last time.Time
+	if t := p.Status.LastScoreUpdateTime; t != nil {
+		last = t.Time
+	}
+	if v, ok := r.scoreWrites.Load(key); ok && v.(time.Time).After(last) {
+		last = v.(time.Time)
+	}
+	return last
 }
 
 func scoreRateLimit(p *clusterv1beta1.Placement) time.Duration {
@@ -557,8 +600,10 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *clusterv1beta1.Placemen
 	if equality.Semantic.DeepEqual(status, &p.Status) {
 		return nil
 	}
-	// A merge patch of the whole status: only this controller writes it.
-	body, err := json.Marshal(map[string]any{"status": status})
+	// A merge patch of the whole status (only this controller writes it), guarded by the
+	// resourceVersion it was computed from: a cached copy behind our own last write must not
+	// put older values back. A conflict just means: decide again.
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": p.ResourceVersion}, "status": status})
 	if err != nil {
 		return err
 	}
