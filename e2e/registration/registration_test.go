@@ -399,14 +399,20 @@ var _ = Describe("Registration", Ordered, func() {
 		}{
 			{"get manifestworks", func(ns string) error { return c1.Get(suiteCtx, client.ObjectKeyFromObject(work(ns)), work(ns)) }},
 			{"list manifestworks", func(ns string) error { return c1.List(suiteCtx, &workv1.ManifestWorkList{}, client.InNamespace(ns)) }},
+			// Read-modify-write races the work agent's own writes to the work: a conflict is
+			// retried, a Forbidden is not.
 			{"update manifestworks", func(ns string) error {
-				w := fresh(work(ns)).(*workv1.ManifestWork)
-				w.Labels = map[string]string{"updated-by": "agent"}
-				return c1.Update(suiteCtx, w)
+				return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+					w := fresh(work(ns)).(*workv1.ManifestWork)
+					w.Labels = map[string]string{"updated-by": "agent"}
+					return c1.Update(suiteCtx, w)
+				})
 			}},
 			{"patch manifestworks", func(ns string) error { return c1.Patch(suiteCtx, work(ns), label) }},
 			{"patch manifestworks/status", func(ns string) error { return c1.Status().Patch(suiteCtx, work(ns), status) }},
-			{"update manifestworks/status", func(ns string) error { return c1.Status().Update(suiteCtx, fresh(work(ns))) }},
+			{"update manifestworks/status", func(ns string) error {
+				return retry.RetryOnConflict(retry.DefaultRetry, func() error { return c1.Status().Update(suiteCtx, fresh(work(ns))) })
+			}},
 			{"delete manifestworks", func(ns string) error {
 				doomed := isolationWork(ns, "isolation-doomed")
 				Expect(hubClient.Create(suiteCtx, doomed)).To(Succeed())

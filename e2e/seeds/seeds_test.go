@@ -193,8 +193,8 @@ spec:
   prioritizerPolicy:
     mode: Exact
     configurations:
-    - scoreCoordinate: {type: Plugin, builtIn: Balance}
-`, mustContain: []string{"spec.prioritizerPolicy.configurations[0].scoreCoordinate.type", `"Plugin"`}}),
+    - scoreCoordinate: {type: Magic, builtIn: Balance}
+`, mustContain: []string{"spec.prioritizerPolicy.configurations[0].scoreCoordinate.type", `"Magic"`}}),
 	Entry("Placement toleration with an unknown effect", invalid{yaml: `
 apiVersion: cluster.open-cluster-management.io/v1beta1
 kind: Placement
