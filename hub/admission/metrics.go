@@ -1,13 +1,12 @@
 package admission
 
 import (
-	"errors"
-	"fmt"
 	"sort"
 
 	"github.com/prometheus/client_golang/prometheus"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	flmetrics "github.com/flotilla-dev/flotilla/core/metrics"
 )
 
 // Metric names.
@@ -33,41 +32,28 @@ type metrics struct {
 func registerMetrics() (*metrics, error) {
 	var err error
 	m := &metrics{}
-	if m.requests, err = register(prometheus.NewCounterVec(prometheus.CounterOpts{
+	if m.requests, err = flmetrics.Register(prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: RequestsMetric, Help: "Admission requests decided by the hub's policies, by resource and result (allowed, denied, error).",
 	}, []string{"resource", "result"})); err != nil {
 		return nil, err
 	}
-	if m.errors, err = register(prometheus.NewCounterVec(prometheus.CounterOpts{
+	if m.errors, err = flmetrics.Register(prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: PolicyErrorsMetric, Help: "Policy evaluations that failed or timed out, each denying its request, by policy and reason.",
 	}, []string{"policy", "reason"})); err != nil {
 		return nil, err
 	}
-	if m.rejected, err = register(prometheus.NewCounterVec(prometheus.CounterOpts{
+	if m.rejected, err = flmetrics.Register(prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: RejectedMetric, Help: "Policy ConfigMap versions refused because they failed to compile or to pass their tests.",
 	}, []string{"configmap"})); err != nil {
 		return nil, err
 	}
-	if m.duration, err = register(prometheus.NewHistogram(prometheus.HistogramOpts{
+	if m.duration, err = flmetrics.Register(prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name: DurationMetric, Help: "Time to evaluate the policies of one admission request.",
 		Buckets: []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.25, 1, 5},
 	})); err != nil {
 		return nil, err
 	}
 	return m, nil
-}
-
-func register[C prometheus.Collector](c C) (C, error) {
-	if err := ctrlmetrics.Registry.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing, nil
-			}
-		}
-		return c, fmt.Errorf("registering admission metric: %w", err)
-	}
-	return c, nil
 }
 
 // sortRules orders rules by group and resource, so the configuration is stable.

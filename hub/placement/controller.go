@@ -83,9 +83,10 @@ type Reconciler struct {
 	Workers  int
 	Logger   logr.Logger
 
-	index  *decisionIndex
-	snap   snapshotter
-	scores sync.Map // placement key → scoreState
+	index   *decisionIndex
+	snap    snapshotter
+	metrics *metrics
+	scores  sync.Map // placement key → scoreState
 	// scoreWrites: placement key → when its decisions' scores were last written. The cached
 	// placement may lag our own status write; only this controller writes the time.
 	scoreWrites sync.Map
@@ -111,6 +112,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Logger.GetSink() == nil {
 		r.Logger = mgr.GetLogger().WithName("placement")
 	}
+	m, err := registerMetrics()
+	if err != nil {
+		return err
+	}
+	r.metrics = m
 	r.index = newDecisionIndex()
 	// A placement's decisions are found through an index, not by scanning its namespace.
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &clusterv1beta1.PlacementDecision{}, decisionOwnerIndex,
@@ -283,6 +289,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	r.metrics.observe(res)
 	if res.Misconfigured != "" {
 		return requeueOnConflict(reconcile.Result{}, r.writeStatus(ctx, p, nil, res, nil))
 	}

@@ -38,7 +38,10 @@ func (f PrioritizerFunc) Score(ctx context.Context, req *ScoreRequest) ([]int64,
 type configured struct {
 	// name as the debug endpoint and events show it: the built-in's name, "AddOn/<resource>/<score>"
 	// or "Plugin/<name>".
-	name          string
+	name string
+	// metricName is name without the AddOn resource and score, which would make metric
+	// labels unbounded.
+	metricName    string
 	weight        int32
 	prioritizer   Prioritizer
 	failurePolicy wasm.FailurePolicy
@@ -113,6 +116,10 @@ func (sch *Scheduler) prioritizers(p *clusterv1beta1.Placement) ([]configured, e
 			return nil, err
 		}
 		c.weight = e.weight
+		c.metricName = c.name
+		if e.coord.Type == clusterv1beta1.ScoreCoordinateTypeAddOn {
+			c.metricName = clusterv1beta1.ScoreCoordinateTypeAddOn
+		}
 		out = append(out, c)
 	}
 	return out, nil

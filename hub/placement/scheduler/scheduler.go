@@ -58,6 +58,21 @@ type PrioritizerResult struct {
 	Error string `json:"error,omitempty"`
 }
 
+// Timing is how long one stage or prioritizer took.
+type Timing struct {
+	Stage    string
+	Duration time.Duration
+	// Failed is set for a prioritizer that failed.
+	Failed bool
+}
+
+// Stage names of Timings besides the filter stages.
+const (
+	StageCandidates = "Candidates"
+	StagePrioritize = "Prioritize"
+	StageSelect     = "Select"
+)
+
 // Decision is one selected cluster.
 type Decision struct {
 	ClusterName string
@@ -90,6 +105,9 @@ type Result struct {
 	Ignored []string
 	// RequeueAfter is when the decision may change by itself (a toleration running out).
 	RequeueAfter time.Duration
+	// Timings are the durations of the stages that ran (Stage* names, then "Prioritize/<name>"
+	// per prioritizer and "Select"), for metrics.
+	Timings []Timing `json:"-"`
 	// Scored are the feasible clusters with their final scores, in name order.
 	Scored []Decision `json:"-"`
 	// What each stage did, filled by Schedule (not Decide): the debug endpoint's answer.
@@ -133,7 +151,14 @@ func (sch *Scheduler) schedule(ctx context.Context, snap *Snapshot, p *clusterv1
 		return res, nil
 	}
 
+	mark := time.Now()
+	lap := func(stage string, failed bool) {
+		now := time.Now()
+		res.Timings = append(res.Timings, Timing{Stage: stage, Duration: now.Sub(mark), Failed: failed})
+		mark = now
+	}
 	cands, _, reason, msg := snap.candidates(p)
+	lap(StageCandidates, false)
 	if reason != "" {
 		res.Reason, res.Message = reason, msg
 		res.Groups = []Group{{Index: 0}}
@@ -161,6 +186,8 @@ func (sch *Scheduler) schedule(ctx context.Context, snap *Snapshot, p *clusterv1
 	if explain {
 		res.Filters = append(res.Filters, FilterResult{Name: StagePredicate, Clusters: names(matched)})
 	}
+
+	lap(StagePredicate, false)
 
 	// TaintToleration.
 	var feasible []*clusterv1.ManagedCluster
@@ -196,6 +223,8 @@ func (sch *Scheduler) schedule(ctx context.Context, snap *Snapshot, p *clusterv1
 		return res, nil
 	}
 
+	lap(StageTaintToleration, false)
+
 	// Prioritize.
 	total := make([]int64, len(feasible))
 	req := &ScoreRequest{Placement: p, Key: key, Clusters: feasible, Snapshot: snap}
@@ -204,6 +233,7 @@ func (sch *Scheduler) schedule(ctx context.Context, snap *Snapshot, p *clusterv1
 		if err == nil && len(scores) != len(feasible) {
 			err = fmt.Errorf("answered %d scores for %d clusters", len(scores), len(feasible))
 		}
+		lap(StagePrioritize+"/"+pr.metricName, err != nil)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -282,6 +312,7 @@ func (sch *Scheduler) schedule(ctx context.Context, snap *Snapshot, p *clusterv1
 		res.Satisfied, res.Reason, res.Message = true, clusterv1beta1.PlacementReasonAllDecisionsScheduled, "All cluster decisions scheduled"
 	}
 	res.Groups = groups(p, selected, snap)
+	lap(StageSelect, false)
 	return res, nil
 }
 
