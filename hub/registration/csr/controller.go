@@ -2,7 +2,6 @@ package csr
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -19,13 +18,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
 	"github.com/flotilla-dev/flotilla/core/apply"
+	flmetrics "github.com/flotilla-dev/flotilla/core/metrics"
 	"github.com/flotilla-dev/flotilla/hub/registration/managedcluster"
 	"github.com/flotilla-dev/flotilla/sdk/abi"
 )
@@ -64,20 +63,10 @@ const PluginFailuresMetric = "flotilla_csr_approval_plugin_failures_total"
 // registerFailures registers (or reuses, when several hubs share a process) the failure counter
 // in controller-runtime's metrics registry.
 func registerFailures() (*prometheus.CounterVec, error) {
-	c := prometheus.NewCounterVec(prometheus.CounterOpts{
+	return flmetrics.Register(prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: PluginFailuresMetric,
 		Help: "CSRApproval plugin calls that failed and so gave no decision, by plugin.",
-	}, []string{"plugin"})
-	if err := metrics.Registry.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(*prometheus.CounterVec); ok {
-				return existing, nil
-			}
-		}
-		return nil, fmt.Errorf("registering metric %s: %w", PluginFailuresMetric, err)
-	}
-	return c, nil
+	}, []string{"plugin"}))
 }
 
 // SetupWithManager watches CSRs, ManagedClusters (acceptance changes what renewal plugins
