@@ -37,6 +37,10 @@ func New(registry *wasm.Registry, builtIns func(string) (string, bool)) *Schedul
 	return &Scheduler{Registry: registry, BuiltIns: builtIns}
 }
 
+// parallelScoring is the number of feasible clusters from which a placement's prioritizers
+// score concurrently; below it a goroutine costs more than it saves.
+const parallelScoring = 512
+
 // Stage names, as OCM's debug output shows them.
 const (
 	StagePredicate       = "Predicate"
@@ -228,12 +232,37 @@ func (sch *Scheduler) schedule(ctx context.Context, snap *Snapshot, p *clusterv1
 	// Prioritize.
 	total := make([]int64, len(feasible))
 	req := &ScoreRequest{Placement: p, Key: key, Clusters: feasible, Snapshot: snap}
-	for _, pr := range prios {
-		scores, err := pr.prioritizer.Score(ctx, req)
+	// The prioritizers are independent: with many clusters they score at once, and their
+	// answers are summed in configuration order.
+	type answer struct {
+		scores []int64
+		err    error
+		took   time.Duration
+	}
+	answers := make([]answer, len(prios))
+	score := func(i int) {
+		start := time.Now()
+		answers[i].scores, answers[i].err = prios[i].prioritizer.Score(ctx, req)
+		answers[i].took = time.Since(start)
+	}
+	if len(prios) > 1 && len(feasible) >= parallelScoring {
+		var wg sync.WaitGroup
+		for i := range prios {
+			wg.Add(1)
+			go func() { defer wg.Done(); score(i) }()
+		}
+		wg.Wait()
+	} else {
+		for i := range prios {
+			score(i)
+		}
+	}
+	for i, pr := range prios {
+		scores, err := answers[i].scores, answers[i].err
 		if err == nil && len(scores) != len(feasible) {
 			err = fmt.Errorf("answered %d scores for %d clusters", len(scores), len(feasible))
 		}
-		lap(StagePrioritize+"/"+pr.metricName, err != nil)
+		res.Timings = append(res.Timings, Timing{Stage: StagePrioritize + "/" + pr.metricName, Duration: answers[i].took, Failed: err != nil})
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -274,6 +303,7 @@ func (sch *Scheduler) schedule(ctx context.Context, snap *Snapshot, p *clusterv1
 	}
 
 	// Select.
+	selectStart := time.Now()
 	order := make([]int, len(feasible))
 	for i := range order {
 		order[i] = i
@@ -312,7 +342,7 @@ func (sch *Scheduler) schedule(ctx context.Context, snap *Snapshot, p *clusterv1
 		res.Satisfied, res.Reason, res.Message = true, clusterv1beta1.PlacementReasonAllDecisionsScheduled, "All cluster decisions scheduled"
 	}
 	res.Groups = groups(p, selected, snap)
-	lap(StageSelect, false)
+	res.Timings = append(res.Timings, Timing{Stage: StageSelect, Duration: time.Since(selectStart)})
 	return res, nil
 }
 
