@@ -344,7 +344,9 @@ spec:
 		}
 		Eventually(func() []string { return scored(ctx, ns, "placement1") }, "10s").Should(Equal([]string{"ratelimit-1:90", "ratelimit-2:70"}))
 		Expect(time.Now()).To(BeTemporally(">=", last.Add(5*time.Second)))
-		Expect(placementOf(ctx, ns, "placement1").Status.LastScoreUpdateTime.Time).To(BeTemporally(">=", last.Add(5*time.Second)))
+		// The placement's status is written after its decisions.
+		Eventually(func() time.Time { return placementOf(ctx, ns, "placement1").Status.LastScoreUpdateTime.Time }).
+			Should(BeTemporally(">=", last.Add(5*time.Second)))
 
 		By("a score change that changes the clusters, within the limit")
 		setScore(ctx, "ratelimit-3", "default", nil, map[string]int32{"cpuAvailable": 100})
