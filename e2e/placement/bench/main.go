@@ -252,7 +252,7 @@ func placement(ns, name string) *clusterv1beta1.Placement {
 	return &clusterv1beta1.Placement{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: clusterv1beta1.PlacementSpec{
-			NumberOfClusters: &ten,
+			NumberOfClusters:  &ten,
 			PrioritizerPolicy: clusterv1beta1.PrioritizerPolicy{Mode: clusterv1beta1.PrioritizerPolicyModeExact, Configurations: configs},
 		},
 	}
