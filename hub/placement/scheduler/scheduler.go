@@ -1,10 +1,12 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -308,21 +310,31 @@ func (sch *Scheduler) schedule(ctx context.Context, snap *Snapshot, p *clusterv1
 	for i := range order {
 		order[i] = i
 	}
-	sort.SliceStable(order, func(a, b int) bool {
-		ca, cb := feasible[order[a]], feasible[order[b]]
+	// Sort keys computed once per cluster, not per comparison: feasible is in name order, so
+	// the index breaks the last tie.
+	avoid, selectedNow := make([]bool, len(feasible)), make([]bool, len(feasible))
+	for i, c := range feasible {
+		avoid[i], selectedNow[i] = preferNo[c.Name], snap.Selected(c.Name, key)
+	}
+	slices.SortFunc(order, func(a, b int) int {
 		// Untolerated PreferNoSelect clusters come last, whatever their score.
-		if preferNo[ca.Name] != preferNo[cb.Name] {
-			return !preferNo[ca.Name]
+		if avoid[a] != avoid[b] {
+			if avoid[b] {
+				return -1
+			}
+			return 1
 		}
-		if total[order[a]] != total[order[b]] {
-			return total[order[a]] > total[order[b]]
+		if total[a] != total[b] {
+			return cmp.Compare(total[b], total[a])
 		}
 		// Ties keep what is selected now, then go by name.
-		sa, sb := snap.Selected(ca.Name, key), snap.Selected(cb.Name, key)
-		if sa != sb {
-			return sa
+		if selectedNow[a] != selectedNow[b] {
+			if selectedNow[a] {
+				return -1
+			}
+			return 1
 		}
-		return ca.Name < cb.Name
+		return cmp.Compare(a, b)
 	})
 	want := len(feasible)
 	if n := p.Spec.NumberOfClusters; n != nil {
