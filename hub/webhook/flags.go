@@ -5,14 +5,16 @@ import (
 )
 
 // FlagsHelp explains the webhook server in a command's --help; it ends with a sentence.
-const FlagsHelp = `The hub serves admission webhooks (ManifestWork validation) and registers them in the
-ValidatingWebhookConfiguration flotilla-hub, trusting a CA it creates and rotates itself
-(Secret open-cluster-management-hub/flotilla-hub-webhook-certs). By default it listens on a
+const FlagsHelp = `The hub serves admission webhooks (ManifestWork validation, the Rego policies) and
+registers them in the ValidatingWebhookConfiguration flotilla-hub, trusting a CA it creates
+and rotates itself (Secret open-cluster-management-hub/flotilla-hub-webhook-certs). By default it listens on a
 free port of 127.0.0.1, which an API server on the same machine reaches. An API server
 elsewhere needs --webhook-bind-address and --webhook-host (the name or IP it reaches the hub
 at), or, for a hub running in that cluster, --webhook-service. The configuration stays when
 the hub stops, as OCM's does: until the hub is back, creating a ManifestWork or changing its
-spec fails (failure policy Fail), while labels, finalizers, status and deletes still work.`
+spec fails (failure policy Fail), and so does a change of labels or annotations of what a
+policy matches (a ManagedCluster's cluster-set label, for one), while finalizers, status and
+deletes still work.`
 
 // Flags are the webhook server's command-line flags.
 type Flags struct {
