@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/common/types/traits"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -170,6 +173,26 @@ func (l claimLabels) Lookup(key string) (string, bool) { return l.find(key) }
 func newCELEnv() (*cel.Env, error) {
 	return cel.NewEnv(
 		cel.Variable("managedCluster", cel.DynType),
+		// managedCluster.scores("<AddOnPlacementScore>") lists that resource's valid scores as
+		// {name, value}, as OCM's CEL selector offers.
+		cel.Function("scores", cel.MemberOverload("managedcluster_scores_string",
+			[]*cel.Type{cel.DynType, cel.StringType}, cel.ListType(cel.DynType),
+			cel.BinaryBinding(func(cluster, resource ref.Val) ref.Val {
+				m, ok := cluster.(traits.Mapper)
+				if !ok {
+					return types.NewErr("scores: the receiver must be managedCluster")
+				}
+				all, found := m.Find(types.String(scoresKey))
+				if !found {
+					return types.NewDynamicList(types.DefaultTypeAdapter, []any{})
+				}
+				if byName, ok := all.(traits.Mapper); ok {
+					if list, found := byName.Find(resource); found {
+						return list
+					}
+				}
+				return types.NewDynamicList(types.DefaultTypeAdapter, []any{})
+			}))),
 		library.Lists(), library.Regex(), library.URLs(), library.Quantity(), library.IP(), library.CIDR(),
 		library.Format(), library.SemverLib(),
 	)
@@ -217,6 +240,9 @@ func (sch *Scheduler) celProgram(expr string) (cel.Program, error) {
 	}
 	return e.prg, e.err
 }
+
+// scoresKey holds, in the object CEL sees, the cluster's AddOnPlacementScores for scores().
+const scoresKey = "__scores"
 
 // clusterObject is c as the JSON map CEL sees.
 func clusterObject(c *clusterv1.ManagedCluster) map[string]any {

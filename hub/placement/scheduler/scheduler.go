@@ -178,6 +178,7 @@ func (sch *Scheduler) schedule(ctx context.Context, snap *Snapshot, p *clusterv1
 		ok, err := snap.matches(c, preds, func() map[string]any {
 			if obj == nil {
 				obj = clusterObject(c)
+				obj[scoresKey] = snap.scoresOf(c.Name)
 			}
 			return obj
 		})

@@ -200,3 +200,19 @@ func (s *Snapshot) MaxDecisionCount(placement string) int64 {
 	}
 	return hi
 }
+
+// scoresOf is the cluster's valid AddOnPlacementScores for CEL: resource name → [{name, value}].
+func (s *Snapshot) scoresOf(cluster string) map[string]any {
+	out := map[string]any{}
+	for name, sc := range s.scores[cluster] {
+		if v := sc.Status.ValidUntil; v != nil && !s.Now.Before(v.Time) {
+			continue
+		}
+		items := make([]any, 0, len(sc.Status.Scores))
+		for _, it := range sc.Status.Scores {
+			items = append(items, map[string]any{"name": it.Name, "value": int64(it.Value)})
+		}
+		out[name] = items
+	}
+	return out
+}
