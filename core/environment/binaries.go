@@ -100,3 +100,13 @@ func binaryPath(dir, name string) (string, error) {
 	}
 	return p, nil
 }
+
+// FlotillaBinary is the flotilla binary `make build` puts in BinDir, for benchmarks that run
+// a component as its own process.
+func FlotillaBinary() (string, error) {
+	dir, err := BinDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "flotilla"), nil
+}

@@ -18,7 +18,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -71,12 +70,12 @@ func main() {
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	if *binary == "" {
-		dir, err := environment.BinDir()
+		b, err := environment.FlotillaBinary()
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "bench-placement:", err)
 			os.Exit(1)
 		}
-		*binary = filepath.Join(dir, "flotilla")
+		*binary = b
 	}
 	line, err := run(ctx, *binary, *clusters, *small, *large, *verbose)
 	if err != nil {

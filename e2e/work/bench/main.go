@@ -52,12 +52,12 @@ func main() {
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	if *binary == "" {
-		dir, err := environment.BinDir()
+		b, err := environment.FlotillaBinary()
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "bench-work:", err)
 			os.Exit(1)
 		}
-		*binary = filepath.Join(dir, "flotilla")
+		*binary = b
 	}
 	line, err := run(ctx, *binary, *sequential, *fanout, *verbose)
 	if err != nil {
