@@ -88,6 +88,9 @@ type ControlPlaneOptions struct {
 	// SimulatedNodeCapacity is each simulated Node's capacity and allocatable; nil means
 	// DefaultSimulatedNodeCapacity.
 	SimulatedNodeCapacity corev1.ResourceList
+	// Profiling serves kube-apiserver's Go profiles at /debug/pprof (to users allowed the
+	// nonResourceURL, e.g. the admin), for benchmarks that look for where its time goes.
+	Profiling bool
 	// Log receives progress messages. Default: discarded.
 	Log io.Writer
 }
@@ -393,7 +396,7 @@ func (cp *ControlPlane) start(ctx context.Context) error {
 		// The kubernetes service would point at a loopback address, which Endpoints
 		// validation rejects; nothing in Flotilla reaches the API server through it.
 		"--endpoint-reconciler-type=none",
-		"--profiling=false",
+		"--profiling=" + strconv.FormatBool(cp.opts.Profiling),
 	}
 	if cp.opts.Workloads {
 		// TaintNodesByCondition taints every new Node node.kubernetes.io/not-ready until

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,6 +32,8 @@ type Module struct {
 	failurePolicy FailurePolicy
 	highWater     uint64
 	hasABIExport  bool
+	// stdio: the module accepts the bulk transport (abi.ExportStdio).
+	stdio bool
 	// declared is what a FeedbackExtractor's declare_resources answered at load (declare.go).
 	declared *abi.FeedbackResources
 
@@ -69,7 +72,8 @@ func (m *Module) ABIVersion() int { return m.abiVersion }
 // Limits are the effective limits after defaults and clamping.
 func (m *Module) Limits() Limits { return m.limits }
 
-// Warnings describes limits that were clamped to the engine maxima.
+// Warnings describes limits that were clamped to the engine maxima, and a module that
+// could not be instrumented with loop fuel (so its loops run slower).
 func (m *Module) Warnings() []string { return slices.Clone(m.warnings) }
 
 // FailurePolicy is the policy given in the ModuleSpec (Fail when unset).
@@ -80,6 +84,9 @@ type instance struct {
 	plugin *extism.Plugin
 	budget *memoryBudget
 	stderr *headBuffer
+	stdin  *stdioInput
+	stdout *stdioOutput
+	header []byte
 }
 
 func (in *instance) close(ctx context.Context) { _ = in.plugin.Close(ctx) }
@@ -87,14 +94,22 @@ func (in *instance) close(ctx context.Context) { _ = in.plugin.Close(ctx) }
 func (m *Module) newInstance(ctx context.Context) (*instance, error) {
 	budget := newMemoryBudget(m.limits.MemoryBytes)
 	stderr := newHeadBuffer(1024)
+	stdin, stdout := &stdioInput{}, &stdioOutput{max: math.MaxInt32}
+	if m.limits.MemoryBytes > 0 && m.limits.MemoryBytes < math.MaxInt32 {
+		stdout.max = int(m.limits.MemoryBytes)
+	}
 	// wazero reads the allocator from the instantiation context; both the Extism kernel
 	// and the guest draw from the same budget.
 	ictx := experimental.WithMemoryAllocator(ctx, experimental.MemoryAllocatorFunc(budget.Allocate))
-	p, err := m.compiled.Instance(ictx, extism.PluginInstanceConfig{ModuleConfig: newModuleConfig(stderr)})
+	// A wasm start function runs here, outside any Extism call, and Extism's wrapper
+	// refuses host calls without a plugin in the context: give deadlineCheck (which
+	// needs none) one, so such a function may run past its fuel.
+	ictx = context.WithValue(ictx, extism.PluginCtxKey("plugin"), (*extism.Plugin)(nil))
+	p, err := m.compiled.Instance(ictx, extism.PluginInstanceConfig{ModuleConfig: newModuleConfig(stderr, stdin, stdout)})
 	if err != nil {
 		return nil, err
 	}
-	in := &instance{plugin: p, budget: budget, stderr: stderr}
+	in := &instance{plugin: p, budget: budget, stderr: stderr, stdin: stdin, stdout: stdout}
 	if budget.hit.Load() {
 		in.close(ctx)
 		return nil, fmt.Errorf("initial memory of %d bytes exceeds the memory limit of %d bytes", budget.Bytes(), m.limits.MemoryBytes)
@@ -128,6 +143,7 @@ func (m *Module) validate(ctx context.Context, required []string, config []byte)
 			m.typ, strings.Join(required, ", "), strings.Join(missing, ", "))
 	}
 	m.hasABIExport = in.plugin.FunctionExists(abi.ExportABIVersion)
+	m.stdio = in.plugin.FunctionExists(abi.ExportStdio)
 	if m.hasABIExport {
 		out, err := m.callOn(ctx, in, abi.ExportABIVersion, nil)
 		if err != nil {
@@ -246,7 +262,22 @@ func (m *Module) callOn(ctx context.Context, in *instance, export string, input 
 	defer cancel()
 	in.budget.hit.Store(false)
 	in.stderr.Reset()
+	in.stdout.reset()
+	if m.stdio {
+		in.stdin.set(input)
+		in.header = abi.AppendStdioHeader(in.header[:0], len(input))
+		input = in.header
+		defer in.stdin.set(nil)
+	}
 	rc, out, err := in.plugin.CallWithContext(cctx, export, input)
+	if err == nil && rc == 0 && m.stdio {
+		if n, ok := abi.ParseStdioHeader(out); ok {
+			if out, ok = in.stdout.take(n); !ok {
+				in.close(context.WithoutCancel(ctx))
+				return nil, InvalidOutput(m.name, export, nil, "the output header announces %d bytes on stdout, the guest wrote %d", n, len(in.stdout.b))
+			}
+		}
+	}
 	if m.aborted.Load() {
 		in.close(context.WithoutCancel(ctx))
 		return nil, &CallError{Plugin: m.name, Export: export, Kind: KindClosed, Err: err, Message: "module was closed while the call was running"}
@@ -270,6 +301,9 @@ func (m *Module) classify(ctx, cctx context.Context, in *instance, export string
 	case ctx.Err() != nil && cctx.Err() != nil:
 		ce.Kind = KindCanceled
 		ce.Message = fmt.Sprintf("caller gave up: %v", ctx.Err())
+	// A guest stopped at its deadline fails with deadlineCheck's panic (errInterrupted,
+	// wrapped by wazero) or, not instrumented, with wazero's exit error; either way
+	// cctx is done by then, so the context decides between the two kinds.
 	case cctx.Err() != nil || (isExit && exit.ExitCode() == sys.ExitCodeDeadlineExceeded):
 		ce.Kind = KindTimeout
 		ce.Message = fmt.Sprintf("did not return within the %s call timeout", m.limits.CallTimeout)

@@ -3,6 +3,7 @@ package placement
 import (
 	"sync"
 
+	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
 	clusterv1beta1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta1"
 )
 
@@ -103,6 +104,40 @@ func (x *decisionIndex) MaxDecisionCount(placement string) int64 {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	own := x.byPlacement[placement]
+	var hi int
+	for cluster, n := range x.count {
+		if own[cluster] > 0 {
+			n--
+		}
+		hi = max(hi, n)
+	}
+	return int64(hi)
+}
+
+// Decided is the set of clusters placement selects; the caller owns it.
+func (x *decisionIndex) Decided(placement string) map[string]bool {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	out := make(map[string]bool, len(x.byPlacement[placement]))
+	for c := range x.byPlacement[placement] {
+		out[c] = true
+	}
+	return out
+}
+
+// DecisionCounts sets counts[i] to DecisionCount(clusters[i].Name, placement) and returns
+// MaxDecisionCount(placement), under one read lock.
+func (x *decisionIndex) DecisionCounts(placement string, clusters []*clusterv1.ManagedCluster, counts []int64) int64 {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	own := x.byPlacement[placement]
+	for i, c := range clusters {
+		n := x.count[c.Name]
+		if own[c.Name] > 0 {
+			n--
+		}
+		counts[i] = int64(n)
+	}
 	var hi int
 	for cluster, n := range x.count {
 		if own[cluster] > 0 {

@@ -5,6 +5,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
 	clusterv1beta1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta1"
 )
 
@@ -30,6 +31,15 @@ func TestDecisionIndex(t *testing.T) {
 		}
 		if got := x.Selected(cluster, placement); got != selected {
 			t.Errorf("Selected(%s, %s) = %v, want %v", cluster, placement, got, selected)
+		}
+		// The bulk answers of a scheduling pass agree with the single ones.
+		if got := x.Decided(placement)[cluster]; got != selected {
+			t.Errorf("Decided(%s)[%s] = %v, want %v", placement, cluster, got, selected)
+		}
+		counts := make([]int64, 1)
+		hi := x.DecisionCounts(placement, []*clusterv1.ManagedCluster{{ObjectMeta: metav1.ObjectMeta{Name: cluster}}}, counts)
+		if counts[0] != count || hi != x.MaxDecisionCount(placement) {
+			t.Errorf("DecisionCounts(%s, [%s]) = %v, max %d; want [%d], max %d", placement, cluster, counts, hi, count, x.MaxDecisionCount(placement))
 		}
 	}
 	check("a", "ns/p1", 2, true) // p2 and other/p1 besides ns/p1

@@ -10,14 +10,19 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
+	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,6 +52,13 @@ import (
 // pprofAddr, when set, is passed to flotilla hub --pprof-bind-address.
 var pprofAddr string
 
+// apiserverProfile, when set, receives a CPU profile of kube-apiserver taken during the first run.
+var apiserverProfile string
+
+// floorRun, when set, also times the writes alone: no hub, a client doing for each placement
+// exactly what the placement controller must write (see floor).
+var floorRun bool
+
 // withBuiltIns adds the Wasm built-in prioritizers to the benchmark placement.
 var withBuiltIns = true
 
@@ -63,6 +75,8 @@ func main() {
 	timeout := flag.Duration("timeout", 30*time.Minute, "give up after this long")
 	verbose := flag.Bool("v", false, "log the hub's output to stderr")
 	flag.StringVar(&pprofAddr, "pprof", "", "have the hub serve Go profiles at this address, e.g. 127.0.0.1:6060")
+	flag.StringVar(&apiserverProfile, "apiserver-profile", "", "write a CPU profile of kube-apiserver during the first run to this file (go tool pprof reads it)")
+	flag.BoolVar(&floorRun, "floor", false, "after the runs, time the API writes alone (no hub, no scheduling) in the same shapes: the API server's floor on this machine")
 	flag.BoolVar(&withBuiltIns, "builtins", true, "score with the Wasm built-ins ResourceAllocatableCPU and Balance besides the AddOn score (false: the AddOn score alone, to see the rest of the cost)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -92,7 +106,8 @@ func run(ctx context.Context, binary string, clusters, small, large int, verbose
 	}
 	ctrllog.SetLogger(logr.Discard())
 	fmt.Fprintln(os.Stderr, "starting the hub API server")
-	cp, err := environment.StartControlPlane(ctx, environment.ControlPlaneOptions{Name: environment.HubName, AllCRDs: true})
+	cp, err := environment.StartControlPlane(ctx, environment.ControlPlaneOptions{Name: environment.HubName, AllCRDs: true,
+		Profiling: apiserverProfile != ""})
 	if err != nil {
 		return "", err
 	}
@@ -126,6 +141,9 @@ func run(ctx context.Context, binary string, clusters, small, large int, verbose
 	if err := waitReady(ctx, c); err != nil {
 		return "", err
 	}
+	if err := settle(ctx, cfg, cp.URL); err != nil {
+		return "", err
+	}
 
 	watcher, err := newWatcher(ctx, cfg, scheme)
 	if err != nil {
@@ -133,13 +151,33 @@ func run(ctx context.Context, binary string, clusters, small, large int, verbose
 	}
 	pids := append([]int{hub.Process.Pid}, cp.PIDs()...)
 	before := cpu(pids)
+	profiled := make(chan error, 1)
+	if apiserverProfile != "" {
+		go func() { profiled <- profile(ctx, cfg, cp.URL, apiserverProfile) }()
+	} else {
+		profiled <- nil
+	}
+	reqsBefore, err := requests(ctx, cfg, cp.URL)
+	if err != nil {
+		return "", err
+	}
 	smallTime, err := decide(ctx, c, watcher, "bench-small", small)
 	if err != nil {
+		return "", err
+	}
+	if err := reportRequests(ctx, cfg, cp.URL, reqsBefore); err != nil {
+		return "", err
+	}
+	if err := <-profiled; err != nil {
 		return "", err
 	}
 	before = reportCPU(pids, before)
 	fmt.Fprintf(os.Stderr, "%d placements × %d clusters: %.2f s\n", small, clusters, smallTime.Seconds())
 	if err := c.DeleteAllOf(ctx, &clusterv1beta1.Placement{}, client.InNamespace("bench-small")); err != nil {
+		return "", err
+	}
+	// The garbage collector deletes the small run's decisions; the large run starts after.
+	if err := settle(ctx, cfg, cp.URL); err != nil {
 		return "", err
 	}
 	before = cpu(pids)
@@ -152,6 +190,20 @@ func run(ctx context.Context, binary string, clusters, small, large int, verbose
 	rss, err := environment.RSSMiB(hub.Process.Pid)
 	if err != nil {
 		return "", err
+	}
+	if floorRun {
+		stopHub()
+		_ = hub.Wait()
+		for i, n := range []int{small, large} {
+			pids := cp.PIDs()
+			before := cpu(pids)
+			t, err := floor(ctx, c, fmt.Sprintf("floor-%d", i), n)
+			if err != nil {
+				return "", err
+			}
+			reportCPU(pids, before)
+			fmt.Fprintf(os.Stderr, "floor: %d placements' writes alone: %.2f s\n", n, t.Seconds())
+		}
 	}
 	return fmt.Sprintf("placement p%dx%d_s=%.2f p%dx%d_s=%.2f hub_rss_mib=%.1f",
 		small, clusters, smallTime.Seconds(), large, clusters, largeTime.Seconds(), rss), nil
@@ -319,6 +371,212 @@ func decide(ctx context.Context, c client.Client, w *watcher, ns string, n int) 
 		}
 	}
 	fmt.Fprintf(os.Stderr, "  created in %.2f s, decided in %.2f s\n", created.Seconds(), time.Since(start).Seconds())
+	return time.Since(start), nil
+}
+
+// settle waits until the API server has served no write (but lease renewals) for two seconds: what the fleet's
+// creation set off (the hub's registration controllers, kube-controller-manager's
+// namespace controllers, the garbage collector) is done and not counted in the runs.
+func settle(ctx context.Context, cfg *rest.Config, url string) error {
+	writes := func() (float64, error) {
+		reqs, err := requests(ctx, cfg, url)
+		var n float64
+		for k, v := range reqs {
+			// Lease renewals go on forever; they are not the fleet's creation.
+			if verb, res, _ := strings.Cut(k, " "); verb != "GET" && verb != "LIST" && res != "leases" {
+				n += v
+			}
+		}
+		return n, err
+	}
+	last, err := writes()
+	if err != nil {
+		return err
+	}
+	for quiet := time.Duration(0); quiet < 2*time.Second; {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the API server to settle: %w", ctx.Err())
+		case <-time.After(500 * time.Millisecond):
+		}
+		n, err := writes()
+		if err != nil {
+			return err
+		}
+		if n == last {
+			quiet += 500 * time.Millisecond
+		} else {
+			quiet, last = 0, n
+		}
+	}
+	return nil
+}
+
+// requests reads the API server's request counts per verb and resource (apiserver_request_total).
+func requests(ctx context.Context, cfg *rest.Config, url string) (map[string]float64, error) {
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("reading kube-apiserver metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	label := func(line, name string) string {
+		_, v, ok := strings.Cut(line, name+`="`)
+		if !ok {
+			return ""
+		}
+		v, _, _ = strings.Cut(v, `"`)
+		return v
+	}
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "apiserver_request_total{") {
+			continue
+		}
+		verb, res, sub := label(line, "verb"), label(line, "resource"), label(line, "subresource")
+		if verb == "WATCH" || verb == "CONNECT" {
+			continue
+		}
+		if sub != "" {
+			res += "/" + sub
+		}
+		f := strings.Fields(line)
+		n, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if err != nil {
+			continue
+		}
+		out[verb+" "+res] += n
+	}
+	return out, sc.Err()
+}
+
+// reportRequests prints the requests the API server served since before, most first: where
+// its time went.
+func reportRequests(ctx context.Context, cfg *rest.Config, url string, before map[string]float64) error {
+	now, err := requests(ctx, cfg, url)
+	if err != nil {
+		return err
+	}
+	type kv struct {
+		k string
+		n float64
+	}
+	var diff []kv
+	for k, n := range now {
+		if d := n - before[k]; d >= 1 {
+			diff = append(diff, kv{k, d})
+		}
+	}
+	sort.Slice(diff, func(i, j int) bool { return diff[i].n > diff[j].n })
+	fmt.Fprint(os.Stderr, "  API requests:")
+	for _, e := range diff {
+		fmt.Fprintf(os.Stderr, " %s=%.0f", e.k, e.n)
+	}
+	fmt.Fprintln(os.Stderr)
+	return nil
+}
+
+// profile writes a CPU profile of the API server at url (5 s) to path.
+func profile(ctx context.Context, cfg *rest.Config, url, path string) error {
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/debug/pprof/profile?seconds=5", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("profiling kube-apiserver: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("profiling kube-apiserver: %s", resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// floor does, with the same concurrency as the hub's workers, the writes the placement
+// controller cannot avoid for n new placements, with nothing decided: the user's create, the
+// PlacementDecision's create and its status (ten clusters), the placement's status. The time
+// is what the API server alone needs on this machine.
+func floor(ctx context.Context, c client.Client, ns string, n int) (time.Duration, error) {
+	if err := namespaceWithBinding(ctx, c, ns); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	created := make(chan *clusterv1beta1.Placement, n)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		defer close(created)
+		cg, cctx := errgroup.WithContext(gctx)
+		cg.SetLimit(32)
+		for i := range n {
+			cg.Go(func() error {
+				p := placement(ns, fmt.Sprintf("placement-%05d", i))
+				if err := c.Create(cctx, p); err != nil {
+					return err
+				}
+				created <- p
+				return nil
+			})
+		}
+		return cg.Wait()
+	})
+	for range 16 {
+		g.Go(func() error {
+			for p := range created {
+				d := &clusterv1beta1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: p.Name + "-decision-1",
+					Labels: map[string]string{clusterv1beta1.PlacementLabel: p.Name, clusterv1beta1.DecisionGroupIndexLabel: "0",
+						clusterv1beta1.DecisionGroupNameLabel: ""},
+					OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(p, clusterv1beta1.GroupVersion.WithKind("Placement"))}}}
+				if err := c.Create(gctx, d); err != nil {
+					return err
+				}
+				orig := d.DeepCopy()
+				for j := range 10 {
+					d.Status.Decisions = append(d.Status.Decisions, clusterv1beta1.ClusterDecision{ClusterName: fmt.Sprintf("cluster-%04d", j), Score: int64(j)})
+				}
+				if err := c.Status().Patch(gctx, d, client.MergeFrom(orig)); err != nil {
+					return err
+				}
+				orig2 := p.DeepCopy()
+				now := metav1.Now()
+				p.Status = clusterv1beta1.PlacementStatus{NumberOfSelectedClusters: 10, LastScoreUpdateTime: &now,
+					DecisionGroups: []clusterv1beta1.DecisionGroupStatus{{DecisionGroupIndex: 0, Decisions: []string{d.Name}, ClustersCount: 10}},
+					Conditions: []metav1.Condition{
+						{Type: clusterv1beta1.PlacementConditionMisconfigured, Status: metav1.ConditionFalse, Reason: clusterv1beta1.PlacementReasonSucceedconfigured, Message: "Placement configurations check pass", LastTransitionTime: now},
+						{Type: clusterv1beta1.PlacementConditionSatisfied, Status: metav1.ConditionTrue, Reason: clusterv1beta1.PlacementReasonAllDecisionsScheduled, Message: "All cluster decisions scheduled", LastTransitionTime: now},
+					}}
+				if err := c.Status().Patch(gctx, p, client.MergeFrom(orig2)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return 0, err
+	}
 	return time.Since(start), nil
 }
 

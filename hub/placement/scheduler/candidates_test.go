@@ -183,6 +183,20 @@ func (fakeIndex) Selected(cluster, placement string) bool {
 
 func (fakeIndex) MaxDecisionCount(string) int64 { return 4 }
 
+func (fakeIndex) Decided(placement string) map[string]bool {
+	if placement == testKey {
+		return map[string]bool{"mine": true}
+	}
+	return map[string]bool{}
+}
+
+func (f fakeIndex) DecisionCounts(placement string, clusters []*clusterv1.ManagedCluster, counts []int64) int64 {
+	for i, c := range clusters {
+		counts[i] = f.DecisionCount(c.Name, placement)
+	}
+	return f.MaxDecisionCount(placement)
+}
+
 // A live index answers instead of SnapshotInput.Decisions, for the prioritizers and for
 // NoSelectIfNew alike.
 func TestSnapshotLiveIndex(t *testing.T) {
@@ -190,7 +204,8 @@ func TestSnapshotLiveIndex(t *testing.T) {
 	in.Decisions = map[string][]string{testKey: {"idle"}, "ns/other": {"idle", "mine"}} // ignored
 	in.Index = fakeIndex{}
 	snap := NewSnapshot(in)
-	if snap.DecisionCount("busy", testKey) != 4 || snap.DecisionCount("idle", testKey) != 0 || !snap.Selected("mine", testKey) || snap.Selected("idle", testKey) {
+	if snap.DecisionCount("busy", testKey) != 4 || snap.DecisionCount("idle", testKey) != 0 || !snap.Selected("mine", testKey) || snap.Selected("idle", testKey) ||
+		!reflect.DeepEqual(snap.Decided(testKey), map[string]bool{"mine": true}) {
 		t.Fatalf("the snapshot does not answer from its index")
 	}
 	res := schedule(t, newTestScheduler(nil), in, placement(numberOf(2)))

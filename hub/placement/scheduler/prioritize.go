@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
 	clusterv1beta1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta1"
@@ -18,6 +19,35 @@ type ScoreRequest struct {
 	Key      string
 	Clusters []*clusterv1.ManagedCluster
 	Snapshot *Snapshot
+
+	// What the prioritizers of one pass share, looked up once: the placement's current
+	// clusters (the scheduler sets it; else from Snapshot) and the other placements'
+	// decision counts per cluster.
+	decided     map[string]bool
+	decidedOnce sync.Once
+	counts      []int64
+	maxCount    int64
+	countsOnce  sync.Once
+}
+
+// selected says whether the placement selects cluster i now.
+func (r *ScoreRequest) selected(i int) bool {
+	r.decidedOnce.Do(func() {
+		if r.decided == nil {
+			r.decided = r.Snapshot.Decided(r.Key)
+		}
+	})
+	return r.decided[r.Clusters[i].Name]
+}
+
+// decisionCounts are the other placements' decisions per cluster and their maximum over
+// every cluster (see Snapshot.DecisionCounts).
+func (r *ScoreRequest) decisionCounts() ([]int64, int64) {
+	r.countsOnce.Do(func() {
+		r.counts = make([]int64, len(r.Clusters))
+		r.maxCount = r.Snapshot.DecisionCounts(r.Key, r.Clusters, r.counts)
+	})
+	return r.counts, r.maxCount
 }
 
 // Prioritizer scores clusters: one score per cluster of the request, in its order, within
@@ -307,11 +337,11 @@ func (s *clusterSource) AddOnScore(i int, resource, score string) (int64, bool) 
 	return s.req.Snapshot.AddOnScore(s.req.Clusters[i].Name, resource, score)
 }
 func (s *clusterSource) DecisionCount(i int) int64 {
-	return s.req.Snapshot.DecisionCount(s.req.Clusters[i].Name, s.req.Key)
+	counts, _ := s.req.decisionCounts()
+	return counts[i]
 }
 func (s *clusterSource) MaxDecisionCount() int64 {
-	return s.req.Snapshot.MaxDecisionCount(s.req.Key)
+	_, hi := s.req.decisionCounts()
+	return hi
 }
-func (s *clusterSource) Selected(i int) bool {
-	return s.req.Snapshot.Selected(s.req.Clusters[i].Name, s.req.Key)
-}
+func (s *clusterSource) Selected(i int) bool { return s.req.selected(i) }

@@ -164,6 +164,7 @@ func (sch *Scheduler) schedule(ctx context.Context, snap *Snapshot, p *clusterv1
 		mark = now
 	}
 	cands, _, reason, msg := snap.candidates(p)
+	decided := snap.Decided(key)
 	lap(StageCandidates, false)
 	if reason != "" {
 		res.Reason, res.Message = reason, msg
@@ -201,7 +202,7 @@ func (sch *Scheduler) schedule(ctx context.Context, snap *Snapshot, p *clusterv1
 	preferNo := map[string]bool{}
 	var requeue time.Time
 	for _, c := range matched {
-		v, until := taints(c, p.Spec.Tolerations, snap.Selected(c.Name, key), snap.Now)
+		v, until := taints(c, p.Spec.Tolerations, decided[c.Name], snap.Now)
 		if !until.IsZero() && (requeue.IsZero() || until.Before(requeue)) {
 			requeue = until
 		}
@@ -234,7 +235,7 @@ func (sch *Scheduler) schedule(ctx context.Context, snap *Snapshot, p *clusterv1
 
 	// Prioritize.
 	total := make([]int64, len(feasible))
-	req := &ScoreRequest{Placement: p, Key: key, Clusters: feasible, Snapshot: snap}
+	req := &ScoreRequest{Placement: p, Key: key, Clusters: feasible, Snapshot: snap, decided: decided}
 	// The prioritizers are independent: with many clusters they score at once, and their
 	// answers are summed in configuration order.
 	type answer struct {
@@ -315,7 +316,7 @@ func (sch *Scheduler) schedule(ctx context.Context, snap *Snapshot, p *clusterv1
 	// the index breaks the last tie.
 	avoid, selectedNow := make([]bool, len(feasible)), make([]bool, len(feasible))
 	for i, c := range feasible {
-		avoid[i], selectedNow[i] = preferNo[c.Name], snap.Selected(c.Name, key)
+		avoid[i], selectedNow[i] = preferNo[c.Name], decided[c.Name]
 	}
 	slices.SortFunc(order, func(a, b int) int {
 		// Untolerated PreferNoSelect clusters come last, whatever their score.

@@ -65,6 +65,11 @@ type DecisionIndex interface {
 	Selected(cluster, placement string) bool
 	// MaxDecisionCount is the largest DecisionCount over every cluster.
 	MaxDecisionCount(placement string) int64
+	// Decided is the set of clusters placement selects now; the caller owns it.
+	Decided(placement string) map[string]bool
+	// DecisionCounts sets counts[i] to DecisionCount(clusters[i].Name, placement) and
+	// returns MaxDecisionCount(placement): a scheduling pass asks once, not per cluster.
+	DecisionCounts(placement string, clusters []*clusterv1.ManagedCluster, counts []int64) int64
 }
 
 // NewSnapshot indexes in. A set whose selector does not parse has no members.
@@ -199,6 +204,32 @@ func (s *Snapshot) MaxDecisionCount(placement string) int64 {
 		hi = max(hi, s.DecisionCount(cluster, placement))
 	}
 	return hi
+}
+
+// Decided is the set of clusters placement selects now; the caller owns it.
+func (s *Snapshot) Decided(placement string) map[string]bool {
+	if s.live != nil {
+		return s.live.Decided(placement)
+	}
+	out := map[string]bool{}
+	for cluster, m := range s.decisions {
+		if _, ok := m[placement]; ok {
+			out[cluster] = true
+		}
+	}
+	return out
+}
+
+// DecisionCounts sets counts[i] to DecisionCount(clusters[i].Name, placement) and returns
+// MaxDecisionCount(placement).
+func (s *Snapshot) DecisionCounts(placement string, clusters []*clusterv1.ManagedCluster, counts []int64) int64 {
+	if s.live != nil {
+		return s.live.DecisionCounts(placement, clusters, counts)
+	}
+	for i, c := range clusters {
+		counts[i] = s.DecisionCount(c.Name, placement)
+	}
+	return s.MaxDecisionCount(placement)
 }
 
 // scoresOf is the cluster's valid AddOnPlacementScores for CEL: resource name → [{name, value}].

@@ -5,6 +5,7 @@ package guest
 import (
 	"errors"
 	"strconv"
+	"syscall"
 	"unsafe"
 
 	"github.com/flotilla-dev/flotilla/sdk"
@@ -75,9 +76,26 @@ func get64(b []byte) uint64 { return *(*uint64)(unsafe.Pointer(unsafe.SliceData(
 // the largest buffer costs nothing more and saves garbage.
 var inputBuf []byte
 
+// stdioCall: the current call came through the bulk transport (abi.ExportStdio), so
+// its output goes back the same way.
+var stdioCall bool
+
+//go:wasmexport flotilla_stdio
+func acceptStdio() int32 { return 1 }
+
 // Input returns the call's input. The slice is reused by the next call.
 func Input() []byte {
 	n := int(inputLength())
+	stdioCall = false
+	if n == abi.StdioHeaderSize {
+		var h [abi.StdioHeaderSize]byte
+		put64(h[:8], inputLoadU64(0))
+		put64(h[8:], inputLoadU64(8))
+		if size, ok := abi.ParseStdioHeader(h[:]); ok {
+			stdioCall = true
+			return readStdin(int(size))
+		}
+	}
 	if cap(inputBuf) < n {
 		inputBuf = make([]byte, n)
 	}
@@ -88,6 +106,22 @@ func Input() []byte {
 	}
 	for ; i < n; i++ {
 		b[i] = byte(inputLoadU8(uint64(i)))
+	}
+	return b
+}
+
+// readStdin reads the n input bytes the host put on stdin: one fd_read moves them all.
+func readStdin(n int) []byte {
+	if cap(inputBuf) < n {
+		inputBuf = make([]byte, n)
+	}
+	b := inputBuf[:n]
+	for off := 0; off < n; {
+		k, err := syscall.Read(0, b[off:])
+		if err != nil || k <= 0 {
+			panic("reading the input from stdin: " + strconv.Itoa(off) + " of " + strconv.Itoa(n) + " bytes")
+		}
+		off += k
 	}
 	return b
 }
@@ -118,8 +152,22 @@ func load(off uint64) []byte {
 	return b
 }
 
-// Output sets the call's output.
-func Output(b []byte) { outputSet(store(b), uint64(len(b))) }
+// Output sets the call's output: through stdout when the call came that way and the
+// output is more than a header, else through the kernel.
+func Output(b []byte) error {
+	if stdioCall && len(b) > abi.StdioHeaderSize {
+		for off := 0; off < len(b); {
+			k, err := syscall.Write(1, b[off:])
+			if err != nil {
+				return errors.New("writing the output to stdout: " + err.Error())
+			}
+			off += k
+		}
+		b = abi.AppendStdioHeader(make([]byte, 0, abi.StdioHeaderSize), len(b))
+	}
+	outputSet(store(b), uint64(len(b)))
+	return nil
+}
 
 // SetError reports msg as the call's error.
 func SetError(msg string) { errorSet(store([]byte(msg))) }
@@ -190,8 +238,7 @@ func Serve[P any](p P, fn func(p P, h sdk.Host, input []byte) ([]byte, error)) i
 		if err != nil {
 			return err
 		}
-		Output(out)
-		return nil
+		return Output(out)
 	})
 }
 
@@ -224,6 +271,9 @@ var ErrNotRegistered = errors.New("no plugin registered: call Register from an i
 
 // ABIVersion answers flotilla_abi_version.
 func ABIVersion() int32 {
-	Output([]byte(strconv.Itoa(abi.Version)))
+	if err := Output([]byte(strconv.Itoa(abi.Version))); err != nil {
+		SetError(err.Error())
+		return 1
+	}
 	return 0
 }
