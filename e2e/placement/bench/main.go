@@ -55,7 +55,7 @@ var pprofAddr string
 // apiserverProfile, when set, receives a CPU profile of kube-apiserver taken during the first run.
 var apiserverProfile string
 
-// floorRun, when set, also times the writes alone: no hub, a client doing for each placement
+// floorRun, when set, times the writes alone instead: no hub, a client doing for each placement
 // exactly what the placement controller must write (see floor).
 var floorRun bool
 
@@ -76,7 +76,7 @@ func main() {
 	verbose := flag.Bool("v", false, "log the hub's output to stderr")
 	flag.StringVar(&pprofAddr, "pprof", "", "have the hub serve Go profiles at this address, e.g. 127.0.0.1:6060")
 	flag.StringVar(&apiserverProfile, "apiserver-profile", "", "write a CPU profile of kube-apiserver during the first run to this file (go tool pprof reads it)")
-	flag.BoolVar(&floorRun, "floor", false, "after the runs, time the API writes alone (no hub, no scheduling) in the same shapes: the API server's floor on this machine")
+	flag.BoolVar(&floorRun, "floor", false, "instead of the hub, time the API writes alone (no scheduling) in the same shapes: the API server's floor on this machine")
 	flag.BoolVar(&withBuiltIns, "builtins", true, "score with the Wasm built-ins ResourceAllocatableCPU and Balance besides the AddOn score (false: the AddOn score alone, to see the rest of the cost)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -122,6 +122,10 @@ func run(ctx context.Context, binary string, clusters, small, large int, verbose
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return "", err
+	}
+
+	if floorRun {
+		return runFloor(ctx, cp, c, clusters, small, large)
 	}
 
 	runCtx, stopHub := context.WithCancel(ctx)
@@ -190,20 +194,6 @@ func run(ctx context.Context, binary string, clusters, small, large int, verbose
 	rss, err := environment.RSSMiB(hub.Process.Pid)
 	if err != nil {
 		return "", err
-	}
-	if floorRun {
-		stopHub()
-		_ = hub.Wait()
-		for i, n := range []int{small, large} {
-			pids := cp.PIDs()
-			before := cpu(pids)
-			t, err := floor(ctx, c, fmt.Sprintf("floor-%d", i), n)
-			if err != nil {
-				return "", err
-			}
-			reportCPU(pids, before)
-			fmt.Fprintf(os.Stderr, "floor: %d placements' writes alone: %.2f s\n", n, t.Seconds())
-		}
 	}
 	return fmt.Sprintf("placement p%dx%d_s=%.2f p%dx%d_s=%.2f hub_rss_mib=%.1f",
 		small, clusters, smallTime.Seconds(), large, clusters, largeTime.Seconds(), rss), nil
@@ -513,6 +503,34 @@ func profile(ctx context.Context, cfg *rest.Config, url, path string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// runFloor times the API writes alone in both shapes, with no hub: what the API server of this
+// machine needs whatever the scheduler does.
+func runFloor(ctx context.Context, cp *environment.ControlPlane, c client.Client, clusters, small, large int) (string, error) {
+	fmt.Fprintf(os.Stderr, "creating %d clusters with their scores\n", clusters)
+	if err := fleet(ctx, c, clusters); err != nil {
+		return "", err
+	}
+	if err := settle(ctx, rest.CopyConfig(cp.Config), cp.URL); err != nil {
+		return "", err
+	}
+	var secs []float64
+	for i, n := range []int{small, large} {
+		pids := cp.PIDs()
+		before := cpu(pids)
+		t, err := floor(ctx, c, fmt.Sprintf("floor-%d", i), n)
+		if err != nil {
+			return "", err
+		}
+		reportCPU(pids, before)
+		fmt.Fprintf(os.Stderr, "%d placements' writes alone: %.2f s\n", n, t.Seconds())
+		secs = append(secs, t.Seconds())
+		if err := settle(ctx, rest.CopyConfig(cp.Config), cp.URL); err != nil {
+			return "", err
+		}
+	}
+	return fmt.Sprintf("placement-floor p%dx%d_s=%.2f p%dx%d_s=%.2f", small, clusters, secs[0], large, clusters, secs[1]), nil
 }
 
 // floor does, with the same concurrency as the hub's workers, the writes the placement
