@@ -141,6 +141,13 @@ bench-placement: build $(CONTROLPLANE)
 		$(BIN)/benchline -bench BenchmarkSchedulePass5000 -label placement-pass-5000
 	$(GO) run ./e2e/placement/bench -flotilla $(BIN)/flotilla
 
+.PHONY: bench-rollout
+## bench-rollout: one ManifestWorkReplicaSet with an All rollout to 1,000 simulated clusters (the
+## hub as its own process, a fake agent reporting each work Applied); last line
+## `mwrs-1000 rollout_s=… reconcile_p50_ms=…`
+bench-rollout: build $(CONTROLPLANE)
+	$(GO) run ./e2e/mwrs/bench -flotilla $(BIN)/flotilla
+
 .PHONY: bench-work
 ## bench-work: one klusterlet (its own process) applies 100 ManifestWorks created one after
 ## another, then 1,000 at once; the last line is `work-apply p50_ms=… p99_ms=… fanout_1000_s=…

@@ -29,6 +29,7 @@ import (
 	"github.com/flotilla-dev/flotilla/core/wasm"
 	"github.com/flotilla-dev/flotilla/core/wasmplugin"
 	"github.com/flotilla-dev/flotilla/hub/admission"
+	"github.com/flotilla-dev/flotilla/hub/mwrs"
 	"github.com/flotilla-dev/flotilla/hub/placement"
 	"github.com/flotilla-dev/flotilla/hub/placement/scheduler"
 	"github.com/flotilla-dev/flotilla/hub/plugininstall"
@@ -219,6 +220,9 @@ func (h *Hub) setup() error {
 				return h.opts.FeatureGates.Enabled(featuregates.ManagedClusterAutoApproval)
 			},
 		},
+	}
+	if h.opts.FeatureGates.Enabled(featuregates.ManifestWorkReplicaSet) {
+		components = append(components, &mwrs.Reconciler{Client: c})
 	}
 	if h.opts.FeatureGates.Enabled(featuregates.DefaultClusterSet) {
 		components = append(components,

@@ -49,5 +49,6 @@ func newGetCommand() *cobra.Command {
 	})
 	cmd.AddCommand(newGetWorksCommand(&kubeconfig))
 	cmd.AddCommand(newGetPlacementsCommand(&kubeconfig))
+	cmd.AddCommand(newGetMWRSCommand(&kubeconfig))
 	return cmd
 }

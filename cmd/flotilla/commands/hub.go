@@ -76,6 +76,11 @@ tokenreviews and subjectaccessreviews. To let anyone reach it, as OCM's document
   NilExecutorValidating (default off): a ManifestWork (or ManifestWorkReplicaSet) without an
     executor needs "execute-as" for system:serviceaccount::klusterlet-work-sa, the identity
     the work agent then applies it with (policies/execute_as.rego).
+  ManifestWorkReplicaSet (default on; off in OCM): run the ManifestWorkReplicaSet controller,
+    which creates a ManifestWork from the template in each cluster its placements select,
+    following each placement's rollout strategy ('flotilla rollout status NS/NAME'). The
+    annotation work.flotilla.dev/rollback-on-failure: "true" rolls updated clusters back to
+    the previous template when maxFailures stops a rollout.
 
 OCM's --cluster-auto-approval-users has no alias here, because Flotilla approves through a
 plugin that also matches cluster names. OCM's

@@ -13,7 +13,7 @@ func TestHubRejectsUnimplementedFeatureGates(t *testing.T) {
 	cmd.SetOut(io.Discard)
 	cmd.SetErr(io.Discard)
 	err := cmd.ExecuteContext(t.Context())
-	want := `unknown feature gate "ClusterProfile" (known gates: CleanUpCompletedManifestWork, DefaultClusterSet, ManagedClusterAutoApproval, NilExecutorValidating)`
+	want := `unknown feature gate "ClusterProfile" (known gates: CleanUpCompletedManifestWork, DefaultClusterSet, ManagedClusterAutoApproval, ManifestWorkReplicaSet, NilExecutorValidating)`
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("got %v, want an error containing %q", err, want)
 	}
@@ -28,7 +28,7 @@ func TestHubHelpListsOnlyImplementedGates(t *testing.T) {
 		t.Fatal(err)
 	}
 	help := out.String()
-	for _, want := range []string{"DefaultClusterSet=true|false", "ManagedClusterAutoApproval=true|false", "CleanUpCompletedManifestWork=true|false",
+	for _, want := range []string{"DefaultClusterSet=true|false", "ManagedClusterAutoApproval=true|false", "CleanUpCompletedManifestWork=true|false", "ManifestWorkReplicaSet=true|false",
 		"--autoapprove-users U --autoapprove-cluster-patterns '*'"} {
 		if !strings.Contains(help, want) {
 			t.Errorf("--help lacks %q", want)

@@ -27,6 +27,7 @@ prioritizers, CSR approval, status feedback, add-on templates) are sandboxed Was
 		newGetCommand(),
 		newCreateCommand(),
 		newPolicyCommand(),
+		newRolloutCommand(),
 	)
 	return root
 }

@@ -101,9 +101,11 @@ func DefaultSpokeRegistrationFeatureGates() map[featuregate.Feature]featuregate.
 // from OCM's hub work set with their specs, CleanUpCompletedManifestWork (a Complete
 // ManifestWork is deleted deleteOption.ttlSecondsAfterFinished seconds later) and
 // NilExecutorValidating (a ManifestWork without executor needs execute-as for the agent's
-// klusterlet-work-sa: policies/execute_as.rego).
+// klusterlet-work-sa: policies/execute_as.rego), and ManifestWorkReplicaSet, which Flotilla
+// turns on by default (OCM's hub work set has it off).
 func DefaultHubRegistrationFeatureGates() map[featuregate.Feature]featuregate.FeatureSpec {
 	return map[featuregate.Feature]featuregate.FeatureSpec{
+		ManifestWorkReplicaSet:       {Default: true, PreRelease: featuregate.Beta},
 		DefaultClusterSet:            {Default: true, PreRelease: featuregate.Alpha},
 		ManagedClusterAutoApproval:   {Default: false, PreRelease: featuregate.Alpha},
 		CleanUpCompletedManifestWork: {Default: false, PreRelease: featuregate.Alpha},

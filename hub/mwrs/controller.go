@@ -1,0 +1,637 @@
+// Package mwrs is the hub's ManifestWorkReplicaSet controller: for each placement a replica
+// set names, it creates, updates and deletes one ManifestWork (named as the replica set) in
+// the namespace of every cluster the placement decided, following the placement reference's
+// rollout strategy through core/rollout.
+//
+// A cluster's rollout state is read from its ManifestWork: no work, or one carrying an older
+// template (its template-hash annotation differs), is ToApply; a current one is Progressing
+// from the time the controller wrote it until the agent reports it Applied and Available for
+// its generation (and, for every condition rule the template declares, that condition True),
+// then Succeeded; Degraded=True, or Applied=False, makes it Failed. The engine decides which
+// clusters to update now; the controller never writes a work the engine has not admitted,
+// except to delete the work of a cluster no placement selects any more.
+package mwrs
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	clusterv1beta1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta1"
+	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
+	workv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/work/v1alpha1"
+	"github.com/flotilla-dev/flotilla/core/apply"
+	"github.com/flotilla-dev/flotilla/core/rollout"
+)
+
+const (
+	// ControllerName names the controller and, prefixed, its field manager.
+	ControllerName = "manifestworkreplicaset"
+	// FieldManager applies the generated works and the replica set's status.
+	FieldManager = apply.FieldManagerPrefix + ControllerName
+
+	// TemplateHashAnnotation on a generated work is the hash of the template it carries.
+	TemplateHashAnnotation = "work.flotilla.dev/template-hash"
+	// UpdatedAtAnnotation on a generated work is when the controller last wrote its template
+	// (RFC 3339): a cluster is Progressing since then.
+	UpdatedAtAnnotation = "work.flotilla.dev/updated-at"
+
+	// EventRolloutStopped is the Event of a rollout that maxFailures stopped.
+	EventRolloutStopped = "RolloutStopped"
+
+	// placementRefIndex indexes replica sets by the placements they name.
+	placementRefIndex = "flotilla.dev/mwrs-placement"
+	// ownerIndex indexes generated works by the replica set label's value.
+	ownerIndex = "flotilla.dev/mwrs-owner"
+)
+
+// Reconciler runs ManifestWorkReplicaSets.
+type Reconciler struct {
+	Client client.Client
+	// Recorder receives the replica set's Events; default the manager's.
+	Recorder record.EventRecorder
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+}
+
+// SetupWithManager watches replica sets, their works, and the placements and decisions they
+// follow.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorderFor(ControllerName) //nolint:staticcheck // core/v1 Events, as the rest of the hub
+	}
+	idx := mgr.GetFieldIndexer()
+	if err := idx.IndexField(context.Background(), &workv1alpha1.ManifestWorkReplicaSet{}, placementRefIndex, func(o client.Object) []string {
+		var out []string
+		for _, ref := range o.(*workv1alpha1.ManifestWorkReplicaSet).Spec.PlacementRefs {
+			out = append(out, ref.Name)
+		}
+		return out
+	}); err != nil {
+		return fmt.Errorf("%s: indexing placement references: %w", ControllerName, err)
+	}
+	if err := idx.IndexField(context.Background(), &workv1.ManifestWork{}, ownerIndex, func(o client.Object) []string {
+		if v := o.GetLabels()[workv1alpha1.ManifestWorkReplicaSetControllerNameLabelKey]; v != "" {
+			return []string{v}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("%s: indexing generated ManifestWorks: %w", ControllerName, err)
+	}
+	byPlacement := func(ctx context.Context, ns, placement string) []reconcile.Request {
+		list := &workv1alpha1.ManifestWorkReplicaSetList{}
+		if err := r.Client.List(ctx, list, client.InNamespace(ns), client.MatchingFields{placementRefIndex: placement}); err != nil {
+			return nil
+		}
+		out := make([]reconcile.Request, 0, len(list.Items))
+		for i := range list.Items {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+		return out
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		For(&workv1alpha1.ManifestWorkReplicaSet{}).
+		Watches(&workv1.ManifestWork{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			key, ok := ownerKey(o.GetLabels()[workv1alpha1.ManifestWorkReplicaSetControllerNameLabelKey])
+			if !ok {
+				return nil
+			}
+			return []reconcile.Request{{NamespacedName: key}}
+		})).
+		Watches(&clusterv1beta1.Placement{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			return byPlacement(ctx, o.GetNamespace(), o.GetName())
+		})).
+		Watches(&clusterv1beta1.PlacementDecision{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			if p := o.GetLabels()[clusterv1beta1.PlacementLabel]; p != "" {
+				return byPlacement(ctx, o.GetNamespace(), p)
+			}
+			return nil
+		})).
+		Complete(apply.Quiet(r))
+}
+
+// ownerKey parses the replica set label's "<namespace>.<name>". A namespace has no dots, so
+// the first dot separates them.
+func ownerKey(v string) (types.NamespacedName, bool) {
+	ns, name, ok := strings.Cut(v, ".")
+	if !ok || ns == "" || name == "" {
+		return types.NamespacedName{}, false
+	}
+	return types.NamespacedName{Namespace: ns, Name: name}, true
+}
+
+func ownerValue(rs *workv1alpha1.ManifestWorkReplicaSet) string { return rs.Namespace + "." + rs.Name }
+
+// Reconcile brings one replica set's works in line with its placements and strategies.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	rs := &workv1alpha1.ManifestWorkReplicaSet{}
+	if err := r.Client.Get(ctx, req.NamespacedName, rs); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	works, err := r.works(ctx, rs)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if !rs.DeletionTimestamp.IsZero() {
+		return reconcile.Result{}, r.finalize(ctx, rs, works)
+	}
+	if !controllerutil.ContainsFinalizer(rs, workv1alpha1.ManifestWorkReplicaSetFinalizer) {
+		if err := apply.Finalizer(ctx, r.Client, rs, FieldManager, workv1alpha1.ManifestWorkReplicaSetFinalizer); err != nil {
+			return reconcile.Result{}, fmt.Errorf("ManifestWorkReplicaSet %s/%s: adding its finalizer: %w", rs.Namespace, rs.Name, err)
+		}
+	}
+
+	hash, err := templateHash(&rs.Spec.ManifestWorkTemplate)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	now := r.Now()
+	prev, err := r.recordRevision(ctx, rs, hash)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	held := rolledBack(rs)
+	st := &status{held: held}
+	var recheck time.Duration
+	selected := map[string]bool{} // clusters some placement selects
+	for _, ref := range rs.Spec.PlacementRefs {
+		pr, err := readPlacement(ctx, r.Client, rs, ref)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		for _, g := range pr.groups {
+			for _, c := range g.Clusters {
+				selected[c] = true
+			}
+		}
+		states := map[string]rollout.ClusterState{}
+		for _, g := range pr.groups {
+			for _, c := range g.Clusters {
+				if w := works[c]; w != nil {
+					states[c] = clusterState(w, hash, &rs.Spec.ManifestWorkTemplate, now)
+				}
+			}
+		}
+		res, err := rollout.Evaluate(rollout.Input{Strategy: ref.RolloutStrategy, Groups: pr.groups, States: states, Now: now})
+		if err != nil {
+			st.invalid = append(st.invalid, fmt.Sprintf("placementRefs[%s].%v", ref.Name, err))
+			continue
+		}
+		toUpdate := res.ToUpdate
+		if held {
+			toUpdate = nil // rolled back: this generation is not rolled out again
+		}
+		if rollbackEnabled(rs) && prev != nil && (held || res.Phase == rollout.PhaseStopped) {
+			// The clusters that carry the new template get the previous one back.
+			var back []string
+			for _, g := range pr.groups {
+				for _, c := range g.Clusters {
+					if w := works[c]; w != nil && w.Annotations[TemplateHashAnnotation] == hash {
+						nw, err := r.applyWork(ctx, rs, ref.Name, c, prev.template, prev.hash, now)
+						if err != nil {
+							return reconcile.Result{}, err
+						}
+						works[c] = nw
+						back = append(back, c)
+					}
+				}
+			}
+			st.rollback(ref.Name, res.Message, hash, prev.hash, back)
+			toUpdate = nil
+		}
+		for _, c := range toUpdate {
+			w, err := r.applyWork(ctx, rs, ref.Name, c, &rs.Spec.ManifestWorkTemplate, hash, now)
+			if err != nil {
+				return reconcile.Result{}, err
+			}
+			works[c] = w
+		}
+		if res.RecheckAfter > 0 && (recheck == 0 || res.RecheckAfter < recheck) {
+			recheck = res.RecheckAfter
+		}
+		st.add(pr, res, works, hash)
+	}
+	// Works of clusters no placement selects any more go away.
+	for cluster, w := range works {
+		if selected[cluster] || !w.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if err := client.IgnoreNotFound(r.Client.Delete(ctx, w)); err != nil {
+			return reconcile.Result{}, fmt.Errorf("ManifestWorkReplicaSet %s/%s: deleting the ManifestWork of cluster %s, which no placement selects: %w", rs.Namespace, rs.Name, cluster, err)
+		}
+		delete(works, cluster)
+	}
+	if err := r.writeStatus(ctx, rs, st); err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{RequeueAfter: recheck}, nil
+}
+
+// works returns the replica set's generated works by cluster (namespace).
+func (r *Reconciler) works(ctx context.Context, rs *workv1alpha1.ManifestWorkReplicaSet) (map[string]*workv1.ManifestWork, error) {
+	return listWorks(ctx, r.Client, rs, client.MatchingFields{ownerIndex: ownerValue(rs)})
+}
+
+// listWorks lists the generated works of rs by cluster: through the controller's index, or
+// (a client without it) by label.
+func listWorks(ctx context.Context, c client.Reader, rs *workv1alpha1.ManifestWorkReplicaSet, opt client.ListOption) (map[string]*workv1.ManifestWork, error) {
+	list := &workv1.ManifestWorkList{}
+	if err := c.List(ctx, list, opt); err != nil {
+		return nil, fmt.Errorf("ManifestWorkReplicaSet %s/%s: listing its ManifestWorks: %w", rs.Namespace, rs.Name, err)
+	}
+	out := make(map[string]*workv1.ManifestWork, len(list.Items))
+	for i := range list.Items {
+		out[list.Items[i].Namespace] = &list.Items[i]
+	}
+	return out, nil
+}
+
+// finalize deletes the works of a replica set being deleted: with Foreground it keeps its
+// finalizer until they are gone, with Background it lets go at once.
+func (r *Reconciler) finalize(ctx context.Context, rs *workv1alpha1.ManifestWorkReplicaSet, works map[string]*workv1.ManifestWork) error {
+	for cluster, w := range works {
+		if !w.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if err := client.IgnoreNotFound(r.Client.Delete(ctx, w)); err != nil {
+			return fmt.Errorf("ManifestWorkReplicaSet %s/%s: deleting the ManifestWork of cluster %s: %w", rs.Namespace, rs.Name, cluster, err)
+		}
+	}
+	if rs.Spec.CascadeDeletionPolicy == workv1alpha1.Foreground && len(works) > 0 {
+		return nil // the works' deletion events bring us back
+	}
+	return apply.RemoveFinalizer(ctx, r.Client, rs, workv1alpha1.ManifestWorkReplicaSetFinalizer)
+}
+
+// placementRef is what one placement reference resolved to.
+type placementRef struct {
+	name    string
+	found   bool
+	groups  []rollout.Group
+	nGroups int
+}
+
+// readPlacement reads a placement and its decisions as decision groups.
+func readPlacement(ctx context.Context, c client.Reader, rs *workv1alpha1.ManifestWorkReplicaSet, ref workv1alpha1.LocalPlacementReference) (*placementRef, error) {
+	out := &placementRef{name: ref.Name}
+	p := &clusterv1beta1.Placement{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: rs.Namespace, Name: ref.Name}, p); err != nil {
+		if apierrors.IsNotFound(err) {
+			return out, nil
+		}
+		return nil, fmt.Errorf("ManifestWorkReplicaSet %s/%s: reading Placement %s: %w", rs.Namespace, rs.Name, ref.Name, err)
+	}
+	out.found = true
+	list := &clusterv1beta1.PlacementDecisionList{}
+	if err := c.List(ctx, list, client.InNamespace(rs.Namespace), client.MatchingLabels{clusterv1beta1.PlacementLabel: ref.Name}); err != nil {
+		return nil, fmt.Errorf("ManifestWorkReplicaSet %s/%s: listing the decisions of Placement %s: %w", rs.Namespace, rs.Name, ref.Name, err)
+	}
+	byIndex := map[int32]*rollout.Group{}
+	for i := range list.Items {
+		d := &list.Items[i]
+		idx, err := strconv.ParseInt(d.Labels[clusterv1beta1.DecisionGroupIndexLabel], 10, 32)
+		if err != nil {
+			idx = 0 // a decision without a group index (written by hand) is in group 0
+		}
+		g := byIndex[int32(idx)]
+		if g == nil {
+			g = &rollout.Group{Index: int32(idx), Name: d.Labels[clusterv1beta1.DecisionGroupNameLabel]}
+			byIndex[int32(idx)] = g
+		}
+		for _, cd := range d.Status.Decisions {
+			g.Clusters = append(g.Clusters, cd.ClusterName)
+		}
+	}
+	for _, g := range byIndex {
+		out.groups = append(out.groups, *g)
+	}
+	sort.Slice(out.groups, func(i, j int) bool { return out.groups[i].Index < out.groups[j].Index })
+	out.nGroups = len(p.Status.DecisionGroups)
+	if out.nGroups == 0 {
+		out.nGroups = len(out.groups)
+	}
+	return out, nil
+}
+
+// clusterState reads a cluster's rollout state from its work.
+func clusterState(w *workv1.ManifestWork, hash string, tmpl *workv1.ManifestWorkSpec, now time.Time) rollout.ClusterState {
+	if w.Annotations[TemplateHashAnnotation] != hash || !w.DeletionTimestamp.IsZero() {
+		return rollout.ClusterState{Status: rollout.ToApply}
+	}
+	since := w.CreationTimestamp.Time
+	if t, err := time.Parse(time.RFC3339, w.Annotations[UpdatedAtAnnotation]); err == nil {
+		since = t
+	}
+	current := func(t string) *metav1.Condition {
+		c := meta.FindStatusCondition(w.Status.Conditions, t)
+		if c == nil || c.ObservedGeneration != w.Generation && c.ObservedGeneration != 0 {
+			return nil
+		}
+		return c
+	}
+	if c := current(workv1.WorkDegraded); c != nil && c.Status == metav1.ConditionTrue {
+		return rollout.ClusterState{Status: rollout.Failed, LastTransitionTime: c.LastTransitionTime.Time}
+	}
+	applied := current(workv1.WorkApplied)
+	if applied != nil && applied.Status == metav1.ConditionFalse {
+		return rollout.ClusterState{Status: rollout.Failed, LastTransitionTime: applied.LastTransitionTime.Time}
+	}
+	succeeded := applied != nil && applied.Status == metav1.ConditionTrue
+	last := time.Time{}
+	if succeeded {
+		last = applied.LastTransitionTime.Time
+	}
+	for _, t := range successConditions(tmpl) {
+		c := current(t)
+		if c == nil || c.Status != metav1.ConditionTrue {
+			succeeded = false
+			break
+		}
+		if c.LastTransitionTime.After(last) {
+			last = c.LastTransitionTime.Time
+		}
+	}
+	if !succeeded {
+		return rollout.ClusterState{Status: rollout.Progressing, LastTransitionTime: since}
+	}
+	// Success counts from when the work got there for this template, not before it was written.
+	if last.Before(since) {
+		last = since
+	}
+	if last.After(now) {
+		last = now
+	}
+	return rollout.ClusterState{Status: rollout.Succeeded, LastTransitionTime: last}
+}
+
+// successConditions are the work conditions that must be True, besides Applied: Available,
+// and every condition the template's condition rules set (e.g. Complete for a Job).
+func successConditions(tmpl *workv1.ManifestWorkSpec) []string {
+	out := []string{workv1.WorkAvailable}
+	for _, mc := range tmpl.ManifestConfigs {
+		for _, rule := range mc.ConditionRules {
+			if !slices.Contains(out, rule.Condition) {
+				out = append(out, rule.Condition)
+			}
+		}
+	}
+	return out
+}
+
+// templateHash identifies a template: works carrying another one are to be updated.
+func templateHash(t *workv1.ManifestWorkSpec) (string, error) {
+	b, err := json.Marshal(t)
+	if err != nil {
+		return "", fmt.Errorf("hashing the ManifestWork template: %w", err)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8]), nil
+}
+
+// applyWork writes the template tmpl (with hash) into cluster's work (creating it), with the labels that tie
+// it to the replica set and placement, and returns it as written.
+func (r *Reconciler) applyWork(ctx context.Context, rs *workv1alpha1.ManifestWorkReplicaSet, placement, cluster string, tmpl *workv1.ManifestWorkSpec, hash string, now time.Time) (*workv1.ManifestWork, error) {
+	w := &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Namespace: cluster, Name: rs.Name}}
+	spec, err := toMap(tmpl)
+	if err != nil {
+		return nil, err
+	}
+	at := now.UTC().Format(time.RFC3339)
+	if err := apply.Fields(ctx, r.Client, w, FieldManager, false, map[string]any{
+		"metadata": map[string]any{
+			"labels": map[string]any{
+				workv1alpha1.ManifestWorkReplicaSetControllerNameLabelKey: ownerValue(rs),
+				workv1alpha1.ManifestWorkReplicaSetPlacementNameLabelKey:  placement,
+			},
+			"annotations": map[string]any{TemplateHashAnnotation: hash, UpdatedAtAnnotation: at},
+		},
+		"spec": spec,
+	}); err != nil {
+		return nil, fmt.Errorf("ManifestWorkReplicaSet %s/%s: applying the ManifestWork of cluster %s: %w", rs.Namespace, rs.Name, cluster, err)
+	}
+	w.Labels = map[string]string{workv1alpha1.ManifestWorkReplicaSetControllerNameLabelKey: ownerValue(rs),
+		workv1alpha1.ManifestWorkReplicaSetPlacementNameLabelKey: placement}
+	w.Annotations = map[string]string{TemplateHashAnnotation: hash, UpdatedAtAnnotation: at}
+	w.Spec = *tmpl
+	w.CreationTimestamp = metav1.NewTime(now)
+	return w, nil
+}
+
+func toMap(v any) (map[string]any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	return m, json.Unmarshal(b, &m)
+}
+
+// status accumulates the replica set's status over its placement references.
+type status struct {
+	placements []workv1alpha1.PlacementSummary
+	total      workv1alpha1.ManifestWorkReplicaSetSummary
+	missing    []string // placements not found
+	empty      []string // placements that select nothing
+	invalid    []string // rollout strategies that do not parse
+	results    []refResult
+	// rolledBack says what was rolled back; rolledBackNow that some work was reverted now.
+	rolledBack    []string
+	rolledBackNow bool
+	// held: this generation was rolled back and is not rolled out again.
+	held bool
+}
+
+// rollback records that placement's updated clusters went back to template prev.
+func (s *status) rollback(placement, why, hash, prev string, clusters []string) {
+	msg := fmt.Sprintf("placement %s: template %s rolled back to %s", placement, hash, prev)
+	if len(clusters) > 0 {
+		msg += fmt.Sprintf(" on %d clusters (%s)", len(clusters), strings.Join(clusters, ", "))
+	}
+	if why != "" {
+		msg += ": " + why
+	}
+	s.rolledBack = append(s.rolledBack, msg)
+	s.rolledBackNow = s.rolledBackNow || len(clusters) > 0
+}
+
+type refResult struct {
+	name string
+	res  rollout.Result
+}
+
+func (s *status) add(pr *placementRef, res rollout.Result, works map[string]*workv1.ManifestWork, hash string) {
+	switch {
+	case !pr.found:
+		s.missing = append(s.missing, pr.name)
+	case len(pr.groups) == 0 || res.Counts.Total == 0:
+		s.empty = append(s.empty, pr.name)
+	}
+	var sum workv1alpha1.ManifestWorkReplicaSetSummary
+	for _, g := range pr.groups {
+		for _, c := range g.Clusters {
+			sum.DesiredTotal++
+			w := works[c]
+			if w == nil {
+				continue
+			}
+			sum.Total++
+			conds := w.Status.Conditions
+			if meta.IsStatusConditionTrue(conds, workv1.WorkApplied) {
+				sum.Applied++
+			}
+			if meta.IsStatusConditionTrue(conds, workv1.WorkAvailable) {
+				sum.Available++
+			}
+			if meta.IsStatusConditionTrue(conds, workv1.WorkDegraded) {
+				sum.Degraded++
+			}
+			if meta.IsStatusConditionTrue(conds, workv1.WorkProgressing) {
+				sum.Progressing++
+			}
+			if w.Annotations[TemplateHashAnnotation] == hash {
+				sum.Updated++
+			}
+		}
+	}
+	s.placements = append(s.placements, workv1alpha1.PlacementSummary{
+		Name:                    pr.name,
+		AvailableDecisionGroups: fmt.Sprintf("%d (%d / %d clusters applied)", pr.nGroups, sum.Applied, sum.DesiredTotal),
+		Summary:                 sum,
+	})
+	s.total.Total += sum.Total
+	s.total.Applied += sum.Applied
+	s.total.Available += sum.Available
+	s.total.Degraded += sum.Degraded
+	s.total.Progressing += sum.Progressing
+	s.total.DesiredTotal += sum.DesiredTotal
+	s.total.Updated += sum.Updated
+	s.results = append(s.results, refResult{name: pr.name, res: res})
+}
+
+// conditions are the replica set's three conditions, as OCM sets them.
+func (s *status) conditions(generation int64) []metav1.Condition {
+	verified := metav1.Condition{Type: workv1alpha1.ManifestWorkReplicaSetConditionPlacementVerified, Status: metav1.ConditionTrue,
+		Reason: workv1alpha1.ReasonAsExpected, ObservedGeneration: generation}
+	switch {
+	case len(s.invalid) > 0:
+		verified.Status, verified.Reason, verified.Message = metav1.ConditionFalse, workv1alpha1.ReasonNotAsExpected, strings.Join(s.invalid, "; ")
+	case len(s.missing) > 0:
+		verified.Status, verified.Reason = metav1.ConditionFalse, workv1alpha1.ReasonPlacementDecisionNotFound
+		verified.Message = "Placements not found: " + strings.Join(s.missing, ", ")
+	case len(s.empty) == len(s.placements):
+		verified.Status, verified.Reason = metav1.ConditionFalse, workv1alpha1.ReasonPlacementDecisionEmpty
+		verified.Message = "Placements select no cluster: " + strings.Join(s.empty, ", ")
+	}
+
+	rolled := metav1.Condition{Type: workv1alpha1.ManifestWorkReplicaSetConditionPlacementRolledOut, Status: metav1.ConditionTrue,
+		Reason: workv1alpha1.ReasonComplete, ObservedGeneration: generation}
+	var msgs []string
+	for _, rr := range s.results {
+		if rr.res.Phase != rollout.PhaseComplete {
+			rolled.Status, rolled.Reason = metav1.ConditionFalse, workv1alpha1.ReasonProgressing
+		}
+		if rr.res.Phase == rollout.PhaseStopped || rr.res.Phase == rollout.PhaseProgressing {
+			msgs = append(msgs, rr.name+": "+rr.res.Message)
+		}
+	}
+	if len(s.results) == 0 {
+		rolled.Status, rolled.Reason = metav1.ConditionFalse, workv1alpha1.ReasonProgressing
+	}
+	rolled.Message = strings.Join(msgs, "; ")
+	if s.held {
+		rolled.Status, rolled.Reason = metav1.ConditionFalse, workv1alpha1.ReasonProgressing
+		rolled.Message = "rolled back after a failure (see RolledBack); change the template to roll out again"
+	}
+
+	applied := metav1.Condition{Type: workv1alpha1.ManifestWorkReplicaSetConditionManifestworkApplied, Status: metav1.ConditionTrue,
+		Reason: workv1alpha1.ReasonAsExpected, ObservedGeneration: generation}
+	switch {
+	case s.total.Degraded > 0:
+		applied.Status, applied.Reason = metav1.ConditionFalse, workv1alpha1.ReasonNotAsExpected
+		applied.Message = fmt.Sprintf("%d of %d ManifestWorks are degraded", s.total.Degraded, s.total.Total)
+	case s.total.Applied < s.total.Total || s.total.Total == 0:
+		applied.Status, applied.Reason = metav1.ConditionFalse, workv1alpha1.ReasonProcessing
+		applied.Message = fmt.Sprintf("%d of %d ManifestWorks applied", s.total.Applied, s.total.Total)
+	}
+	return []metav1.Condition{verified, rolled, applied}
+}
+
+// rollbackCondition is the RolledBack condition of a replica set with rollback on: True
+// (for this generation) once a rollout of it was rolled back.
+func (s *status) rollbackCondition(rs *workv1alpha1.ManifestWorkReplicaSet) *metav1.Condition {
+	if !rollbackEnabled(rs) {
+		return nil
+	}
+	if len(s.rolledBack) > 0 {
+		return &metav1.Condition{Type: ConditionRolledBack, Status: metav1.ConditionTrue, Reason: ReasonMaxFailuresBreached,
+			Message: strings.Join(s.rolledBack, "; "), ObservedGeneration: rs.Generation}
+	}
+	if rolledBack(rs) {
+		return nil // keep it as it is
+	}
+	return &metav1.Condition{Type: ConditionRolledBack, Status: metav1.ConditionFalse, Reason: ReasonNotRolledBack,
+		Message: "rollback on failure is on; this generation was not rolled back", ObservedGeneration: rs.Generation}
+}
+
+// writeStatus writes the status when it changed (only this controller writes it).
+func (r *Reconciler) writeStatus(ctx context.Context, rs *workv1alpha1.ManifestWorkReplicaSet, s *status) error {
+	conds := append([]metav1.Condition(nil), rs.Status.Conditions...)
+	for _, c := range s.conditions(rs.Generation) {
+		meta.SetStatusCondition(&conds, c)
+	}
+	rb := s.rollbackCondition(rs)
+	if rb != nil {
+		if old := meta.FindStatusCondition(rs.Status.Conditions, ConditionRolledBack); rb.Status == metav1.ConditionTrue && s.rolledBackNow &&
+			(old == nil || old.Status != metav1.ConditionTrue || old.ObservedGeneration != rs.Generation) {
+			r.Recorder.Event(rs, corev1.EventTypeWarning, EventRolledBack, rb.Message)
+		}
+		// A held rollback keeps its first message (which clusters went back).
+		if !(rolledBack(rs) && rb.Status == metav1.ConditionTrue) {
+			meta.SetStatusCondition(&conds, *rb)
+		}
+	} else if !rollbackEnabled(rs) {
+		meta.RemoveStatusCondition(&conds, ConditionRolledBack)
+	}
+	next := workv1alpha1.ManifestWorkReplicaSetStatus{Conditions: conds, Summary: s.total, PlacementsSummary: s.placements}
+	if next.PlacementsSummary == nil {
+		next.PlacementsSummary = []workv1alpha1.PlacementSummary{}
+	}
+	if equality.Semantic.DeepEqual(next, rs.Status) {
+		return nil
+	}
+	// A rollout that stops is told once, when its message first says so.
+	old := meta.FindStatusCondition(rs.Status.Conditions, workv1alpha1.ManifestWorkReplicaSetConditionPlacementRolledOut)
+	for _, rr := range s.results {
+		if rr.res.Phase == rollout.PhaseStopped && (old == nil || !strings.Contains(old.Message, rr.res.Message)) {
+			r.Recorder.Eventf(rs, corev1.EventTypeWarning, EventRolloutStopped, "placement %s: %s", rr.name, rr.res.Message)
+		}
+	}
+	if err := apply.Guarded(ctx, r.Client, rs, FieldManager, true, map[string]any{"status": next}); err != nil {
+		return fmt.Errorf("ManifestWorkReplicaSet %s/%s: status: %w", rs.Namespace, rs.Name, err)
+	}
+	return nil
+}

@@ -1,0 +1,83 @@
+package mwrs
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
+	"github.com/flotilla-dev/flotilla/core/rollout"
+)
+
+func TestOwnerKey(t *testing.T) {
+	if k, ok := ownerKey("ns1.my.set"); !ok || k.Namespace != "ns1" || k.Name != "my.set" {
+		t.Fatalf("ownerKey(ns1.my.set) = %v, %v", k, ok)
+	}
+	for _, bad := range []string{"", "ns1", ".name", "ns1."} {
+		if _, ok := ownerKey(bad); ok {
+			t.Fatalf("ownerKey(%q) accepted", bad)
+		}
+	}
+}
+
+func TestTemplateHashFollowsTheTemplate(t *testing.T) {
+	a := &workv1.ManifestWorkSpec{Workload: workv1.ManifestsTemplate{Manifests: []workv1.Manifest{{}}}}
+	b := a.DeepCopy()
+	ha, _ := templateHash(a)
+	hb, _ := templateHash(b)
+	if ha != hb || len(ha) != 16 {
+		t.Fatalf("equal templates hash %q and %q", ha, hb)
+	}
+	b.ManifestConfigs = []workv1.ManifestConfigOption{{ConditionRules: []workv1.ConditionRule{{Condition: "Complete", Type: workv1.WellKnownConditionsType}}}}
+	if hb, _ = templateHash(b); hb == ha {
+		t.Fatal("a changed template keeps its hash")
+	}
+}
+
+func TestClusterState(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	now := t0.Add(10 * time.Minute)
+	tmpl := &workv1.ManifestWorkSpec{}
+	withRule := &workv1.ManifestWorkSpec{ManifestConfigs: []workv1.ManifestConfigOption{{ConditionRules: []workv1.ConditionRule{{Condition: "Complete", Type: workv1.WellKnownConditionsType}}}}}
+	cond := func(typ string, s metav1.ConditionStatus, at time.Time, gen int64) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: s, LastTransitionTime: metav1.NewTime(at), ObservedGeneration: gen, Reason: "R"}
+	}
+	work := func(hash string, conds ...metav1.Condition) *workv1.ManifestWork {
+		return &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Generation: 2, CreationTimestamp: metav1.NewTime(t0.Add(-time.Hour)),
+			Annotations: map[string]string{TemplateHashAnnotation: hash, UpdatedAtAnnotation: t0.Format(time.RFC3339)}},
+			Status: workv1.ManifestWorkStatus{Conditions: conds}}
+	}
+	cases := []struct {
+		name string
+		w    *workv1.ManifestWork
+		tmpl *workv1.ManifestWorkSpec
+		want rollout.ClusterState
+	}{
+		{"an older template is to apply", work("old", cond(workv1.WorkApplied, "True", t0, 2)), tmpl, rollout.ClusterState{Status: rollout.ToApply}},
+		{"written, not reported: progressing since written", work("h"), tmpl, rollout.ClusterState{Status: rollout.Progressing, LastTransitionTime: t0}},
+		{"applied but not available", work("h", cond(workv1.WorkApplied, "True", t0.Add(time.Minute), 2)), tmpl,
+			rollout.ClusterState{Status: rollout.Progressing, LastTransitionTime: t0}},
+		{"applied and available: succeeded when the later turned true", work("h", cond(workv1.WorkApplied, "True", t0.Add(time.Minute), 2),
+			cond(workv1.WorkAvailable, "True", t0.Add(2*time.Minute), 2)), tmpl, rollout.ClusterState{Status: rollout.Succeeded, LastTransitionTime: t0.Add(2 * time.Minute)}},
+		{"conditions of an older generation do not count", work("h", cond(workv1.WorkApplied, "True", t0, 1), cond(workv1.WorkAvailable, "True", t0, 1)), tmpl,
+			rollout.ClusterState{Status: rollout.Progressing, LastTransitionTime: t0}},
+		{"true since before the template was written: succeeded from the write", work("h", cond(workv1.WorkApplied, "True", t0.Add(-time.Hour), 2),
+			cond(workv1.WorkAvailable, "True", t0.Add(-time.Hour), 2)), tmpl, rollout.ClusterState{Status: rollout.Succeeded, LastTransitionTime: t0}},
+		{"degraded fails", work("h", cond(workv1.WorkApplied, "True", t0, 2), cond(workv1.WorkDegraded, "True", t0.Add(3*time.Minute), 2)), tmpl,
+			rollout.ClusterState{Status: rollout.Failed, LastTransitionTime: t0.Add(3 * time.Minute)}},
+		{"not applied fails", work("h", cond(workv1.WorkApplied, "False", t0.Add(time.Minute), 2)), tmpl,
+			rollout.ClusterState{Status: rollout.Failed, LastTransitionTime: t0.Add(time.Minute)}},
+		{"a declared condition rule must be true", work("h", cond(workv1.WorkApplied, "True", t0, 2), cond(workv1.WorkAvailable, "True", t0, 2),
+			cond("Complete", "False", t0, 2)), withRule, rollout.ClusterState{Status: rollout.Progressing, LastTransitionTime: t0}},
+		{"and then it succeeds", work("h", cond(workv1.WorkApplied, "True", t0, 2), cond(workv1.WorkAvailable, "True", t0, 2),
+			cond("Complete", "True", t0.Add(5*time.Minute), 2)), withRule, rollout.ClusterState{Status: rollout.Succeeded, LastTransitionTime: t0.Add(5 * time.Minute)}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := clusterState(c.w, "h", c.tmpl, now); got != c.want {
+				t.Fatalf("clusterState = %+v, want %+v", got, c.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,129 @@
+package mwrs
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
+	workv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/work/v1alpha1"
+	"github.com/flotilla-dev/flotilla/core/rollout"
+)
+
+// PlacementRollout is where one placement reference of a replica set stands, as the
+// controller sees it: the engine's verdict and every decided cluster's state.
+type PlacementRollout struct {
+	Name string
+	// Found is false when the Placement does not exist.
+	Found bool
+	// Result is the rollout engine's verdict (zero when Err is set).
+	Result rollout.Result
+	// Err is the strategy's error (an invalid rolloutStrategy), if any.
+	Err      error
+	Clusters []ClusterRollout
+}
+
+// ClusterRollout is one cluster's state in a rollout.
+type ClusterRollout struct {
+	Cluster string
+	Group   rollout.GroupRef
+	State   rollout.Status
+	// Since is when the cluster entered State (zero for ToApply).
+	Since time.Time
+	// Why explains State from the cluster's ManifestWork.
+	Why string
+}
+
+// Inspect evaluates rs's rollouts at now without writing anything: what `flotilla rollout
+// status` prints. c needs no index: works are found by their replica set label.
+func Inspect(ctx context.Context, c client.Reader, rs *workv1alpha1.ManifestWorkReplicaSet, now time.Time) ([]PlacementRollout, error) {
+	works, err := listWorks(ctx, c, rs, client.MatchingLabels{workv1alpha1.ManifestWorkReplicaSetControllerNameLabelKey: ownerValue(rs)})
+	if err != nil {
+		return nil, err
+	}
+	hash, err := templateHash(&rs.Spec.ManifestWorkTemplate)
+	if err != nil {
+		return nil, err
+	}
+	var out []PlacementRollout
+	for _, ref := range rs.Spec.PlacementRefs {
+		pr, err := readPlacement(ctx, c, rs, ref)
+		if err != nil {
+			return nil, err
+		}
+		pl := PlacementRollout{Name: ref.Name, Found: pr.found}
+		states := map[string]rollout.ClusterState{}
+		for _, g := range pr.groups {
+			for _, cl := range g.Clusters {
+				if w := works[cl]; w != nil {
+					states[cl] = clusterState(w, hash, &rs.Spec.ManifestWorkTemplate, now)
+				}
+			}
+		}
+		pl.Result, pl.Err = rollout.Evaluate(rollout.Input{Strategy: ref.RolloutStrategy, Groups: pr.groups, States: states, Now: now})
+		timedOut := map[string]bool{}
+		for _, cl := range pl.Result.TimedOut {
+			timedOut[cl] = true
+		}
+		for _, g := range pr.groups {
+			for _, cl := range g.Clusters {
+				st := states[cl]
+				if timedOut[cl] {
+					st.Status = rollout.TimeOut
+				}
+				pl.Clusters = append(pl.Clusters, ClusterRollout{Cluster: cl, Group: rollout.GroupRef{Index: g.Index, Name: g.Name},
+					State: st.Status, Since: st.LastTransitionTime, Why: why(works[cl], st.Status, hash, &rs.Spec.ManifestWorkTemplate)})
+			}
+		}
+		sort.SliceStable(pl.Clusters, func(i, j int) bool { return pl.Clusters[i].Group.Index < pl.Clusters[j].Group.Index })
+		out = append(out, pl)
+	}
+	return out, nil
+}
+
+// why says what about a cluster's work puts it in state s.
+func why(w *workv1.ManifestWork, s rollout.Status, hash string, tmpl *workv1.ManifestWorkSpec) string {
+	cond := func(t string) *metav1.Condition {
+		if w == nil {
+			return nil
+		}
+		return meta.FindStatusCondition(w.Status.Conditions, t)
+	}
+	switch s {
+	case rollout.ToApply:
+		switch {
+		case w == nil:
+			return "no ManifestWork yet"
+		case !w.DeletionTimestamp.IsZero():
+			return "its ManifestWork is being deleted"
+		default:
+			return fmt.Sprintf("ManifestWork carries template %s, not the current %s", w.Annotations[TemplateHashAnnotation], hash)
+		}
+	case rollout.Failed:
+		if c := cond(workv1.WorkDegraded); c != nil && c.Status == metav1.ConditionTrue {
+			return fmt.Sprintf("Degraded: %s: %s", c.Reason, c.Message)
+		}
+		if c := cond(workv1.WorkApplied); c != nil {
+			return fmt.Sprintf("not Applied: %s: %s", c.Reason, c.Message)
+		}
+		return "failed"
+	case rollout.TimeOut:
+		return "no success within progressDeadline"
+	case rollout.Progressing:
+		var waiting []string
+		for _, t := range append([]string{workv1.WorkApplied}, successConditions(tmpl)...) {
+			if c := cond(t); c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != 0 && c.ObservedGeneration != w.Generation {
+				waiting = append(waiting, t)
+			}
+		}
+		return fmt.Sprintf("waiting for %v", waiting)
+	case rollout.Succeeded:
+		return "Applied and Available"
+	}
+	return ""
+}
