@@ -7,7 +7,9 @@
 // template (its template-hash annotation differs), is ToApply; a current one is Progressing
 // from the time the controller wrote it until the agent reports it Applied and Available for
 // its generation (and, for every condition rule the template declares, that condition True),
-// then Succeeded; Degraded=True, or Applied=False, makes it Failed. The engine decides which
+// then Succeeded; Degraded=True makes it Failed (a condition rule named Degraded is how a
+// template says what failure is). Applied=False and a condition rule False (a running Job's
+// Complete) are "not yet": a cluster stuck there fails by progressDeadline. The engine decides which
 // clusters to update now; the controller never writes a work the engine has not admitted,
 // except to delete the work of a cluster no placement selects any more.
 package mwrs
@@ -55,6 +57,14 @@ const (
 	// UpdatedAtAnnotation on a generated work is when the controller last wrote its template
 	// (RFC 3339): a cluster is Progressing since then.
 	UpdatedAtAnnotation = "work.flotilla.dev/updated-at"
+	// SucceededAtAnnotation on a generated work is "<template hash>,<RFC 3339 time>": when the
+	// controller first saw the work succeed with that template. It is written only when the
+	// work's conditions cannot tell, because they kept the status (and so the transition
+	// time) they had with an earlier template, as the agent's conditions do.
+	SucceededAtAnnotation = "work.flotilla.dev/succeeded-at"
+	// soakFieldManager owns SucceededAtAnnotation (FieldManager's applies of a work state
+	// its other fields and would drop it).
+	soakFieldManager = FieldManager + "-soak"
 
 	// EventRolloutStopped is the Event of a rollout that maxFailures stopped.
 	EventRolloutStopped = "RolloutStopped"
@@ -192,7 +202,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		for _, g := range pr.groups {
 			for _, c := range g.Clusters {
 				if w := works[c]; w != nil {
-					states[c] = clusterState(w, hash, &rs.Spec.ManifestWorkTemplate, now)
+					s := clusterState(w, hash, &rs.Spec.ManifestWorkTemplate, now)
+					if s.Status == rollout.Succeeded && staleSuccess(w, &rs.Spec.ManifestWorkTemplate) {
+						if s.LastTransitionTime, err = r.firstSeenSuccess(ctx, w, hash, now); err != nil {
+							return reconcile.Result{}, err
+						}
+					}
+					states[c] = s
 				}
 			}
 		}
@@ -356,10 +372,9 @@ func clusterState(w *workv1.ManifestWork, hash string, tmpl *workv1.ManifestWork
 	if c := current(workv1.WorkDegraded); c != nil && c.Status == metav1.ConditionTrue {
 		return rollout.ClusterState{Status: rollout.Failed, LastTransitionTime: c.LastTransitionTime.Time}
 	}
+	// Applied=False is not a failure: the agent reports it on its first pass and retries apply
+	// errors; one that lasts is caught by progressDeadline.
 	applied := current(workv1.WorkApplied)
-	if applied != nil && applied.Status == metav1.ConditionFalse {
-		return rollout.ClusterState{Status: rollout.Failed, LastTransitionTime: applied.LastTransitionTime.Time}
-	}
 	succeeded := applied != nil && applied.Status == metav1.ConditionTrue
 	last := time.Time{}
 	if succeeded {
@@ -386,6 +401,41 @@ func clusterState(w *workv1.ManifestWork, hash string, tmpl *workv1.ManifestWork
 		last = now
 	}
 	return rollout.ClusterState{Status: rollout.Succeeded, LastTransitionTime: last}
+}
+
+// staleSuccess reports whether the success conditions of a succeeded work all turned True
+// before its current template was written: they kept their transition times from an earlier
+// template, so they do not tell when the work succeeded with this one (clusterState then
+// says when it was written, which would cut minSuccessTime short by the agent's time to
+// apply the update).
+func staleSuccess(w *workv1.ManifestWork, tmpl *workv1.ManifestWorkSpec) bool {
+	written, err := time.Parse(time.RFC3339, w.Annotations[UpdatedAtAnnotation])
+	if err != nil {
+		return false
+	}
+	for _, t := range append([]string{workv1.WorkApplied}, successConditions(tmpl)...) {
+		if c := meta.FindStatusCondition(w.Status.Conditions, t); c != nil && !c.LastTransitionTime.Time.Before(written) {
+			return false
+		}
+	}
+	return true
+}
+
+// firstSeenSuccess is when the controller first saw w succeed with template hash: recorded in
+// SucceededAtAnnotation, or now, which it records.
+func (r *Reconciler) firstSeenSuccess(ctx context.Context, w *workv1.ManifestWork, hash string, now time.Time) (time.Time, error) {
+	if h, at, ok := strings.Cut(w.Annotations[SucceededAtAnnotation], ","); ok && h == hash {
+		if t, err := time.Parse(time.RFC3339, at); err == nil {
+			return t, nil
+		}
+	}
+	v := hash + "," + now.UTC().Format(time.RFC3339)
+	if err := apply.Fields(ctx, r.Client, w, soakFieldManager, false, map[string]any{
+		"metadata": map[string]any{"annotations": map[string]any{SucceededAtAnnotation: v}},
+	}); err != nil {
+		return time.Time{}, fmt.Errorf("ManifestWork %s/%s: recording when it succeeded: %w", w.Namespace, w.Name, err)
+	}
+	return now, nil
 }
 
 // successConditions are the work conditions that must be True, besides Applied: Available,

@@ -108,13 +108,13 @@ func why(w *workv1.ManifestWork, s rollout.Status, hash string, tmpl *workv1.Man
 		if c := cond(workv1.WorkDegraded); c != nil && c.Status == metav1.ConditionTrue {
 			return fmt.Sprintf("Degraded: %s: %s", c.Reason, c.Message)
 		}
-		if c := cond(workv1.WorkApplied); c != nil {
-			return fmt.Sprintf("not Applied: %s: %s", c.Reason, c.Message)
-		}
 		return "failed"
 	case rollout.TimeOut:
 		return "no success within progressDeadline"
 	case rollout.Progressing:
+		if c := cond(workv1.WorkApplied); c != nil && c.Status == metav1.ConditionFalse {
+			return fmt.Sprintf("not Applied yet: %s: %s", c.Reason, c.Message)
+		}
 		var waiting []string
 		for _, t := range append([]string{workv1.WorkApplied}, successConditions(tmpl)...) {
 			if c := cond(t); c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != 0 && c.ObservedGeneration != w.Generation {
