@@ -94,7 +94,11 @@ func WriteRolloutStatus(w io.Writer, rs *workv1alpha1.ManifestWorkReplicaSet, pr
 			fmt.Fprintf(w, ": %v\n", pr.Err)
 			continue
 		}
-		fmt.Fprintf(w, ": %s\n  %s\n", pr.Result.Phase, pr.Result.Message)
+		if mwrs.RolledBack(rs) {
+			fmt.Fprintln(w, ": RolledBack (this template is not rolled out again; change it to start the next rollout)")
+		} else {
+			fmt.Fprintf(w, ": %s\n  %s\n", pr.Result.Phase, pr.Result.Message)
+		}
 		if pr.Result.RecheckAfter > 0 {
 			fmt.Fprintf(w, "  next change by the clock in %s\n", pr.Result.RecheckAfter.Round(time.Second))
 		}

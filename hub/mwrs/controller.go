@@ -403,18 +403,19 @@ func clusterState(w *workv1.ManifestWork, hash string, tmpl *workv1.ManifestWork
 	return rollout.ClusterState{Status: rollout.Succeeded, LastTransitionTime: last}
 }
 
-// staleSuccess reports whether the success conditions of a succeeded work all turned True
-// before its current template was written: they kept their transition times from an earlier
-// template, so they do not tell when the work succeeded with this one (clusterState then
-// says when it was written, which would cut minSuccessTime short by the agent's time to
-// apply the update).
+// staleSuccess reports whether the success conditions of a succeeded work may have turned
+// True before its current template was written: an updated work (a first template has no
+// earlier status) whose conditions all carry a transition time no later than the write (to
+// the second) may have kept them from the earlier template, so they do not tell when the
+// work succeeded with this one. clusterState then says when it was written, which would cut
+// minSuccessTime short by the agent's time to apply the update.
 func staleSuccess(w *workv1.ManifestWork, tmpl *workv1.ManifestWorkSpec) bool {
 	written, err := time.Parse(time.RFC3339, w.Annotations[UpdatedAtAnnotation])
-	if err != nil {
+	if err != nil || w.Generation <= 1 {
 		return false
 	}
 	for _, t := range append([]string{workv1.WorkApplied}, successConditions(tmpl)...) {
-		if c := meta.FindStatusCondition(w.Status.Conditions, t); c != nil && !c.LastTransitionTime.Time.Before(written) {
+		if c := meta.FindStatusCondition(w.Status.Conditions, t); c != nil && c.LastTransitionTime.Time.After(written) {
 			return false
 		}
 	}

@@ -47,6 +47,10 @@ func rollbackEnabled(rs *workv1alpha1.ManifestWorkReplicaSet) bool {
 	return rs.Annotations[RollbackAnnotation] == "true"
 }
 
+// RolledBack reports whether rs's current generation was rolled back (and is not rolled out
+// again until its spec changes).
+func RolledBack(rs *workv1alpha1.ManifestWorkReplicaSet) bool { return rolledBack(rs) }
+
 // rolledBack: the current generation was rolled back; it is not rolled out again.
 func rolledBack(rs *workv1alpha1.ManifestWorkReplicaSet) bool {
 	c := meta.FindStatusCondition(rs.Status.Conditions, ConditionRolledBack)
