@@ -1,0 +1,107 @@
+package work
+
+import (
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/format"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1alpha1"
+	clusterv1beta1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta1"
+	clusterv1beta2 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta2"
+	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
+	workv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/work/v1alpha1"
+)
+
+// The real fleet: the hub's ManifestWorkReplicaSet controller, the placement controller and
+// the two real work agents, with KWOK making the Deployments' Pods Ready.
+var _ = Describe("ManifestWorkReplicaSet on the real fleet", func() {
+	It("rolls a Deployment out progressively, one cluster after the other succeeded, then removes it", func() {
+		const ns = "mwrs-fleet"
+		Expect(hubClient.Create(suiteCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		DeferCleanup(func() {
+			Expect(hubClient.Delete(suiteCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		})
+		// Both clusters are in the hub's default set.
+		Expect(hubClient.Create(suiteCtx, &clusterv1beta2.ManagedClusterSetBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default"},
+			Spec: clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: "default"}})).To(Succeed())
+		Expect(hubClient.Create(suiteCtx, &clusterv1beta1.Placement{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "both"}})).To(Succeed())
+
+		one := intstr.FromInt32(1)
+		rs := &workv1alpha1.ManifestWorkReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+			Spec: workv1alpha1.ManifestWorkReplicaSetSpec{
+				PlacementRefs: []workv1alpha1.LocalPlacementReference{{Name: "both", RolloutStrategy: clusterv1alpha1.RolloutStrategy{
+					Type: clusterv1alpha1.Progressive, Progressive: &clusterv1alpha1.RolloutProgressive{MaxConcurrency: one}}}},
+				ManifestWorkTemplate: workv1.ManifestWorkSpec{Workload: workv1.ManifestsTemplate{Manifests: manifests(
+					deployment("default", "mwrs-web", "quay.io/asmacdo/busybox"))}},
+			}}
+		Expect(hubClient.Create(suiteCtx, rs)).To(Succeed())
+
+		work := func(cluster string) func() *workv1.ManifestWork {
+			return func() *workv1.ManifestWork {
+				w := &workv1.ManifestWork{}
+				if err := hubClient.Get(suiteCtx, client.ObjectKey{Namespace: cluster, Name: "web"}, w); err != nil {
+					return nil
+				}
+				return w
+			}
+		}
+		done := func(w *workv1.ManifestWork) bool {
+			return w != nil && meta.IsStatusConditionTrue(w.Status.Conditions, workv1.WorkApplied) &&
+				meta.IsStatusConditionTrue(w.Status.Conditions, workv1.WorkAvailable)
+		}
+		// One cluster at a time (cluster1 first, by name): until its work succeeded, cluster2 has
+		// none. cluster2 is read first, so a work there next to a cluster1 work that has not
+		// succeeded is a breach whatever happens between the reads, except that success can
+		// turn Unknown when the hub thinks cluster1 unavailable for a moment (a loaded machine
+		// renews leases late): Unknown proves nothing either way.
+		notYet := func(w *workv1.ManifestWork) bool {
+			if w == nil {
+				return true
+			}
+			for _, t := range []string{workv1.WorkApplied, workv1.WorkAvailable} {
+				if c := meta.FindStatusCondition(w.Status.Conditions, t); c == nil || c.Status == metav1.ConditionFalse {
+					return true
+				}
+			}
+			return false
+		}
+		Eventually(func() bool {
+			w2, w1 := work(cluster2)(), work(cluster1)()
+			if w2 != nil && notYet(w1) {
+				Fail(fmt.Sprintf("cluster2 got its work before cluster1's succeeded: cluster1's work %s", format.Object(w1, 1)))
+			}
+			return done(w1)
+		}).WithPolling(50 * time.Millisecond).Should(BeTrue())
+		Eventually(func() bool { return done(work(cluster2)()) }).Should(BeTrue())
+		for _, cl := range []string{cluster1, cluster2} {
+			Eventually(live(cl, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "mwrs-web"}})).ShouldNot(BeNil())
+		}
+		Eventually(func(g Gomega) {
+			got := &workv1alpha1.ManifestWorkReplicaSet{}
+			g.Expect(hubClient.Get(suiteCtx, client.ObjectKeyFromObject(rs), got)).To(Succeed())
+			g.Expect(got.Status.Summary.Applied).To(Equal(2))
+			g.Expect(got.Status.Summary.Available).To(Equal(2))
+			g.Expect(meta.FindStatusCondition(got.Status.Conditions, workv1alpha1.ManifestWorkReplicaSetConditionPlacementRolledOut)).To(
+				And(HaveField("Status", metav1.ConditionTrue), HaveField("Reason", workv1alpha1.ReasonComplete)))
+		}).Should(Succeed())
+
+		By("deleting the replica set removes its works and what they applied")
+		Expect(hubClient.Delete(suiteCtx, rs)).To(Succeed())
+		for _, cl := range []string{cluster1, cluster2} {
+			Eventually(gone(cl, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "mwrs-web"}})).Should(BeTrue())
+			Eventually(func() bool {
+				return apierrors.IsNotFound(hubClient.Get(suiteCtx, client.ObjectKey{Namespace: cl, Name: "web"}, &workv1.ManifestWork{}))
+			}).Should(BeTrue())
+		}
+	})
+})
