@@ -60,6 +60,11 @@ func parseStrategy(s clusterv1alpha1.RolloutStrategy) (*config, error) {
 	if typ == "" {
 		typ = clusterv1alpha1.All // the API default
 	}
+	// rolloutType, the documentation's name for type: type's default All hides whether
+	// type was written, so an explicit rolloutType wins over All.
+	if s.RolloutType != "" && typ == clusterv1alpha1.All {
+		typ = s.RolloutType
+	}
 	cfg := &config{typ: typ}
 	var rc clusterv1alpha1.RolloutConfig
 	switch typ {

@@ -994,3 +994,33 @@ func TestInvalidInput(t *testing.T) {
 		})
 	}
 }
+
+// TestRolloutTypeAlias: rolloutType, the name OCM's documentation uses, is read when type is
+// All (its default) or unset, and never overrides another written type.
+func TestRolloutTypeAlias(t *testing.T) {
+	groups := []Group{{Index: 0, Clusters: []string{"a", "b", "c"}}}
+	one := intstr.FromInt32(1)
+	for _, c := range []struct {
+		name      string
+		strategy  clusterv1alpha1.RolloutStrategy
+		toUpdate  int
+		wantPhase Phase
+	}{
+		{"rolloutType alone", clusterv1alpha1.RolloutStrategy{RolloutType: clusterv1alpha1.Progressive,
+			Progressive: &clusterv1alpha1.RolloutProgressive{MaxConcurrency: one}}, 1, PhaseProgressing},
+		{"rolloutType over the defaulted All", clusterv1alpha1.RolloutStrategy{Type: clusterv1alpha1.All, RolloutType: clusterv1alpha1.Progressive,
+			Progressive: &clusterv1alpha1.RolloutProgressive{MaxConcurrency: one}}, 1, PhaseProgressing},
+		{"an explicit other type wins", clusterv1alpha1.RolloutStrategy{Type: clusterv1alpha1.ProgressivePerGroup, RolloutType: clusterv1alpha1.All}, 3, PhaseProgressing},
+		{"rolloutType All is All", clusterv1alpha1.RolloutStrategy{RolloutType: clusterv1alpha1.All}, 3, PhaseProgressing},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res, err := Evaluate(Input{Strategy: c.strategy, Groups: groups, Now: time.Unix(0, 0)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.ToUpdate) != c.toUpdate || res.Phase != c.wantPhase {
+				t.Fatalf("ToUpdate %v, phase %s; want %d clusters, %s", res.ToUpdate, res.Phase, c.toUpdate, c.wantPhase)
+			}
+		})
+	}
+}

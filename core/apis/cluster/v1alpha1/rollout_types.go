@@ -36,6 +36,14 @@ type RolloutStrategy struct {
 	// +optional
 	Type RolloutType `json:"type,omitempty"`
 
+	// RolloutType is the name OCM's documentation gives Type in its
+	// ManifestWorkReplicaSet example ("rolloutType: Progressive"). A Flotilla
+	// superset, so that example applies and rolls out as documented: it is read when
+	// Type is All or unset (Type's default hides whether it was written). Write type.
+	// +kubebuilder:validation:Enum=All;Progressive;ProgressivePerGroup
+	// +optional
+	RolloutType RolloutType `json:"rolloutType,omitempty"`
+
 	// All holds the settings for type All.
 	// +optional
 	All *RolloutAll `json:"all,omitempty"`

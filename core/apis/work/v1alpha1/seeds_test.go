@@ -63,11 +63,12 @@ func TestSeedReplicaSetShape(t *testing.T) {
 	if len(refs) != 3 {
 		t.Fatalf("placementRefs: got %d, want 3", len(refs))
 	}
-	if refs[0].RolloutStrategy.Type != clusterv1alpha1.All {
-		t.Errorf("placementRefs[0] rollout type: got %q", refs[0].RolloutStrategy.Type)
+	// The seed spells the type rolloutType (read when type is All or unset).
+	if refs[0].RolloutStrategy.RolloutType != clusterv1alpha1.All {
+		t.Errorf("placementRefs[0] rollout type: got %q", refs[0].RolloutStrategy.RolloutType)
 	}
 	p := refs[1].RolloutStrategy.Progressive
-	if refs[1].RolloutStrategy.Type != clusterv1alpha1.Progressive || p == nil {
+	if refs[1].RolloutStrategy.RolloutType != clusterv1alpha1.Progressive || p == nil {
 		t.Fatalf("placementRefs[1] rollout: got %+v", refs[1].RolloutStrategy)
 	}
 	if p.MinSuccessTime.Duration.Minutes() != 5 || p.ProgressDeadline != "10m" || p.MaxFailures != intstr.FromString("5%") {
@@ -77,7 +78,7 @@ func TestSeedReplicaSetShape(t *testing.T) {
 		t.Errorf("placementRefs[1] mandatory decision groups: got %+v", p.MandatoryDecisionGroups)
 	}
 	g := refs[2].RolloutStrategy.ProgressivePerGroup
-	if refs[2].RolloutStrategy.Type != clusterv1alpha1.ProgressivePerGroup || g == nil || g.MaxFailures != intstr.FromInt32(2) {
+	if refs[2].RolloutStrategy.RolloutType != clusterv1alpha1.ProgressivePerGroup || g == nil || g.MaxFailures != intstr.FromInt32(2) {
 		t.Errorf("placementRefs[2] rollout: got %+v", refs[2].RolloutStrategy)
 	}
 	tmpl := rs.Spec.ManifestWorkTemplate
@@ -92,8 +93,7 @@ func TestValidatorRejects(t *testing.T) {
 	v := newValidator(t)
 	const head = "apiVersion: work.open-cluster-management.io/v1alpha1\nkind: ManifestWorkReplicaSet\nmetadata: {name: r, namespace: ocm-ns}\n"
 	seedcheck.ExpectRejected(t, v, []seedcheck.Rejection{
-		// The seed's own spelling before repair: OCM's field is "type".
-		{Name: "rolloutType instead of type", Doc: head + "spec:\n  manifestWorkTemplate: {}\n  placementRefs: [{name: p, rolloutStrategy: {rolloutType: All}}]", Want: "spec.placementRefs[0].rolloutStrategy.rolloutType"},
+		{Name: "rolloutType outside the enum", Doc: head + "spec:\n  manifestWorkTemplate: {}\n  placementRefs: [{name: p, rolloutStrategy: {rolloutType: Canary}}]", Want: "spec.placementRefs[0].rolloutStrategy.rolloutType"},
 		{Name: "no placementRefs", Doc: head + "spec: {manifestWorkTemplate: {}, placementRefs: []}", Want: "spec.placementRefs"},
 		{Name: "rollout type outside the enum", Doc: head + "spec:\n  manifestWorkTemplate: {}\n  placementRefs: [{name: p, rolloutStrategy: {type: Canary}}]", Want: "spec.placementRefs[0].rolloutStrategy.type"},
 		{Name: "maxFailures above 100%", Doc: head + "spec:\n  manifestWorkTemplate: {}\n  placementRefs: [{name: p, rolloutStrategy: {type: Progressive, progressive: {maxFailures: 150%}}}]", Want: "maxFailures"},
