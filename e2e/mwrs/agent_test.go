@@ -128,6 +128,17 @@ func (a *agent) appeared(hash string) []string {
 	return append([]string(nil), a.order[hash]...)
 }
 
+// hashesSeen are the template hashes the agent saw works carry.
+func (a *agent) hashesSeen() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]string, 0, len(a.order))
+	for h := range a.order {
+		out = append(out, h)
+	}
+	return out
+}
+
 func (a *agent) run(ctx context.Context) {
 	defer close(a.done)
 	for ctx.Err() == nil {
