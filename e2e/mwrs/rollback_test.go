@@ -54,14 +54,16 @@ var _ = Describe("Rollback (work.flotilla.dev/rollback-on-failure)", func() {
 		Expect(v2).To(HaveLen(1))
 		Expect(v2[0]).NotTo(Equal(v1[0]))
 
-		By("a broken v3: the first two clusters degrade, the rollout stops, both go back to v2")
+		By("a broken v3: the clusters it reaches degrade, the second failure stops the rollout, all go back to v2")
 		setVersion(ctx, ns, rs, "v3")
 		Eventually(func(g Gomega) {
 			r := getRS(ctx, ns, rs)
 			rb := condition(r, mwrs.ConditionRolledBack)
 			g.Expect(rb).To(conditionOf(mwrs.ConditionRolledBack, "True", mwrs.ReasonMaxFailuresBreached))
 			g.Expect(rb.ObservedGeneration).To(Equal(r.Generation))
-			g.Expect(rb.Message).To(ContainSubstring("rolled back to " + v2[0] + " on 2 clusters (" + cs[0] + ", " + cs[1] + ")"))
+			// The first two, or three when the third was admitted between the two failures.
+			g.Expect(rb.Message).To(Or(ContainSubstring("rolled back to "+v2[0]+" on 2 clusters ("+cs[0]+", "+cs[1]+")"),
+				ContainSubstring("rolled back to "+v2[0]+" on 3 clusters ("+cs[0]+", "+cs[1]+", "+cs[2]+")")))
 			// Every work carries v2 again: the two updated ones went back, the others never moved.
 			g.Expect(hashes(ctx, ns, rs)).To(Equal(v2))
 		}).Should(Succeed())
@@ -71,7 +73,7 @@ var _ = Describe("Rollback (work.flotilla.dev/rollback-on-failure)", func() {
 				v3 = h
 			}
 		}
-		Expect(a.appeared(v3)).To(Equal(cs[:2]), "v3 reached only the first two clusters")
+		Expect(a.appeared(v3)).To(Or(Equal(cs[:2]), Equal(cs[:3])), "v3 went on after the rollout stopped")
 		Eventually(func() []corev1.Event { return events(ctx, ns, rs, mwrs.EventRolledBack) }).ShouldNot(BeEmpty())
 
 		By("holding: v3 is not rolled out again while the spec stays")
