@@ -6,13 +6,11 @@ package admission
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -23,12 +21,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
 
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
 	"github.com/flotilla-dev/flotilla/core/environment"
 	"github.com/flotilla-dev/flotilla/core/policy"
+	"github.com/flotilla-dev/flotilla/e2e/internal/hubtest"
 	"github.com/flotilla-dev/flotilla/hub/manager"
 )
 
@@ -53,42 +51,17 @@ var (
 )
 
 var _ = BeforeSuite(func(ctx SpecContext) {
-	logger = funcr.New(func(prefix, args string) { fmt.Fprintln(GinkgoWriter, prefix, args) }, funcr.Options{})
-	ctrllog.SetLogger(logger)
-	var err error
-	controlPlane, err = environment.StartControlPlane(ctx, environment.ControlPlaneOptions{Name: environment.HubName, AllCRDs: true, Log: GinkgoWriter})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(controlPlane.Stop)
-	scheme, err = manager.NewScheme()
-	Expect(err).NotTo(HaveOccurred())
-	admin, err = client.New(controlPlane.Config, client.Options{Scheme: scheme})
-	Expect(err).NotTo(HaveOccurred())
+	env := hubtest.StartControlPlane(ctx)
+	controlPlane, scheme, admin, logger = env.ControlPlane, env.Scheme, env.Client, env.Logger
 	for _, ns := range []string{clusterNamespace, "apps", "ops", "team-a", "other", "ws", "frozen"} {
 		Expect(admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	}
-
 	gates, err := manager.NewFeatureGate()
 	Expect(err).NotTo(HaveOccurred())
 	Expect(gates.Set("NilExecutorValidating=true")).To(Succeed())
-	hub, err := manager.New(manager.Options{
-		Config: controlPlane.Config, FeatureGates: gates,
-		SkipCRDInstall: true, SkipWasmPluginController: true, SkipPluginInstall: true,
-		PolicyEvalTimeout: evalTimeout,
-		Logger:            logger.WithName("hub"),
+	env.StartHub(manager.Options{
+		FeatureGates: gates, SkipWasmPluginController: true, SkipPluginInstall: true, PolicyEvalTimeout: evalTimeout,
 	})
-	Expect(err).NotTo(HaveOccurred())
-	hubCtx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer GinkgoRecover()
-		defer close(done)
-		Expect(hub.Start(hubCtx)).To(Succeed())
-	}()
-	DeferCleanup(func() {
-		cancel()
-		Eventually(done).Should(BeClosed())
-	})
-	Eventually(hub.Webhooks().Ready()).Should(BeClosed())
 	// The cluster whose namespace ManifestWorks go to (input.clusterNamespace).
 	Expect(admin.Create(ctx, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: clusterNamespace}})).To(Succeed())
 })

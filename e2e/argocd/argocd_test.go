@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -23,7 +22,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
 
 	"github.com/argoproj/argo-cd/v3/applicationset/controllers/template"
@@ -35,6 +33,7 @@ import (
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
 	clusterv1beta1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta1"
 	"github.com/flotilla-dev/flotilla/core/environment"
+	"github.com/flotilla-dev/flotilla/e2e/internal/hubtest"
 	"github.com/flotilla-dev/flotilla/hub/manager"
 )
 
@@ -51,31 +50,10 @@ var (
 )
 
 var _ = BeforeSuite(func(ctx SpecContext) {
-	ctrllog.SetLogger(logr.Discard())
-	var err error
-	controlPlane, err = environment.StartControlPlane(ctx, environment.ControlPlaneOptions{Name: environment.HubName, AllCRDs: true, Log: GinkgoWriter})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(controlPlane.Stop)
-	scheme, err := manager.NewScheme()
-	Expect(err).NotTo(HaveOccurred())
-	hubClient, err = client.New(controlPlane.Config, client.Options{Scheme: scheme})
-	Expect(err).NotTo(HaveOccurred())
-
+	env := hubtest.StartControlPlane(ctx)
+	controlPlane, hubClient = env.ControlPlane, env.Client
 	// The hub with its default gates: the global set holds every cluster, as the seeds bind it.
-	hub, err := manager.New(manager.Options{Config: controlPlane.Config, SkipCRDInstall: true, Logger: logr.Discard()})
-	Expect(err).NotTo(HaveOccurred())
-	hubCtx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer GinkgoRecover()
-		defer close(done)
-		Expect(hub.Start(hubCtx)).To(Succeed())
-	}()
-	DeferCleanup(func() {
-		cancel()
-		Eventually(done).Should(BeClosed())
-	})
-	Eventually(hub.Webhooks().Ready()).Should(BeClosed())
+	env.StartHub(manager.Options{})
 })
 
 // The seeds' objects (scenarios §5, steps 3 to 7), plus what an Argo CD installation brings:

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"golang.org/x/sync/errgroup"
@@ -27,7 +26,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
 
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
@@ -38,6 +36,7 @@ import (
 	workv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/work/v1alpha1"
 	coreapply "github.com/flotilla-dev/flotilla/core/apply"
 	"github.com/flotilla-dev/flotilla/core/environment"
+	"github.com/flotilla-dev/flotilla/e2e/internal/hubtest"
 	"github.com/flotilla-dev/flotilla/hub/manager"
 	"github.com/flotilla-dev/flotilla/hub/mwrs"
 )
@@ -59,39 +58,15 @@ var (
 )
 
 var _ = BeforeSuite(func(ctx SpecContext) {
-	logger = funcr.New(func(prefix, args string) { fmt.Fprintln(GinkgoWriter, prefix, args) }, funcr.Options{})
-	ctrllog.SetLogger(logger)
-	var err error
-	controlPlane, err = environment.StartControlPlane(ctx, environment.ControlPlaneOptions{Name: environment.HubName, AllCRDs: true, Log: GinkgoWriter})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(controlPlane.Stop)
-	scheme, err = manager.NewScheme()
-	Expect(err).NotTo(HaveOccurred())
-	hubClient, err = client.NewWithWatch(controlPlane.Config, client.Options{Scheme: scheme})
-	Expect(err).NotTo(HaveOccurred())
-
+	env := hubtest.StartControlPlane(ctx)
+	controlPlane, scheme, hubClient, logger = env.ControlPlane, env.Scheme, env.Client, env.Logger
 	gates, err := manager.NewFeatureGate()
 	Expect(err).NotTo(HaveOccurred())
 	// The replica set controller runs by default: the suite does not turn it on.
 	Expect(gates.Enabled(featuregates.ManifestWorkReplicaSet)).To(BeTrue())
 	// The suite's sets are its own: no default set relabelling clusters.
 	Expect(gates.Set("DefaultClusterSet=false")).To(Succeed())
-	hub, err := manager.New(manager.Options{
-		Config: controlPlane.Config, FeatureGates: gates, SkipCRDInstall: true, Logger: logger.WithName("hub"),
-	})
-	Expect(err).NotTo(HaveOccurred())
-	hubCtx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer GinkgoRecover()
-		defer close(done)
-		Expect(hub.Start(hubCtx)).To(Succeed())
-	}()
-	DeferCleanup(func() {
-		cancel()
-		Eventually(done).Should(BeClosed())
-	})
-	Eventually(hub.Webhooks().Ready()).Should(BeClosed())
+	env.StartHub(manager.Options{FeatureGates: gates})
 })
 
 // ---- objects ----

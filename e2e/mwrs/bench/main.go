@@ -19,8 +19,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
-	"os/signal"
 	"sort"
 	"strconv"
 	"strings"
@@ -45,6 +43,7 @@ import (
 	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/core/environment"
+	"github.com/flotilla-dev/flotilla/e2e/internal/benchenv"
 	"github.com/flotilla-dev/flotilla/hub/manager"
 	"github.com/flotilla-dev/flotilla/hub/mwrs"
 )
@@ -60,22 +59,15 @@ func main() {
 	timeout := flag.Duration("timeout", 20*time.Minute, "give up after this long")
 	verbose := flag.Bool("v", false, "log the hub's output to stderr")
 	flag.Parse()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	ctx, cancel := benchenv.Context(*timeout)
 	defer cancel()
-	if *binary == "" {
-		b, err := environment.FlotillaBinary()
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "bench-rollout:", err)
-			os.Exit(1)
-		}
-		*binary = b
-	}
-	line, err := run(ctx, *binary, *clusters, *verbose)
+	bin, err := benchenv.Binary(*binary)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench-rollout:", err)
-		os.Exit(1)
+		benchenv.Exit("bench-rollout", err)
+	}
+	line, err := run(ctx, bin, *clusters, *verbose)
+	if err != nil {
+		benchenv.Exit("bench-rollout", err)
 	}
 	fmt.Println(line)
 }
@@ -107,16 +99,13 @@ func run(ctx context.Context, binary string, n int, verbose bool) (line string, 
 	if err != nil {
 		return "", err
 	}
-	runCtx, stopHub := context.WithCancel(ctx)
-	defer stopHub()
-	hub := exec.CommandContext(runCtx, binary, "hub", "--kubeconfig", cp.KubeconfigPath,
+	hub, err := benchenv.StartHub(ctx, binary, cp.KubeconfigPath, logw,
 		"--feature-gates", "DefaultClusterSet=false", "--kube-api-qps", "1000", "--kube-api-burst", "2000",
 		"--metrics-bind-address", metricsAddr)
-	hub.Stdout, hub.Stderr = logw, logw
-	if err := hub.Start(); err != nil {
-		return "", fmt.Errorf("starting %s hub: %w", binary, err)
+	if err != nil {
+		return "", err
 	}
-	defer func() { _ = hub.Process.Kill(); _ = hub.Wait() }()
+	defer hub.Stop()
 
 	fmt.Fprintf(os.Stderr, "creating %d clusters\n", n)
 	if err := fleet(ctx, c, n); err != nil {

@@ -18,8 +18,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
-	"os/signal"
 	"sort"
 	"strconv"
 	"strings"
@@ -46,6 +44,7 @@ import (
 	clusterv1beta1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta1"
 	clusterv1beta2 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta2"
 	"github.com/flotilla-dev/flotilla/core/environment"
+	"github.com/flotilla-dev/flotilla/e2e/internal/benchenv"
 	"github.com/flotilla-dev/flotilla/hub/manager"
 )
 
@@ -79,22 +78,15 @@ func main() {
 	flag.BoolVar(&floorRun, "floor", false, "instead of the hub, time the API writes alone (no scheduling) in the same shapes: the API server's floor on this machine")
 	flag.BoolVar(&withBuiltIns, "builtins", true, "score with the Wasm built-ins ResourceAllocatableCPU and Balance besides the AddOn score (false: the AddOn score alone, to see the rest of the cost)")
 	flag.Parse()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	ctx, cancel := benchenv.Context(*timeout)
 	defer cancel()
-	if *binary == "" {
-		b, err := environment.FlotillaBinary()
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "bench-placement:", err)
-			os.Exit(1)
-		}
-		*binary = b
-	}
-	line, err := run(ctx, *binary, *clusters, *small, *large, *verbose)
+	bin, err := benchenv.Binary(*binary)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench-placement:", err)
-		os.Exit(1)
+		benchenv.Exit("bench-placement", err)
+	}
+	line, err := run(ctx, bin, *clusters, *small, *large, *verbose)
+	if err != nil {
+		benchenv.Exit("bench-placement", err)
 	}
 	fmt.Println(line)
 }
@@ -128,15 +120,12 @@ func run(ctx context.Context, binary string, clusters, small, large int, verbose
 		return runFloor(ctx, cp, c, clusters, small, large)
 	}
 
-	runCtx, stopHub := context.WithCancel(ctx)
-	defer stopHub()
-	hub := exec.CommandContext(runCtx, binary, "hub", "--kubeconfig", cp.KubeconfigPath,
+	hub, err := benchenv.StartHub(ctx, binary, cp.KubeconfigPath, logw,
 		"--feature-gates", "DefaultClusterSet=false", "--kube-api-qps", "1000", "--kube-api-burst", "2000", "--pprof-bind-address", pprofAddr)
-	hub.Stdout, hub.Stderr = logw, logw
-	if err := hub.Start(); err != nil {
-		return "", fmt.Errorf("starting %s hub: %w", binary, err)
+	if err != nil {
+		return "", err
 	}
-	defer func() { _ = hub.Process.Kill(); _ = hub.Wait() }()
+	defer hub.Stop()
 
 	fmt.Fprintf(os.Stderr, "creating %d clusters with their scores\n", clusters)
 	if err := fleet(ctx, c, clusters); err != nil {
@@ -153,7 +142,7 @@ func run(ctx context.Context, binary string, clusters, small, large int, verbose
 	if err != nil {
 		return "", err
 	}
-	pids := append([]int{hub.Process.Pid}, cp.PIDs()...)
+	pids := append([]int{hub.Pid()}, cp.PIDs()...)
 	before := cpu(pids)
 	profiled := make(chan error, 1)
 	if apiserverProfile != "" {
@@ -191,7 +180,7 @@ func run(ctx context.Context, binary string, clusters, small, large int, verbose
 	}
 	reportCPU(pids, before)
 	fmt.Fprintf(os.Stderr, "%d placements × %d clusters: %.2f s\n", large, clusters, largeTime.Seconds())
-	rss, err := environment.RSSMiB(hub.Process.Pid)
+	rss, err := environment.RSSMiB(hub.Pid())
 	if err != nil {
 		return "", err
 	}
