@@ -26,6 +26,7 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -65,6 +66,9 @@ const (
 	// soakFieldManager owns SucceededAtAnnotation (FieldManager's applies of a work state
 	// its other fields and would drop it).
 	soakFieldManager = FieldManager + "-soak"
+
+	// parallelWrites bounds the work writes of one reconcile in flight at once.
+	parallelWrites = 16
 
 	// EventRolloutStopped is the Event of a rollout that maxFailures stopped.
 	EventRolloutStopped = "RolloutStopped"
@@ -239,12 +243,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			st.rollback(ref.Name, res.Message, hash, prev.hash, back)
 			toUpdate = nil
 		}
-		for _, c := range toUpdate {
-			w, err := r.applyWork(ctx, rs, ref.Name, c, &rs.Spec.ManifestWorkTemplate, hash, now)
-			if err != nil {
-				return reconcile.Result{}, err
-			}
-			works[c] = w
+		// The admitted clusters' works are independent writes: a thousand at once (an All
+		// rollout) go out in parallel, not one API round trip after the other.
+		written := make([]*workv1.ManifestWork, len(toUpdate))
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(parallelWrites)
+		for i, c := range toUpdate {
+			g.Go(func() error {
+				w, err := r.applyWork(gctx, rs, ref.Name, c, &rs.Spec.ManifestWorkTemplate, hash, now)
+				written[i] = w
+				return err
+			})
+		}
+		if err := g.Wait(); err != nil {
+			return reconcile.Result{}, err
+		}
+		for i, c := range toUpdate {
+			works[c] = written[i]
 		}
 		if res.RecheckAfter > 0 && (recheck == 0 || res.RecheckAfter < recheck) {
 			recheck = res.RecheckAfter
