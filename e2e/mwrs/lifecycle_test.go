@@ -53,6 +53,14 @@ var _ = Describe("Placement changes", func() {
 		}).Should(Succeed())
 		complete(ctx, ns, rs)
 
+		// A work whose spec someone edits gets the template back.
+		edited := works(ctx, ns, rs)[cs[2]]
+		patch(ctx, edited, `{"spec": {"workload": {"manifests": [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "edited", "namespace": "default"}}]}}}`)
+		Eventually(func() string {
+			return string(works(ctx, ns, rs)[cs[2]].Spec.Workload.Manifests[0].Raw)
+		}).Should(ContainSubstring(`"version":"v1"`))
+		complete(ctx, ns, rs)
+
 		patch(ctx, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: cs[1]}}, `{metadata: {labels: {env: dev}}}`)
 		Eventually(func() []string { return workClusters(ctx, ns, rs) }).Should(Equal([]string{cs[0], cs[2]}))
 		Eventually(func() workv1alpha1.ManifestWorkReplicaSetSummary { return getRS(ctx, ns, rs).Status.Summary }).Should(Equal(

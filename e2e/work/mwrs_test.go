@@ -12,9 +12,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1alpha1"
 	clusterv1beta1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta1"
 	clusterv1beta2 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta2"
@@ -31,10 +33,29 @@ var _ = Describe("ManifestWorkReplicaSet on the real fleet", func() {
 		DeferCleanup(func() {
 			Expect(hubClient.Delete(suiteCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 		})
-		// Both clusters are in the hub's default set.
+		// Both clusters are in the hub's default set (with the other specs' simulated ones): the
+		// placement selects the two by a label of this spec's, and the replica set is created
+		// once it does (a cluster an earlier spec left briefly unavailable is tainted until its
+		// agent reports again).
 		Expect(hubClient.Create(suiteCtx, &clusterv1beta2.ManagedClusterSetBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default"},
 			Spec: clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: "default"}})).To(Succeed())
-		Expect(hubClient.Create(suiteCtx, &clusterv1beta1.Placement{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "both"}})).To(Succeed())
+		for _, cl := range []string{cluster1, cluster2} {
+			mc := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: cl}}
+			label := func(v any) {
+				Expect(hubClient.Patch(suiteCtx, mc, client.RawPatch(types.MergePatchType,
+					[]byte(fmt.Sprintf(`{"metadata":{"labels":{"e2e-mwrs-fleet":%s}}}`, v))))).To(Succeed())
+			}
+			label(`"true"`)
+			DeferCleanup(func() { label("null") })
+		}
+		Expect(hubClient.Create(suiteCtx, &clusterv1beta1.Placement{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "both"},
+			Spec: clusterv1beta1.PlacementSpec{Predicates: []clusterv1beta1.ClusterPredicate{{RequiredClusterSelector: clusterv1beta1.ClusterSelector{
+				LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"e2e-mwrs-fleet": "true"}}}}}}})).To(Succeed())
+		Eventually(func(g Gomega) {
+			p := &clusterv1beta1.Placement{}
+			g.Expect(hubClient.Get(suiteCtx, client.ObjectKey{Namespace: ns, Name: "both"}, p)).To(Succeed())
+			g.Expect(p.Status.NumberOfSelectedClusters).To(BeEquivalentTo(2))
+		}).Should(Succeed())
 
 		one := intstr.FromInt32(1)
 		rs := &workv1alpha1.ManifestWorkReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},

@@ -370,7 +370,7 @@ func readPlacement(ctx context.Context, c client.Reader, rs *workv1alpha1.Manife
 
 // clusterState reads a cluster's rollout state from its work.
 func clusterState(w *workv1.ManifestWork, hash string, tmpl *workv1.ManifestWorkSpec, now time.Time) rollout.ClusterState {
-	if w.Annotations[TemplateHashAnnotation] != hash || !w.DeletionTimestamp.IsZero() {
+	if w.Annotations[TemplateHashAnnotation] != hash || !w.DeletionTimestamp.IsZero() || specEdited(w) {
 		return rollout.ClusterState{Status: rollout.ToApply}
 	}
 	since := w.CreationTimestamp.Time
@@ -452,6 +452,22 @@ func (r *Reconciler) firstSeenSuccess(ctx context.Context, w *workv1.ManifestWor
 		return time.Time{}, fmt.Errorf("ManifestWork %s/%s: recording when it succeeded: %w", w.Namespace, w.Name, err)
 	}
 	return now, nil
+}
+
+// specEdited reports whether another writer changed the work's spec since the controller
+// applied it: a field manager other than the controller's owns spec fields (the agent writes
+// only status). The work is then to apply again, and the controller's apply, forcing
+// ownership, puts the template back, as OCM's controller does.
+func specEdited(w *workv1.ManifestWork) bool {
+	for _, mf := range w.ManagedFields {
+		if mf.Manager == FieldManager || mf.Subresource != "" || mf.FieldsV1 == nil {
+			continue
+		}
+		if strings.Contains(string(mf.FieldsV1.Raw), `"f:spec"`) {
+			return true
+		}
+	}
+	return false
 }
 
 // successConditions are the work conditions that must be True, besides Applied: Available,

@@ -35,6 +35,26 @@ func TestTemplateHashFollowsTheTemplate(t *testing.T) {
 	}
 }
 
+func TestSpecEdited(t *testing.T) {
+	entry := func(manager, sub, fields string) metav1.ManagedFieldsEntry {
+		return metav1.ManagedFieldsEntry{Manager: manager, Subresource: sub, FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}
+	}
+	w := &workv1.ManifestWork{}
+	w.ManagedFields = []metav1.ManagedFieldsEntry{entry(FieldManager, "", `{"f:spec":{}}`), entry("work-agent", "status", `{"f:status":{}}`),
+		entry("kubectl-label", "", `{"f:metadata":{"f:labels":{}}}`)}
+	if specEdited(w) {
+		t.Fatal("the controller's own spec, the agent's status and someone's label count as an edited spec")
+	}
+	w.ManagedFields = append(w.ManagedFields, entry("kubectl-edit", "", `{"f:spec":{"f:workload":{}}}`))
+	if !specEdited(w) {
+		t.Fatal("a spec field owned by kubectl-edit is not an edit")
+	}
+	if got := clusterState(&workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{TemplateHashAnnotation: "h"},
+		ManagedFields: w.ManagedFields}}, "h", &workv1.ManifestWorkSpec{}, time.Now()); got.Status != rollout.ToApply {
+		t.Fatalf("an edited work's state = %v, want ToApply", got.Status)
+	}
+}
+
 func TestClusterState(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	now := t0.Add(10 * time.Minute)

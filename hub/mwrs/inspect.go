@@ -101,6 +101,8 @@ func why(w *workv1.ManifestWork, s rollout.Status, hash string, tmpl *workv1.Man
 			return "no ManifestWork yet"
 		case !w.DeletionTimestamp.IsZero():
 			return "its ManifestWork is being deleted"
+		case specEdited(w) && w.Annotations[TemplateHashAnnotation] == hash:
+			return "its ManifestWork's spec was edited; the template is put back"
 		default:
 			return fmt.Sprintf("ManifestWork carries template %s, not the current %s", w.Annotations[TemplateHashAnnotation], hash)
 		}
