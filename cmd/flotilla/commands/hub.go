@@ -32,7 +32,7 @@ func newHubCommand() *cobra.Command {
 	gate, gateErr := manager.NewFeatureGate()
 	cmd := &cobra.Command{
 		Use:   "hub",
-		Short: "Run the hub controllers (registration, cluster sets, CSR approval by Wasm plugins)",
+		Short: "Run the hub: registration, cluster sets, placement, work, ManifestWorkReplicaSets, admission policies, Wasm plugins",
 		Long: `Run the Flotilla hub against the hub API server of --kubeconfig until interrupted.
 
 On start the hub installs the CRDs, the bootstrap identity (ServiceAccount
