@@ -81,20 +81,18 @@ var _ = Describe("ManifestWorkReplicaSet on the real fleet", func() {
 				meta.IsStatusConditionTrue(w.Status.Conditions, workv1.WorkAvailable)
 		}
 		// One cluster at a time (cluster1 first, by name): until its work succeeded, cluster2 has
-		// none. cluster2 is read first, so a work there next to a cluster1 work that has not
-		// succeeded is a breach whatever happens between the reads, except that success can
-		// turn Unknown when the hub thinks cluster1 unavailable for a moment (a loaded machine
-		// renews leases late): Unknown proves nothing either way.
+		// none. cluster2 is read first, so a work there next to a cluster1 work that never
+		// succeeded is a breach whatever happens between the reads. "Never succeeded" is read from
+		// Available, which stays True once the agent applied the work: the agent reports Applied
+		// False for a moment when a re-apply conflicts with the Deployment's own status writes,
+		// and the hub marks works Unknown when it thinks a cluster unavailable (a loaded machine
+		// renews leases late); neither proves the rollout went on too early.
 		notYet := func(w *workv1.ManifestWork) bool {
 			if w == nil {
 				return true
 			}
-			for _, t := range []string{workv1.WorkApplied, workv1.WorkAvailable} {
-				if c := meta.FindStatusCondition(w.Status.Conditions, t); c == nil || c.Status == metav1.ConditionFalse {
-					return true
-				}
-			}
-			return false
+			c := meta.FindStatusCondition(w.Status.Conditions, workv1.WorkAvailable)
+			return c == nil || c.Status == metav1.ConditionFalse
 		}
 		Eventually(func() bool {
 			w2, w1 := work(cluster2)(), work(cluster1)()
