@@ -29,22 +29,9 @@ cluster by cluster, see 'flotilla rollout status'.`,
   flotilla get mwrs -A`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if allNamespaces && cmd.Flags().Changed("namespace") {
-				return fmt.Errorf("-n/--namespace and -A/--all-namespaces are mutually exclusive")
-			}
-			name := ""
-			if len(args) == 1 {
-				name = args[0]
-				if ns, n, ok := strings.Cut(name, "/"); ok {
-					namespace, name = ns, n
-				}
-			}
-			if namespace == "" && !allNamespaces {
-				ns, err := kubeconfigNamespace(*kubeconfig)
-				if err != nil {
-					return err
-				}
-				namespace = ns
+			name, err := namespacedName(cmd, *kubeconfig, "ManifestWorkReplicaSet", &namespace, allNamespaces, args)
+			if err != nil {
+				return err
 			}
 			c, _, err := hubClients(*kubeconfig)
 			if err != nil {

@@ -44,32 +44,9 @@ sets none). PlacementDecisions are read in decision order: those named
   flotilla create work hello-work-demo -f hello.yaml --placement default/placement1`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if allNamespaces && cmd.Flags().Changed("namespace") {
-				return fmt.Errorf("-n/--namespace and -A/--all-namespaces are mutually exclusive")
-			}
-			name := ""
-			if len(args) == 1 {
-				if allNamespaces {
-					return fmt.Errorf("-A/--all-namespaces cannot be used with a placement name; give -n NAMESPACE or NAMESPACE/NAME")
-				}
-				name = args[0]
-				if strings.Contains(name, "/") {
-					ns, n, err := admin.ParsePlacementRef(name)
-					if err != nil {
-						return err
-					}
-					if namespace != "" && namespace != ns {
-						return fmt.Errorf("placement %s is in namespace %s, but -n says %s", name, ns, namespace)
-					}
-					namespace, name = ns, n
-				}
-			}
-			if namespace == "" && !allNamespaces {
-				ns, err := kubeconfigNamespace(*kubeconfig)
-				if err != nil {
-					return err
-				}
-				namespace = ns
+			name, err := namespacedName(cmd, *kubeconfig, "placement", &namespace, allNamespaces, args)
+			if err != nil {
+				return err
 			}
 			c, _, err := hubClients(*kubeconfig)
 			if err != nil {
@@ -93,6 +70,40 @@ sets none). PlacementDecisions are read in decision order: those named
 	f.StringVarP(&namespace, "namespace", "n", "", "namespace of the placements (default: the kubeconfig context's namespace, or default)")
 	f.BoolVarP(&allNamespaces, "all-namespaces", "A", false, "list the placements of every namespace")
 	return cmd
+}
+
+// namespacedName resolves the optional NAME argument and the -n/-A flags of a `flotilla get`
+// command for namespaced objects of kind: NAME may be NAMESPACE/NAME (then -n must agree);
+// -A excludes -n and NAME; without either, the namespace is the kubeconfig context's.
+func namespacedName(cmd *cobra.Command, kubeconfig, kind string, namespace *string, allNamespaces bool, args []string) (string, error) {
+	if allNamespaces && cmd.Flags().Changed("namespace") {
+		return "", fmt.Errorf("-n/--namespace and -A/--all-namespaces are mutually exclusive")
+	}
+	name := ""
+	if len(args) == 1 {
+		if allNamespaces {
+			return "", fmt.Errorf("-A/--all-namespaces cannot be used with a %s name; give -n NAMESPACE or NAMESPACE/NAME", kind)
+		}
+		name = args[0]
+		if strings.Contains(name, "/") {
+			ns, n, ok := strings.Cut(name, "/")
+			if !ok || ns == "" || n == "" || strings.Contains(n, "/") {
+				return "", fmt.Errorf("%s %q: want NAMESPACE/NAME", kind, name)
+			}
+			if *namespace != "" && *namespace != ns {
+				return "", fmt.Errorf("%s %s is in namespace %s, but -n says %s", kind, name, ns, *namespace)
+			}
+			*namespace, name = ns, n
+		}
+	}
+	if *namespace == "" && !allNamespaces {
+		ns, err := kubeconfigNamespace(kubeconfig)
+		if err != nil {
+			return "", err
+		}
+		*namespace = ns
+	}
+	return name, nil
 }
 
 // kubeconfigNamespace is the namespace of the current context of the kubeconfig at path

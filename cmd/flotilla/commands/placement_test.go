@@ -83,6 +83,11 @@ func TestPlacementCommandErrors(t *testing.T) {
 			[]string{"placement apps/p is in namespace apps, but -n says default"}},
 		{"get placements with a bad NS/NAME", []string{"get", "placements", "/p"}, []string{`placement "/p": want NAMESPACE/NAME`}},
 		{"get placements with two names", []string{"get", "placements", "a", "b"}, []string{"accepts at most 1 arg(s)"}},
+		{"get mwrs NAME with -A", []string{"get", "mwrs", "r", "-A"},
+			[]string{"-A/--all-namespaces cannot be used with a ManifestWorkReplicaSet name"}},
+		{"get mwrs NS/NAME with another -n", []string{"get", "mwrs", "apps/r", "-n", "default"},
+			[]string{"ManifestWorkReplicaSet apps/r is in namespace apps, but -n says default"}},
+		{"rollout status without namespace", []string{"rollout", "status", "r"}, []string{`ManifestWorkReplicaSet "r": want NAMESPACE/NAME`}},
 		{"get placements with a missing kubeconfig", []string{"get", "placements", "--kubeconfig", filepath.Join(dir, "missing")},
 			[]string{"loading kubeconfig", filepath.Join(dir, "missing")}},
 	} {
