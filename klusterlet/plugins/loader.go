@@ -28,6 +28,7 @@ import (
 
 	"github.com/go-logr/logr"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -215,7 +216,13 @@ func (l *Loader) retry(ctx context.Context, what string, f func(context.Context)
 		if ctx.Err() != nil || err == nil {
 			return
 		}
-		l.log.Error(err, what+"; retrying", "in", delay.String())
+		if meta.IsNoMatchError(err) {
+			// The WasmPlugin CRD this loader installs is not served yet (it was just created,
+			// or discovery has not caught up): a start-up wait, not an error.
+			l.log.V(1).Info(what+": the WasmPlugin CRD is not served yet; retrying", "in", delay.String())
+		} else {
+			l.log.Error(err, what+"; retrying", "in", delay.String())
+		}
 		select {
 		case <-ctx.Done():
 			return
