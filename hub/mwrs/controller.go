@@ -202,19 +202,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 				selected[c] = true
 			}
 		}
-		states := map[string]rollout.ClusterState{}
-		for _, g := range pr.groups {
-			for _, c := range g.Clusters {
-				if w := works[c]; w != nil {
-					s := clusterState(w, hash, &rs.Spec.ManifestWorkTemplate, now)
-					if s.Status == rollout.Succeeded && staleSuccess(w, &rs.Spec.ManifestWorkTemplate) {
-						if s.LastTransitionTime, err = r.firstSeenSuccess(ctx, w, hash, now); err != nil {
-							return reconcile.Result{}, err
-						}
-					}
-					states[c] = s
-				}
-			}
+		states, err := clusterStates(pr.groups, works, hash, &rs.Spec.ManifestWorkTemplate, now,
+			func(w *workv1.ManifestWork) (time.Time, error) { return r.firstSeenSuccess(ctx, w, hash, now) })
+		if err != nil {
+			return reconcile.Result{}, err
 		}
 		res, err := rollout.Evaluate(rollout.Input{Strategy: ref.RolloutStrategy, Groups: pr.groups, States: states, Now: now})
 		if err != nil {
@@ -440,10 +431,8 @@ func staleSuccess(w *workv1.ManifestWork, tmpl *workv1.ManifestWorkSpec) bool {
 // firstSeenSuccess is when the controller first saw w succeed with template hash: recorded in
 // SucceededAtAnnotation, or now, which it records.
 func (r *Reconciler) firstSeenSuccess(ctx context.Context, w *workv1.ManifestWork, hash string, now time.Time) (time.Time, error) {
-	if h, at, ok := strings.Cut(w.Annotations[SucceededAtAnnotation], ","); ok && h == hash {
-		if t, err := time.Parse(time.RFC3339, at); err == nil {
-			return t, nil
-		}
+	if t, ok := recordedSuccess(w, hash); ok {
+		return t, nil
 	}
 	v := hash + "," + now.UTC().Format(time.RFC3339)
 	if err := apply.Fields(ctx, r.Client, w, soakFieldManager, false, map[string]any{
@@ -452,6 +441,42 @@ func (r *Reconciler) firstSeenSuccess(ctx context.Context, w *workv1.ManifestWor
 		return time.Time{}, fmt.Errorf("ManifestWork %s/%s: recording when it succeeded: %w", w.Namespace, w.Name, err)
 	}
 	return now, nil
+}
+
+// recordedSuccess is the time firstSeenSuccess recorded for the work's template hash.
+func recordedSuccess(w *workv1.ManifestWork, hash string) (time.Time, bool) {
+	if h, at, ok := strings.Cut(w.Annotations[SucceededAtAnnotation], ","); ok && h == hash {
+		if t, err := time.Parse(time.RFC3339, at); err == nil {
+			return t, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// clusterStates reads the rollout state of every decided cluster that has a work. A
+// succeeded work whose conditions predate its template (staleSuccess) counts from
+// succeededAt(w) instead: the controller records that time, `rollout status` only reads it.
+func clusterStates(groups []rollout.Group, works map[string]*workv1.ManifestWork, hash string, tmpl *workv1.ManifestWorkSpec, now time.Time,
+	succeededAt func(w *workv1.ManifestWork) (time.Time, error)) (map[string]rollout.ClusterState, error) {
+	states := map[string]rollout.ClusterState{}
+	for _, g := range groups {
+		for _, c := range g.Clusters {
+			w := works[c]
+			if w == nil {
+				continue
+			}
+			s := clusterState(w, hash, tmpl, now)
+			if s.Status == rollout.Succeeded && staleSuccess(w, tmpl) {
+				t, err := succeededAt(w)
+				if err != nil {
+					return nil, err
+				}
+				s.LastTransitionTime = t
+			}
+			states[c] = s
+		}
+	}
+	return states, nil
 }
 
 // specEdited reports whether another writer changed the work's spec since the controller

@@ -11,7 +11,12 @@ import (
 	"os/signal"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/flotilla-dev/flotilla/core/environment"
+	"github.com/flotilla-dev/flotilla/hub/manager"
 )
 
 // Context is cancelled by Ctrl-C or after timeout.
@@ -61,4 +66,17 @@ func (h *Hub) Stop() {
 	h.cancel()
 	_ = h.cmd.Process.Kill()
 	_ = h.cmd.Wait()
+}
+
+// Client is an admin client of cp with the rate limits a bench needs (2,000 QPS, burst
+// 4,000), its config and scheme.
+func Client(cp *environment.ControlPlane) (client.Client, *rest.Config, *runtime.Scheme, error) {
+	cfg := rest.CopyConfig(cp.Config)
+	cfg.QPS, cfg.Burst = 2000, 4000
+	scheme, err := manager.NewScheme()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	return c, cfg, scheme, err
 }

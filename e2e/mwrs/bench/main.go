@@ -44,7 +44,6 @@ import (
 	workv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/core/environment"
 	"github.com/flotilla-dev/flotilla/e2e/internal/benchenv"
-	"github.com/flotilla-dev/flotilla/hub/manager"
 	"github.com/flotilla-dev/flotilla/hub/mwrs"
 )
 
@@ -84,13 +83,7 @@ func run(ctx context.Context, binary string, n int, verbose bool) (line string, 
 		return "", err
 	}
 	defer func() { err = errors.Join(err, cp.Stop()) }()
-	cfg := rest.CopyConfig(cp.Config)
-	cfg.QPS, cfg.Burst = 2000, 4000
-	scheme, err := manager.NewScheme()
-	if err != nil {
-		return "", err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	c, cfg, scheme, err := benchenv.Client(cp)
 	if err != nil {
 		return "", err
 	}

@@ -45,7 +45,6 @@ import (
 	clusterv1beta2 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta2"
 	"github.com/flotilla-dev/flotilla/core/environment"
 	"github.com/flotilla-dev/flotilla/e2e/internal/benchenv"
-	"github.com/flotilla-dev/flotilla/hub/manager"
 )
 
 // pprofAddr, when set, is passed to flotilla hub --pprof-bind-address.
@@ -105,13 +104,7 @@ func run(ctx context.Context, binary string, clusters, small, large int, verbose
 	}
 	defer func() { err = errors.Join(err, cp.Stop()) }()
 
-	cfg := rest.CopyConfig(cp.Config)
-	cfg.QPS, cfg.Burst = 2000, 4000
-	scheme, err := manager.NewScheme()
-	if err != nil {
-		return "", err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	c, cfg, scheme, err := benchenv.Client(cp)
 	if err != nil {
 		return "", err
 	}
