@@ -12,6 +12,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
 	"github.com/flotilla-dev/flotilla/klusterlet/plugins"
 	"github.com/flotilla-dev/flotilla/klusterlet/registration"
 	"github.com/flotilla-dev/flotilla/klusterlet/work"
@@ -107,8 +113,28 @@ func (a *Agent) workSession(opts Options) func(ctx context.Context, s registrati
 		if err != nil {
 			return err
 		}
+		if err := ensureNamespace(ctx, opts.Registration.ManagedConfig, AddOnNamespace); err != nil {
+			// Not fatal: add-ons installed elsewhere still work, and the next session retries.
+			s.Logger.Error(err, "ensuring the add-on namespace")
+		}
 		return w.Run(ctx)
 	}
+}
+
+// AddOnNamespace is where add-on agents are installed by default; the klusterlet creates it,
+// as OCM's klusterlet operator does, so add-on works can put their agents there.
+const AddOnNamespace = "open-cluster-management-agent-addon"
+
+func ensureNamespace(ctx context.Context, cfg *rest.Config, name string) error {
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("namespace %s: %w", name, err)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", name, err)
+	}
+	return nil
 }
 
 // Run runs the agent until ctx ends; it returns nil then. The plugin loader starts first and

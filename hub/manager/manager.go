@@ -28,6 +28,7 @@ import (
 	"github.com/flotilla-dev/flotilla/core/crds"
 	"github.com/flotilla-dev/flotilla/core/wasm"
 	"github.com/flotilla-dev/flotilla/core/wasmplugin"
+	"github.com/flotilla-dev/flotilla/hub/addon"
 	"github.com/flotilla-dev/flotilla/hub/admission"
 	"github.com/flotilla-dev/flotilla/hub/mwrs"
 	"github.com/flotilla-dev/flotilla/hub/placement"
@@ -223,6 +224,9 @@ func (h *Hub) setup() error {
 	}
 	if h.opts.FeatureGates.Enabled(featuregates.ManifestWorkReplicaSet) {
 		components = append(components, &mwrs.Reconciler{Client: c})
+	}
+	if h.opts.FeatureGates.Enabled(featuregates.AddonManagement) {
+		components = append(components, &addon.Manager{Client: c, Registry: h.registry, MaxWorkSize: h.opts.WorkMaxSize})
 	}
 	if h.opts.FeatureGates.Enabled(featuregates.DefaultClusterSet) {
 		components = append(components,

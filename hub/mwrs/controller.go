@@ -21,15 +21,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -45,6 +42,7 @@ import (
 	workv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/core/apply"
 	"github.com/flotilla-dev/flotilla/core/rollout"
+	"github.com/flotilla-dev/flotilla/hub/placement/decisions"
 )
 
 const (
@@ -197,17 +195,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if err != nil {
 			return reconcile.Result{}, err
 		}
-		for _, g := range pr.groups {
+		for _, g := range pr.Groups {
 			for _, c := range g.Clusters {
 				selected[c] = true
 			}
 		}
-		states, err := clusterStates(pr.groups, works, hash, &rs.Spec.ManifestWorkTemplate, now,
+		states, err := clusterStates(pr.Groups, works, hash, &rs.Spec.ManifestWorkTemplate, now,
 			func(w *workv1.ManifestWork) (time.Time, error) { return r.firstSeenSuccess(ctx, w, hash, now) })
 		if err != nil {
 			return reconcile.Result{}, err
 		}
-		res, err := rollout.Evaluate(rollout.Input{Strategy: ref.RolloutStrategy, Groups: pr.groups, States: states, Now: now})
+		res, err := rollout.Evaluate(rollout.Input{Strategy: ref.RolloutStrategy, Groups: pr.Groups, States: states, Now: now})
 		if err != nil {
 			st.invalid = append(st.invalid, fmt.Sprintf("placementRefs[%s].%v", ref.Name, err))
 			continue
@@ -219,7 +217,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if rollbackEnabled(rs) && prev != nil && (held || res.Phase == rollout.PhaseStopped) {
 			// The clusters that carry the new template get the previous one back.
 			var back []string
-			for _, g := range pr.groups {
+			for _, g := range pr.Groups {
 				for _, c := range g.Clusters {
 					if w := works[c]; w != nil && w.Annotations[TemplateHashAnnotation] == hash {
 						nw, err := r.applyWork(ctx, rs, ref.Name, c, prev.template, prev.hash, now)
@@ -309,54 +307,13 @@ func (r *Reconciler) finalize(ctx context.Context, rs *workv1alpha1.ManifestWork
 	return apply.RemoveFinalizer(ctx, r.Client, rs, workv1alpha1.ManifestWorkReplicaSetFinalizer)
 }
 
-// placementRef is what one placement reference resolved to.
-type placementRef struct {
-	name    string
-	found   bool
-	groups  []rollout.Group
-	nGroups int
-}
-
-// readPlacement reads a placement and its decisions as decision groups.
-func readPlacement(ctx context.Context, c client.Reader, rs *workv1alpha1.ManifestWorkReplicaSet, ref workv1alpha1.LocalPlacementReference) (*placementRef, error) {
-	out := &placementRef{name: ref.Name}
-	p := &clusterv1beta1.Placement{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: rs.Namespace, Name: ref.Name}, p); err != nil {
-		if apierrors.IsNotFound(err) {
-			return out, nil
-		}
-		return nil, fmt.Errorf("ManifestWorkReplicaSet %s/%s: reading Placement %s: %w", rs.Namespace, rs.Name, ref.Name, err)
+// readPlacement reads a referenced placement and its decision groups.
+func readPlacement(ctx context.Context, c client.Reader, rs *workv1alpha1.ManifestWorkReplicaSet, ref workv1alpha1.LocalPlacementReference) (*decisions.Placement, error) {
+	p, err := decisions.Read(ctx, c, rs.Namespace, ref.Name)
+	if err != nil {
+		return nil, fmt.Errorf("ManifestWorkReplicaSet %s/%s: %w", rs.Namespace, rs.Name, err)
 	}
-	out.found = true
-	list := &clusterv1beta1.PlacementDecisionList{}
-	if err := c.List(ctx, list, client.InNamespace(rs.Namespace), client.MatchingLabels{clusterv1beta1.PlacementLabel: ref.Name}); err != nil {
-		return nil, fmt.Errorf("ManifestWorkReplicaSet %s/%s: listing the decisions of Placement %s: %w", rs.Namespace, rs.Name, ref.Name, err)
-	}
-	byIndex := map[int32]*rollout.Group{}
-	for i := range list.Items {
-		d := &list.Items[i]
-		idx, err := strconv.ParseInt(d.Labels[clusterv1beta1.DecisionGroupIndexLabel], 10, 32)
-		if err != nil {
-			idx = 0 // a decision without a group index (written by hand) is in group 0
-		}
-		g := byIndex[int32(idx)]
-		if g == nil {
-			g = &rollout.Group{Index: int32(idx), Name: d.Labels[clusterv1beta1.DecisionGroupNameLabel]}
-			byIndex[int32(idx)] = g
-		}
-		for _, cd := range d.Status.Decisions {
-			g.Clusters = append(g.Clusters, cd.ClusterName)
-		}
-	}
-	for _, g := range byIndex {
-		out.groups = append(out.groups, *g)
-	}
-	sort.Slice(out.groups, func(i, j int) bool { return out.groups[i].Index < out.groups[j].Index })
-	out.nGroups = len(p.Status.DecisionGroups)
-	if out.nGroups == 0 {
-		out.nGroups = len(out.groups)
-	}
-	return out, nil
+	return p, nil
 }
 
 // clusterState reads a cluster's rollout state from its work.
@@ -590,15 +547,15 @@ type refResult struct {
 	res  rollout.Result
 }
 
-func (s *status) add(pr *placementRef, res rollout.Result, works map[string]*workv1.ManifestWork, hash string) {
+func (s *status) add(pr *decisions.Placement, res rollout.Result, works map[string]*workv1.ManifestWork, hash string) {
 	switch {
-	case !pr.found:
-		s.missing = append(s.missing, pr.name)
-	case len(pr.groups) == 0 || res.Counts.Total == 0:
-		s.empty = append(s.empty, pr.name)
+	case !pr.Found:
+		s.missing = append(s.missing, pr.Name)
+	case len(pr.Groups) == 0 || res.Counts.Total == 0:
+		s.empty = append(s.empty, pr.Name)
 	}
 	var sum workv1alpha1.ManifestWorkReplicaSetSummary
-	for _, g := range pr.groups {
+	for _, g := range pr.Groups {
 		for _, c := range g.Clusters {
 			sum.DesiredTotal++
 			w := works[c]
@@ -625,8 +582,8 @@ func (s *status) add(pr *placementRef, res rollout.Result, works map[string]*wor
 		}
 	}
 	s.placements = append(s.placements, workv1alpha1.PlacementSummary{
-		Name:                    pr.name,
-		AvailableDecisionGroups: fmt.Sprintf("%d (%d / %d clusters applied)", pr.nGroups, sum.Applied, sum.DesiredTotal),
+		Name:                    pr.Name,
+		AvailableDecisionGroups: fmt.Sprintf("%d (%d / %d clusters applied)", pr.NGroups, sum.Applied, sum.DesiredTotal),
 		Summary:                 sum,
 	})
 	s.total.Total += sum.Total
@@ -636,7 +593,7 @@ func (s *status) add(pr *placementRef, res rollout.Result, works map[string]*wor
 	s.total.Progressing += sum.Progressing
 	s.total.DesiredTotal += sum.DesiredTotal
 	s.total.Updated += sum.Updated
-	s.results = append(s.results, refResult{name: pr.name, res: res})
+	s.results = append(s.results, refResult{name: pr.Name, res: res})
 }
 
 // conditions are the replica set's three conditions, as OCM sets them.

@@ -56,22 +56,22 @@ func Inspect(ctx context.Context, c client.Reader, rs *workv1alpha1.ManifestWork
 		if err != nil {
 			return nil, err
 		}
-		pl := PlacementRollout{Name: ref.Name, Found: pr.found}
+		pl := PlacementRollout{Name: ref.Name, Found: pr.Found}
 		// As the controller reads them, without recording: a success it has not recorded yet
 		// counts from now, as it will.
-		states, _ := clusterStates(pr.groups, works, hash, &rs.Spec.ManifestWorkTemplate, now,
+		states, _ := clusterStates(pr.Groups, works, hash, &rs.Spec.ManifestWorkTemplate, now,
 			func(w *workv1.ManifestWork) (time.Time, error) {
 				if t, ok := recordedSuccess(w, hash); ok {
 					return t, nil
 				}
 				return now, nil
 			})
-		pl.Result, pl.Err = rollout.Evaluate(rollout.Input{Strategy: ref.RolloutStrategy, Groups: pr.groups, States: states, Now: now})
+		pl.Result, pl.Err = rollout.Evaluate(rollout.Input{Strategy: ref.RolloutStrategy, Groups: pr.Groups, States: states, Now: now})
 		timedOut := map[string]bool{}
 		for _, cl := range pl.Result.TimedOut {
 			timedOut[cl] = true
 		}
-		for _, g := range pr.groups {
+		for _, g := range pr.Groups {
 			for _, cl := range g.Clusters {
 				st := states[cl]
 				if timedOut[cl] {

@@ -102,10 +102,12 @@ func DefaultSpokeRegistrationFeatureGates() map[featuregate.Feature]featuregate.
 // ManifestWork is deleted deleteOption.ttlSecondsAfterFinished seconds later) and
 // NilExecutorValidating (a ManifestWork without executor needs execute-as for the agent's
 // klusterlet-work-sa: policies/execute_as.rego), and ManifestWorkReplicaSet, which Flotilla
-// turns on by default (OCM's hub work set has it off).
+// turns on by default (OCM's hub work set has it off), and AddonManagement (the add-on
+// manager, hub/addon; on by default as in OCM).
 func DefaultHubRegistrationFeatureGates() map[featuregate.Feature]featuregate.FeatureSpec {
 	return map[featuregate.Feature]featuregate.FeatureSpec{
 		ManifestWorkReplicaSet:       {Default: true, PreRelease: featuregate.Beta},
+		AddonManagement:              {Default: true, PreRelease: featuregate.Beta},
 		DefaultClusterSet:            {Default: true, PreRelease: featuregate.Alpha},
 		ManagedClusterAutoApproval:   {Default: false, PreRelease: featuregate.Alpha},
 		CleanUpCompletedManifestWork: {Default: false, PreRelease: featuregate.Alpha},

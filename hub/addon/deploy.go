@@ -1,0 +1,435 @@
+package addon
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	addonv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/addon/v1alpha1"
+	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
+	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
+	"github.com/flotilla-dev/flotilla/core/apply"
+	"github.com/flotilla-dev/flotilla/core/wasm"
+	"github.com/flotilla-dev/flotilla/hub/addon/render"
+)
+
+// DeployControllerName names the deploy reconciler and its field manager.
+const DeployControllerName = "addon-deploy"
+
+// EventRenderFailed is the Event a ManagedClusterAddOn gets when its template cannot be
+// rendered (the previous works stay).
+const EventRenderFailed = "AddOnRenderFailed"
+
+// renderRetry is how soon a failed render is tried again when nothing changes meanwhile (a
+// plugin's transient failure; a deterministic one fails again, cheaply).
+const renderRetry = time.Minute
+
+// DeployReconciler deploys the agents of template add-ons and reports their progress and
+// health on their ManagedClusterAddOns.
+type DeployReconciler struct {
+	Client      client.Client
+	Mapper      meta.RESTMapper
+	Registry    *wasm.Registry
+	MaxWorkSize int
+	Recorder    record.EventRecorder
+	// Registrations gives an add-on's status.registrations from its template's
+	// registration; nil writes none.
+	Registrations func(cluster, addon string, regs []addonv1alpha1.RegistrationSpec) []addonv1alpha1.RegistrationConfig
+}
+
+// SetupWithManager watches ManagedClusterAddOns, their works, ClusterManagementAddOns and
+// clusters (a Wasm template reads the cluster).
+func (r *DeployReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(DeployControllerName).
+		For(&addonv1alpha1.ManagedClusterAddOn{}).
+		Watches(&workv1.ManifestWork{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			if name := o.GetLabels()[addonv1alpha1.AddonLabelKey]; name != "" {
+				return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+			}
+			return nil
+		})).
+		Watches(&addonv1alpha1.ClusterManagementAddOn{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			mcas, err := listMCAs(ctx, r.Client, o.GetName())
+			if err != nil {
+				return nil
+			}
+			out := make([]reconcile.Request, 0, len(mcas))
+			for _, m := range mcas {
+				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(m)})
+			}
+			return out
+		})).
+		Watches(&clusterv1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			list := &addonv1alpha1.ManagedClusterAddOnList{}
+			if err := r.Client.List(ctx, list, client.InNamespace(o.GetName())); err != nil {
+				return nil
+			}
+			out := make([]reconcile.Request, 0, len(list.Items))
+			for i := range list.Items {
+				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+			}
+			return out
+		})).
+		Complete(apply.Quiet(r))
+}
+
+// Reconcile renders, applies and reports one ManagedClusterAddOn of a template add-on.
+func (r *DeployReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	mca := &addonv1alpha1.ManagedClusterAddOn{}
+	if err := r.Client.Get(ctx, req.NamespacedName, mca); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !mca.DeletionTimestamp.IsZero() {
+		return reconcile.Result{}, nil // its works go with it (owner references)
+	}
+	cma := &addonv1alpha1.ClusterManagementAddOn{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: mca.Name}, cma); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	kind := templateKind(cma)
+	if kind == (addonv1alpha1.ConfigGroupResource{}) || !cma.DeletionTimestamp.IsZero() {
+		return reconcile.Result{}, nil
+	}
+	cfg := condition(mca.Status.Conditions, addonv1alpha1.ManagedClusterAddOnConditionConfigured)
+	if cfg == nil || cfg.Status != metav1.ConditionTrue || len(mca.Status.ConfigReferences) == 0 {
+		return reconcile.Result{}, nil // not configured yet: nothing to render from
+	}
+	works, err := r.listWorks(ctx, mca)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	st := &deployStatus{mca: mca, works: works, health: healthMode(cma)}
+
+	rendered, hashes, renderErr, current := r.render(ctx, mca, kind)
+	switch {
+	case renderErr != nil:
+		st.renderErr = renderErr
+		r.Recorder.Eventf(mca, corev1.EventTypeWarning, EventRenderFailed, "%v", renderErr)
+	case current:
+		st.namespace = rendered.rendered.InstallNamespace
+		st.registrations = rendered.registrations
+		ws, err := render.Works(mca.Name, mca.Namespace, rendered.rendered, r.MaxWorkSize)
+		if err != nil {
+			st.renderErr = fmt.Errorf("ManagedClusterAddOn %s/%s: %w", mca.Namespace, mca.Name, err)
+			break
+		}
+		if err := r.applyWorks(ctx, mca, ws, hashes, works); err != nil {
+			return reconcile.Result{}, err
+		}
+		st.hashes = hashes
+		st.rendered = len(ws)
+	}
+	if err := r.writeStatus(ctx, st); err != nil {
+		return reconcile.Result{}, err
+	}
+	if st.renderErr != nil {
+		return reconcile.Result{RequeueAfter: renderRetry}, nil
+	}
+	return reconcile.Result{}, nil
+}
+
+type renderOutput struct {
+	rendered      render.Rendered
+	registrations []addonv1alpha1.RegistrationConfig
+}
+
+// render renders the add-on from its desired configurations. current is false when a
+// configuration has changed since it was desired (the change waits for its turn in the
+// rollout: what was deployed stays).
+func (r *DeployReconciler) render(ctx context.Context, mca *addonv1alpha1.ManagedClusterAddOn, kind addonv1alpha1.ConfigGroupResource) (out renderOutput, hashes string, err error, current bool) {
+	rd := newConfigReader(r.Client, r.Mapper)
+	in := render.Input{AddOnName: mca.Name, InstallNamespace: mca.Spec.InstallNamespace}
+	hashMap := map[string]string{}
+	var tmplRef *addonv1alpha1.ConfigSpecHash
+	for _, ref := range mca.Status.ConfigReferences {
+		if ref.DesiredConfig == nil {
+			continue
+		}
+		obj, err := rd.read(ctx, ref.ConfigGroupResource, ref.DesiredConfig.ConfigReferent)
+		if err != nil {
+			return out, "", fmt.Errorf("ManagedClusterAddOn %s/%s: %w", mca.Namespace, mca.Name, err), false
+		}
+		if obj == nil {
+			return out, "", fmt.Errorf("ManagedClusterAddOn %s/%s: %s.%s %s not found", mca.Namespace, mca.Name, ref.Resource, ref.Group, refString(ref.DesiredConfig.ConfigReferent)), false
+		}
+		if h, _ := specHash(obj); h != ref.DesiredConfig.SpecHash {
+			return out, "", nil, false
+		}
+		hashMap[ref.Resource+"."+ref.Group+"/"+ref.DesiredConfig.Namespace+"/"+ref.DesiredConfig.Name] = ref.DesiredConfig.SpecHash
+		switch ref.ConfigGroupResource {
+		case kind:
+			d := *ref.DesiredConfig
+			tmplRef = &d
+		case AddOnDeploymentConfigResource:
+			adc := &addonv1alpha1.AddOnDeploymentConfig{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, adc); err != nil {
+				return out, "", fmt.Errorf("AddOnDeploymentConfig %s: %w", refString(ref.DesiredConfig.ConfigReferent), err), false
+			}
+			if in.DeploymentConfig == nil { // the first of several wins, as OCM
+				in.DeploymentConfig = &adc.Spec
+			}
+		}
+		raw, _ := json.Marshal(obj.Object)
+		in.Configs = append(in.Configs, render.Config{Group: ref.Group, Resource: ref.Resource, Namespace: ref.DesiredConfig.Namespace, Name: ref.DesiredConfig.Name, Object: raw})
+	}
+	if tmplRef == nil {
+		return out, "", fmt.Errorf("ManagedClusterAddOn %s/%s: no %s.%s configured as its template", mca.Namespace, mca.Name, kind.Resource, kind.Group), false
+	}
+	if in.DeploymentConfig != nil && in.DeploymentConfig.AgentInstallNamespace != "" {
+		in.InstallNamespace = in.DeploymentConfig.AgentInstallNamespace
+	}
+	if in.InstallNamespace == "" {
+		in.InstallNamespace = DefaultInstallNamespace
+	}
+	mc := &clusterv1.ManagedCluster{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: mca.Namespace}, mc); err != nil {
+		return out, "", fmt.Errorf("ManagedClusterAddOn %s/%s: reading its ManagedCluster: %w", mca.Namespace, mca.Name, err), false
+	}
+	in.Cluster = mc
+	data, _ := json.Marshal(hashMap)
+	hashes = string(data)
+
+	if kind == AddOnTemplateResource {
+		t := &addonv1alpha1.AddOnTemplate{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Name: tmplRef.Name}, t); err != nil {
+			return out, "", fmt.Errorf("ManagedClusterAddOn %s/%s: reading AddOnTemplate %s: %w", mca.Namespace, mca.Name, tmplRef.Name, err), false
+		}
+		rendered, err := render.Template(t, in)
+		if err != nil {
+			return out, "", fmt.Errorf("AddOnTemplate %s for cluster %s: %w", t.Name, mca.Namespace, err), false
+		}
+		out.rendered = rendered
+		if r.Registrations != nil {
+			out.registrations = r.Registrations(mca.Namespace, mca.Name, t.Spec.Registration)
+		}
+		return out, hashes, nil, true
+	}
+	rendered, err := render.Wasm(ctx, r.Registry, tmplRef.Name, in)
+	if err != nil {
+		return out, "", fmt.Errorf("WasmPlugin %s for cluster %s: %w", tmplRef.Name, mca.Namespace, err), false
+	}
+	out.rendered = rendered
+	return out, hashes, nil, true
+}
+
+func (r *DeployReconciler) listWorks(ctx context.Context, mca *addonv1alpha1.ManagedClusterAddOn) ([]workv1.ManifestWork, error) {
+	list := &workv1.ManifestWorkList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(mca.Namespace), client.MatchingLabels{addonv1alpha1.AddonLabelKey: mca.Name}); err != nil {
+		return nil, fmt.Errorf("ManagedClusterAddOn %s/%s: listing works: %w", mca.Namespace, mca.Name, err)
+	}
+	out := list.Items[:0]
+	for _, w := range list.Items {
+		if w.Name != render.PreDeleteHookWorkName(mca.Name) {
+			out = append(out, w)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// applyWorks applies the rendered works, owned by the ManagedClusterAddOn, and deletes the
+// add-on's works no longer rendered.
+func (r *DeployReconciler) applyWorks(ctx context.Context, mca *addonv1alpha1.ManagedClusterAddOn, ws []workv1.ManifestWork, hashes string, existing []workv1.ManifestWork) error {
+	keep := map[string]bool{}
+	t := true
+	for i := range ws {
+		w := &ws[i]
+		keep[w.Name] = true
+		if cur := findWork(existing, w.Name); cur != nil && cur.Annotations[ConfigSpecHashAnnotation] == hashes &&
+			reflect.DeepEqual(specJSON(cur.Spec), specJSON(w.Spec)) && ownedByMCA(cur, mca) {
+			continue
+		}
+		labels := map[string]any{}
+		for k, v := range w.Labels {
+			labels[k] = v
+		}
+		labels[addonv1alpha1.AddonLabelKey] = mca.Name
+		spec, err := jsonMap(w.Spec)
+		if err != nil {
+			return err
+		}
+		owner := map[string]any{"apiVersion": addonv1alpha1.GroupVersion.String(), "kind": "ManagedClusterAddOn", "name": mca.Name, "uid": string(mca.UID), "blockOwnerDeletion": t}
+		w.Namespace = mca.Namespace
+		if err := apply.Fields(ctx, r.Client, w, apply.FieldManagerPrefix+DeployControllerName, false, map[string]any{
+			"metadata": map[string]any{"labels": labels, "annotations": map[string]any{ConfigSpecHashAnnotation: hashes}, "ownerReferences": []any{owner}},
+			"spec":     spec,
+		}); err != nil {
+			return fmt.Errorf("ManagedClusterAddOn %s/%s: applying ManifestWork %s: %w", mca.Namespace, mca.Name, w.Name, err)
+		}
+	}
+	for i := range existing {
+		if !keep[existing[i].Name] {
+			if err := r.Client.Delete(ctx, &existing[i]); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("ManagedClusterAddOn %s/%s: deleting ManifestWork %s: %w", mca.Namespace, mca.Name, existing[i].Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+func specJSON(s workv1.ManifestWorkSpec) any {
+	v, _ := jsonMap(s)
+	return v
+}
+
+func findWork(ws []workv1.ManifestWork, name string) *workv1.ManifestWork {
+	for i := range ws {
+		if ws[i].Name == name {
+			return &ws[i]
+		}
+	}
+	return nil
+}
+
+func ownedByMCA(w *workv1.ManifestWork, mca *addonv1alpha1.ManagedClusterAddOn) bool {
+	for _, ref := range w.OwnerReferences {
+		if ref.UID == mca.UID {
+			return true
+		}
+	}
+	return false
+}
+
+// deployStatus is what one reconcile learned about a ManagedClusterAddOn's deployment.
+type deployStatus struct {
+	mca    *addonv1alpha1.ManagedClusterAddOn
+	works  []workv1.ManifestWork // as cached before this reconcile's applies
+	health string
+	// hashes is the config-spec-hash the works were rendered with now ("" when not rendered).
+	hashes        string
+	rendered      int
+	renderErr     error
+	namespace     string
+	registrations []addonv1alpha1.RegistrationConfig
+}
+
+// worksState sums up the cached works of the current rendering: all there and applied and
+// available for their current generation (done), and the first message of a work not applied.
+func (s *deployStatus) worksState() (done bool, applied bool, notApplied string) {
+	if s.hashes == "" || len(s.works) != s.rendered || s.rendered == 0 {
+		return false, false, ""
+	}
+	applied, done = true, true
+	for i := range s.works {
+		w := &s.works[i]
+		if w.Annotations[ConfigSpecHashAnnotation] != s.hashes {
+			return false, false, ""
+		}
+		a := meta.FindStatusCondition(w.Status.Conditions, workv1.WorkApplied)
+		if a == nil || a.ObservedGeneration != w.Generation || a.Status != metav1.ConditionTrue {
+			applied, done = false, false
+			if a != nil && a.Status == metav1.ConditionFalse && notApplied == "" {
+				notApplied = fmt.Sprintf("ManifestWork %s: %s", w.Name, a.Message)
+			}
+			continue
+		}
+		if av := meta.FindStatusCondition(w.Status.Conditions, workv1.WorkAvailable); av == nil || av.Status != metav1.ConditionTrue || av.ObservedGeneration != w.Generation {
+			done = false
+		}
+	}
+	return done, applied, notApplied
+}
+
+func (r *DeployReconciler) writeStatus(ctx context.Context, s *deployStatus) error {
+	mca := s.mca
+	conds := append([]metav1.Condition(nil), mca.Status.Conditions...)
+	refs := append([]addonv1alpha1.ConfigReference(nil), mca.Status.ConfigReferences...)
+	set := func(t string, status metav1.ConditionStatus, reason, msg string) {
+		meta.SetStatusCondition(&conds, metav1.Condition{Type: t, Status: status, Reason: reason, Message: msg, ObservedGeneration: mca.Generation})
+	}
+	// An upgrade is a change from something applied; once everything desired is applied, the
+	// reason that completed it stays.
+	upgrade, pending := false, false
+	for _, ref := range refs {
+		if ref.DesiredConfig != nil && (ref.LastAppliedConfig == nil || *ref.LastAppliedConfig != *ref.DesiredConfig) {
+			pending = true
+			upgrade = upgrade || ref.LastAppliedConfig != nil
+		}
+	}
+	if p := condition(conds, addonv1alpha1.ManagedClusterAddOnConditionProgressing); !pending && p != nil && p.Reason == addonv1alpha1.ProgressingReasonUpgradeSucceed {
+		upgrade = true
+	}
+	failed, succeed, running, verb := addonv1alpha1.ProgressingReasonInstallFailed, addonv1alpha1.ProgressingReasonInstallSucceed, addonv1alpha1.ProgressingReasonInstalling, "install"
+	if upgrade {
+		failed, succeed, running, verb = addonv1alpha1.ProgressingReasonUpgradeFailed, addonv1alpha1.ProgressingReasonUpgradeSucceed, addonv1alpha1.ProgressingReasonUpgrading, "upgrade"
+	}
+	done, workApplied, notApplied := s.worksState()
+	switch {
+	case s.renderErr != nil:
+		set(addonv1alpha1.ManagedClusterAddOnConditionProgressing, metav1.ConditionFalse, failed, s.renderErr.Error())
+	case s.hashes == "":
+		// a configuration changed and waits for its turn: the current state stands
+	case done:
+		set(addonv1alpha1.ManagedClusterAddOnConditionProgressing, metav1.ConditionFalse, succeed, verb+" completed with no errors.")
+		for i := range refs {
+			if refs[i].DesiredConfig != nil {
+				d := *refs[i].DesiredConfig
+				refs[i].LastAppliedConfig = &d
+			}
+		}
+	default:
+		msg := verb + "ing."
+		if notApplied != "" {
+			msg += " " + notApplied
+		}
+		set(addonv1alpha1.ManagedClusterAddOnConditionProgressing, metav1.ConditionTrue, running, msg)
+	}
+	if s.hashes != "" {
+		switch {
+		case workApplied:
+			set(addonv1alpha1.ManagedClusterAddOnManifestApplied, metav1.ConditionTrue, addonv1alpha1.AddonManifestAppliedReasonManifestsApplied, "manifests of addon are applied successfully")
+		case notApplied != "":
+			set(addonv1alpha1.ManagedClusterAddOnManifestApplied, metav1.ConditionFalse, addonv1alpha1.AddonManifestAppliedReasonWorkApplyFailed, notApplied)
+		}
+	}
+	mode := addonv1alpha1.HealthCheckModeCustomized
+	if s.health == HealthLease {
+		mode = addonv1alpha1.HealthCheckModeLease
+	} else if len(s.works) > 0 {
+		status, reason, msg := render.Availability(s.health, s.works)
+		set(addonv1alpha1.ManagedClusterAddOnConditionAvailable, status, reason, msg)
+	}
+	namespace := mca.Status.Namespace
+	if s.namespace != "" {
+		namespace = s.namespace
+	}
+	regs := mca.Status.Registrations
+	if s.hashes != "" {
+		regs = s.registrations
+	}
+	if reflect.DeepEqual(conds, mca.Status.Conditions) && reflect.DeepEqual(refs, mca.Status.ConfigReferences) &&
+		namespace == mca.Status.Namespace && mode == mca.Status.HealthCheck.Mode && reflect.DeepEqual(regs, mca.Status.Registrations) {
+		return nil
+	}
+	status := map[string]any{
+		"conditions": conds, "configReferences": refs, "namespace": namespace,
+		"healthCheck": map[string]any{"mode": string(mode)},
+		"registrations": regs,
+	}
+	v, err := jsonMap(status)
+	if err != nil {
+		return err
+	}
+	if regs == nil {
+		v.(map[string]any)["registrations"] = []any{}
+	}
+	if err := apply.Guarded(ctx, r.Client, mca, apply.FieldManagerPrefix+DeployControllerName, true, map[string]any{"status": v}); err != nil {
+		return fmt.Errorf("ManagedClusterAddOn %s/%s: writing status: %w", mca.Namespace, mca.Name, err)
+	}
+	return nil
+}
