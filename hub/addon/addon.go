@@ -33,9 +33,10 @@ const (
 	// created by hand stays).
 	InstallStrategyLabel = "addon.flotilla.dev/install-strategy"
 	// HealthCheckAnnotation on a ClusterManagementAddOn chooses how a template add-on's
-	// health is read: DeploymentAvailability (the default, as OCM's template add-ons), Lease
-	// (the agent renews Lease <addon> in its install namespace; the klusterlet reports it) or
-	// None (available once its works are applied). A Flotilla superset.
+	// health is read: WorkloadAvailability (the default, as OCM's template add-ons: each
+	// Deployment and DaemonSet has a ready replica), DeploymentAvailability (Deployments only),
+	// Lease (the agent renews Lease <addon> in its install namespace; the klusterlet reports
+	// it) or None (no Available condition is set). A Flotilla superset.
 	HealthCheckAnnotation = "addon.flotilla.dev/health-check"
 	// ConfigSpecHashAnnotation on an add-on's ManifestWorks records the spec hashes of the
 	// configurations they were rendered from, as OCM records them.
@@ -47,6 +48,7 @@ const (
 // Health check modes of HealthCheckAnnotation.
 const (
 	HealthDeploymentAvailability = "DeploymentAvailability"
+	HealthWorkloadAvailability   = "WorkloadAvailability"
 	HealthLease                  = "Lease"
 	HealthNone                   = "None"
 )
@@ -80,13 +82,15 @@ func templateKind(cma *addonv1alpha1.ClusterManagementAddOn) addonv1alpha1.Confi
 	return addonv1alpha1.ConfigGroupResource{}
 }
 
-// healthMode is the health check a template add-on's ClusterManagementAddOn asks for.
+// healthMode is the health check a template add-on's ClusterManagementAddOn asks for:
+// WorkloadAvailability by default, as OCM's template add-ons (every Deployment and DaemonSet
+// of the works has a ready replica).
 func healthMode(cma *addonv1alpha1.ClusterManagementAddOn) string {
 	switch v := cma.Annotations[HealthCheckAnnotation]; v {
-	case HealthLease, HealthNone, HealthDeploymentAvailability:
+	case HealthLease, HealthNone, HealthDeploymentAvailability, HealthWorkloadAvailability:
 		return v
 	}
-	return HealthDeploymentAvailability
+	return HealthWorkloadAvailability
 }
 
 // configEntry is one configuration reference and the namespace a reference without one

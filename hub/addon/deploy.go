@@ -400,7 +400,7 @@ func (r *DeployReconciler) writeStatus(ctx context.Context, s *deployStatus) err
 	mode := addonv1alpha1.HealthCheckModeCustomized
 	if s.health == HealthLease {
 		mode = addonv1alpha1.HealthCheckModeLease
-	} else if len(s.works) > 0 {
+	} else if s.health != HealthNone && len(s.works) > 0 {
 		status, reason, msg := render.Availability(s.health, s.works)
 		set(addonv1alpha1.ManagedClusterAddOnConditionAvailable, status, reason, msg)
 	}

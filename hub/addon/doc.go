@@ -23,6 +23,6 @@
 //     ManifestWorks in the cluster namespace, and reports ManifestApplied, Progressing
 //     (Installing, InstallSucceed, Upgrading, UpgradeSucceed, InstallFailed, UpgradeFailed),
 //     lastAppliedConfig once the works are applied and available, and Available from the
-//     works' health (DeploymentAvailability) unless the add-on reports a Lease, which the
+//     works' health (WorkloadAvailability) unless the add-on reports a Lease, which the
 //     klusterlet watches.
 package addon

@@ -120,6 +120,10 @@ type CSRReview struct {
 	// Renewal is computed by the host: true when the requester is the cluster's own
 	// agent identity rather than a bootstrap identity.
 	Renewal bool `json:"renewal"`
+	// Addon is set on the CSR of an add-on agent (labelled open-cluster-management.io/addon-name)
+	// and absent on the CSRs of registration agents. A plugin written for registration CSRs
+	// only must abstain when it is set. See CSRAddon.
+	Addon *CSRAddon `json:"addon,omitempty"`
 }
 
 // CSRDecisionKind is a plugin's verdict on a CSR.
@@ -166,6 +170,10 @@ func (c *CSRReview) AppendJSON(dst []byte) []byte {
 	w.BoolField("clusterExists", c.ClusterExists)
 	w.BoolField("clusterAccepted", c.ClusterAccepted)
 	w.BoolField("renewal", c.Renewal)
+	if c.Addon != nil {
+		w.Key("addon")
+		c.Addon.appendJSON(w)
+	}
 	w.EndObject()
 	return w.Bytes()
 }
@@ -207,6 +215,8 @@ func (c *CSRReview) DecodeJSON(data []byte) error {
 			c.ClusterAccepted, err = r.Bool()
 		case "renewal":
 			c.Renewal, err = r.Bool()
+		case "addon":
+			c.Addon, err = readCSRAddon(r)
 		}
 		return err
 	})
@@ -528,31 +538,140 @@ func decodeFieldValue(r *jsonlite.Reader, fv *FieldValue) error {
 
 // ---- AddOnTemplate ----
 
-// AddOnRequest is the render_addon input.
+// AddOnRequest is the render_addon input: everything the hub knows about one add-on
+// on one managed cluster. Fields after Config were added within version 1 and are
+// absent (zero) when a host does not send them.
 type AddOnRequest struct {
-	AddOnName        string            `json:"addonName"`
-	ClusterName      string            `json:"clusterName"`
-	InstallNamespace string            `json:"installNamespace"`
-	Variables        map[string]string `json:"variables"`
-	// Config is the add-on's resolved configuration (e.g. AddOnDeploymentConfig spec), if any.
+	AddOnName   string `json:"addonName"`
+	ClusterName string `json:"clusterName"`
+	// InstallNamespace is where the agent runs: the AddOnDeploymentConfig's
+	// agentInstallNamespace, else the ManagedClusterAddOn's installNamespace.
+	InstallNamespace string `json:"installNamespace"`
+	// Variables are the add-on's template variables: the AddOnDeploymentConfig's
+	// customizedVariables and the built-ins CLUSTER_NAME, INSTALL_NAMESPACE and, when
+	// the add-on registers with the hub, HUB_KUBECONFIG.
+	Variables map[string]string `json:"variables"`
+	// Config is the spec of the add-on's resolved AddOnDeploymentConfig, if any.
 	Config RawJSON `json:"config,omitempty"`
+	// Cluster describes the managed cluster.
+	Cluster *AddOnCluster `json:"cluster,omitempty"`
+	// Configs are the add-on's other resolved configurations (not the
+	// AddOnDeploymentConfig, which is Config), in the order the add-on lists them.
+	Configs []AddOnConfig `json:"configs,omitempty"`
+	// HubKubeconfigSecret is set when the agent registers with the hub: the Secret
+	// in InstallNamespace holding its hub kubeconfig. The host mounts it at
+	// /managed/hub-kubeconfig in the agent's workloads.
+	HubKubeconfigSecret string `json:"hubKubeconfigSecret,omitempty"`
+}
+
+// AddOnCluster is the managed cluster an add-on is rendered for.
+type AddOnCluster struct {
+	Name   string            `json:"name"`
+	Labels map[string]string `json:"labels,omitempty"`
+	// Claims are the cluster's ClusterClaims (status.clusterClaims), name to value.
+	Claims map[string]string `json:"claims,omitempty"`
+	// KubernetesVersion is status.version.kubernetes, e.g. "v1.36.3".
+	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
+	// Capacity and Allocatable are status.capacity and status.allocatable in
+	// milli-units, as in the Prioritizer input: 4 CPUs is 4000, 1Ki of memory is
+	// 1024000. Values saturate at the int64 range.
+	Capacity    map[string]int64 `json:"capacity,omitempty"`
+	Allocatable map[string]int64 `json:"allocatable,omitempty"`
+}
+
+// AddOnConfig is one resolved configuration object of an add-on.
+type AddOnConfig struct {
+	Group     string `json:"group"`
+	Resource  string `json:"resource"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+	// Object is the whole object as JSON.
+	Object RawJSON `json:"object,omitempty"`
 }
 
 // AddOnResult is the render_addon output: the manifests to deploy, each one
-// Kubernetes object as JSON.
+// Kubernetes object as JSON, and optionally the ManifestWork manifestConfigs for
+// them (each a ManifestConfigOption as JSON: resourceIdentifier, feedbackRules,
+// updateStrategy, conditionRules, feedbackScrapeType).
 type AddOnResult struct {
-	Manifests []RawJSON `json:"manifests"`
+	Manifests       []RawJSON `json:"manifests"`
+	ManifestConfigs []RawJSON `json:"manifestConfigs,omitempty"`
 }
 
-// Validate checks that every manifest is a JSON object with apiVersion, kind and
-// metadata.name.
+// Validate checks that every manifest is a JSON object with apiVersion, kind,
+// metadata.name and, if set, a metadata.namespace that is a DNS label, and that
+// every manifestConfig is an object whose resourceIdentifier has a resource and a
+// name. The host checks more (see PLUGINS.md).
 func (a *AddOnResult) Validate() error {
 	for i, m := range a.Manifests {
 		if err := validateManifest(m); err != nil {
 			return &MessageError{Message: "addon result", Err: prefixPath("manifests", indexErr(i, err))}
 		}
 	}
+	for i, m := range a.ManifestConfigs {
+		if err := validateManifestConfig(m); err != nil {
+			return &MessageError{Message: "addon result", Err: prefixPath("manifestConfigs", indexErr(i, err))}
+		}
+	}
 	return nil
+}
+
+func validateManifestConfig(m []byte) error {
+	r := jsonlite.NewReader(m)
+	if r.Peek() != jsonlite.Object {
+		return errors.New("expected a JSON object")
+	}
+	var resource, name string
+	found := false
+	err := r.Object(func(key string) error {
+		if key != "resourceIdentifier" {
+			return r.Skip()
+		}
+		found = true
+		return fieldErr(key, r.Object(func(key string) error {
+			var err error
+			switch key {
+			case "resource":
+				resource, err = r.String()
+			case "name":
+				name, err = r.String()
+			default:
+				err = r.Skip()
+			}
+			return fieldErr(key, err)
+		}))
+	})
+	if err == nil {
+		err = r.End()
+	}
+	switch {
+	case err != nil:
+		return err
+	case !found:
+		return fieldErr("resourceIdentifier", errors.New("must be set"))
+	case resource == "":
+		return fieldErr("resourceIdentifier.resource", errors.New("must be set"))
+	case name == "":
+		return fieldErr("resourceIdentifier.name", errors.New("must be set"))
+	}
+	return nil
+}
+
+// dnsLabel reports whether s is an RFC 1123 label (a valid namespace name).
+func dnsLabel(s string) bool {
+	if len(s) == 0 || len(s) > 63 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case c == '-' && i > 0 && i < len(s)-1:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func validateManifest(m []byte) error {
@@ -560,7 +679,7 @@ func validateManifest(m []byte) error {
 	if r.Peek() != jsonlite.Object {
 		return errors.New("expected a JSON object")
 	}
-	var apiVersion, kind, name string
+	var apiVersion, kind, name, namespace string
 	err := r.Object(func(key string) error {
 		var err error
 		switch key {
@@ -571,8 +690,13 @@ func validateManifest(m []byte) error {
 		case "metadata":
 			err = r.Object(func(key string) error {
 				var err error
-				if key == "name" {
+				switch key {
+				case "name":
 					name, err = r.String()
+				case "namespace":
+					if !r.Null() {
+						namespace, err = r.String()
+					}
 				}
 				return fieldErr(key, err)
 			})
@@ -591,11 +715,13 @@ func validateManifest(m []byte) error {
 		return fieldErr("kind", errors.New("must be set"))
 	case name == "":
 		return fieldErr("metadata.name", errors.New("must be set"))
+	case namespace != "" && !dnsLabel(namespace):
+		return fieldErr("metadata.namespace", errors.New(strconv.Quote(namespace)+" is not a valid namespace name"))
 	}
 	return nil
 }
 
-// AppendJSON appends the request as JSON (variables in key order, like encoding/json).
+// AppendJSON appends the request as JSON (map keys in order, like encoding/json).
 func (a *AddOnRequest) AppendJSON(dst []byte) []byte {
 	w := jsonlite.NewWriter(dst)
 	w.BeginObject()
@@ -606,26 +732,115 @@ func (a *AddOnRequest) AppendJSON(dst []byte) []byte {
 	if a.Variables == nil {
 		w.Null()
 	} else {
-		keys := make([]string, 0, len(a.Variables))
-		for k := range a.Variables {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		w.BeginObject()
-		for _, k := range keys {
-			w.StringField(k, a.Variables[k])
-		}
-		w.EndObject()
+		writeStringMap(w, a.Variables)
 	}
 	if len(a.Config) > 0 {
 		w.Key("config")
 		w.Raw(a.Config)
 	}
+	if c := a.Cluster; c != nil {
+		w.Key("cluster")
+		w.BeginObject()
+		w.StringField("name", c.Name)
+		if len(c.Labels) > 0 {
+			w.Key("labels")
+			writeStringMap(w, c.Labels)
+		}
+		if len(c.Claims) > 0 {
+			w.Key("claims")
+			writeStringMap(w, c.Claims)
+		}
+		if c.KubernetesVersion != "" {
+			w.StringField("kubernetesVersion", c.KubernetesVersion)
+		}
+		if len(c.Capacity) > 0 {
+			w.Key("capacity")
+			writeIntMap(w, c.Capacity)
+		}
+		if len(c.Allocatable) > 0 {
+			w.Key("allocatable")
+			writeIntMap(w, c.Allocatable)
+		}
+		w.EndObject()
+	}
+	if len(a.Configs) > 0 {
+		w.Key("configs")
+		w.BeginArray()
+		for _, c := range a.Configs {
+			w.BeginObject()
+			w.StringField("group", c.Group)
+			w.StringField("resource", c.Resource)
+			if c.Namespace != "" {
+				w.StringField("namespace", c.Namespace)
+			}
+			w.StringField("name", c.Name)
+			if len(c.Object) > 0 {
+				w.Key("object")
+				w.Raw(c.Object)
+			}
+			w.EndObject()
+		}
+		w.EndArray()
+	}
+	if a.HubKubeconfigSecret != "" {
+		w.StringField("hubKubeconfigSecret", a.HubKubeconfigSecret)
+	}
 	w.EndObject()
 	return w.Bytes()
 }
 
-// DecodeJSON replaces a with the request in data.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func writeStringMap(w *jsonlite.Writer, m map[string]string) {
+	w.BeginObject()
+	for _, k := range sortedKeys(m) {
+		w.StringField(k, m[k])
+	}
+	w.EndObject()
+}
+
+func writeIntMap(w *jsonlite.Writer, m map[string]int64) {
+	w.BeginObject()
+	for _, k := range sortedKeys(m) {
+		w.IntField(k, m[k])
+	}
+	w.EndObject()
+}
+
+func readStringMap(r *jsonlite.Reader) (map[string]string, error) {
+	if r.Null() {
+		return nil, nil
+	}
+	m := map[string]string{}
+	err := r.Object(func(key string) error {
+		v, err := r.String()
+		m[key] = v
+		return fieldErr(key, err)
+	})
+	return m, err
+}
+
+func readIntMap(r *jsonlite.Reader) (map[string]int64, error) {
+	if r.Null() {
+		return nil, nil
+	}
+	m := map[string]int64{}
+	err := r.Object(func(key string) error {
+		v, err := r.Int()
+		m[key] = v
+		return fieldErr(key, err)
+	})
+	return m, err
+}
+
+// DecodeJSON replaces a with the request in data. Raw values are copied.
 func (a *AddOnRequest) DecodeJSON(data []byte) error {
 	*a = AddOnRequest{}
 	return decodeDoc("addon request", data, func(r *jsonlite.Reader, key string) error {
@@ -638,20 +853,82 @@ func (a *AddOnRequest) DecodeJSON(data []byte) error {
 		case "installNamespace":
 			a.InstallNamespace, err = r.String()
 		case "variables":
+			a.Variables, err = readStringMap(r)
+		case "config":
+			a.Config, err = readRaw(r)
+		case "cluster":
 			if r.Null() {
 				return nil
 			}
-			a.Variables = map[string]string{}
+			c := &AddOnCluster{}
+			a.Cluster = c
 			err = r.Object(func(key string) error {
-				v, err := r.String()
-				a.Variables[key] = v
+				var err error
+				switch key {
+				case "name":
+					c.Name, err = r.String()
+				case "labels":
+					c.Labels, err = readStringMap(r)
+				case "claims":
+					c.Claims, err = readStringMap(r)
+				case "kubernetesVersion":
+					c.KubernetesVersion, err = r.String()
+				case "capacity":
+					c.Capacity, err = readIntMap(r)
+				case "allocatable":
+					c.Allocatable, err = readIntMap(r)
+				}
 				return fieldErr(key, err)
 			})
-		case "config":
-			a.Config, err = readRaw(r)
+		case "configs":
+			if r.Null() {
+				return nil
+			}
+			a.Configs = []AddOnConfig{}
+			err = r.Array(func(i int) error {
+				var c AddOnConfig
+				err := r.Object(func(key string) error {
+					var err error
+					switch key {
+					case "group":
+						c.Group, err = r.String()
+					case "resource":
+						c.Resource, err = r.String()
+					case "namespace":
+						c.Namespace, err = r.String()
+					case "name":
+						c.Name, err = r.String()
+					case "object":
+						c.Object, err = readRaw(r)
+					}
+					return fieldErr(key, err)
+				})
+				a.Configs = append(a.Configs, c)
+				return indexErr(i, err)
+			})
+		case "hubKubeconfigSecret":
+			a.HubKubeconfigSecret, err = r.String()
 		}
 		return err
 	})
+}
+
+// Claim returns the value of the cluster claim name, or "" without a cluster.
+func (a *AddOnRequest) Claim(name string) string {
+	if a.Cluster == nil {
+		return ""
+	}
+	return a.Cluster.Claims[name]
+}
+
+// Allocatable returns the cluster's allocatable amount of resource in milli-units
+// (cpu 4 → 4000) and whether the host reported it.
+func (a *AddOnRequest) Allocatable(resource string) (int64, bool) {
+	if a.Cluster == nil {
+		return 0, false
+	}
+	v, ok := a.Cluster.Allocatable[resource]
+	return v, ok
 }
 
 // AppendJSON appends the result as JSON.
@@ -659,32 +936,52 @@ func (a *AddOnResult) AppendJSON(dst []byte) []byte {
 	w := jsonlite.NewWriter(dst)
 	w.BeginObject()
 	w.Key("manifests")
-	if a.Manifests == nil {
-		w.Null()
-	} else {
-		w.BeginArray()
-		for _, m := range a.Manifests {
-			w.Raw(m)
-		}
-		w.EndArray()
+	writeRaws(w, a.Manifests)
+	if len(a.ManifestConfigs) > 0 {
+		w.Key("manifestConfigs")
+		writeRaws(w, a.ManifestConfigs)
 	}
 	w.EndObject()
 	return w.Bytes()
+}
+
+func writeRaws(w *jsonlite.Writer, raws []RawJSON) {
+	if raws == nil {
+		w.Null()
+		return
+	}
+	w.BeginArray()
+	for _, m := range raws {
+		w.Raw(m)
+	}
+	w.EndArray()
+}
+
+func readRaws(r *jsonlite.Reader) ([]RawJSON, error) {
+	if r.Null() {
+		return nil, nil
+	}
+	out := []RawJSON{}
+	err := r.Array(func(i int) error {
+		m, err := readRaw(r)
+		out = append(out, m)
+		return indexErr(i, err)
+	})
+	return out, err
 }
 
 // DecodeJSON replaces a with the result in data and validates it.
 func (a *AddOnResult) DecodeJSON(data []byte) error {
 	*a = AddOnResult{}
 	err := decodeDoc("addon result", data, func(r *jsonlite.Reader, key string) error {
-		if key != "manifests" || r.Null() {
-			return nil
+		var err error
+		switch key {
+		case "manifests":
+			a.Manifests, err = readRaws(r)
+		case "manifestConfigs":
+			a.ManifestConfigs, err = readRaws(r)
 		}
-		a.Manifests = []RawJSON{}
-		return r.Array(func(i int) error {
-			m, err := readRaw(r)
-			a.Manifests = append(a.Manifests, m)
-			return indexErr(i, err)
-		})
+		return err
 	})
 	if err != nil {
 		return err

@@ -73,7 +73,19 @@ func TestJSONAgreesWithEncodingJSON(t *testing.T) {
 			Variables: map[string]string{"z": "last", "a": awkward, "m": ""}, Config: RawJSON(`{"replicas":2}`)},
 			func() jsonCodec { return &AddOnRequest{} }},
 		{"addon request, no config", &AddOnRequest{AddOnName: "obs"}, func() jsonCodec { return &AddOnRequest{} }},
+		{"addon request, cluster and configs", &AddOnRequest{AddOnName: "obs", ClusterName: "c1", InstallNamespace: "agents",
+			Variables: map[string]string{}, Config: RawJSON(`{"agentInstallNamespace":"agents"}`),
+			Cluster: &AddOnCluster{Name: "c1", Labels: map[string]string{"env": "prod", "a": awkward}, Claims: map[string]string{"region": "eu-1"},
+				KubernetesVersion: "v1.36.3", Capacity: map[string]int64{"cpu": 8000, "memory": 1 << 50}, Allocatable: map[string]int64{"cpu": 7500, "pods": -1}},
+			Configs: []AddOnConfig{{Group: "example.io", Resource: "things", Namespace: "ns", Name: awkward, Object: RawJSON(`{"spec":{"x":1}}`)},
+				{Resource: "configmaps", Name: "cm"}},
+			HubKubeconfigSecret: "obs-hub-kubeconfig"},
+			func() jsonCodec { return &AddOnRequest{} }},
+		{"addon request, bare cluster", &AddOnRequest{Cluster: &AddOnCluster{Name: "c1"}}, func() jsonCodec { return &AddOnRequest{} }},
 		{"addon result", &AddOnResult{Manifests: []RawJSON{RawJSON(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"}}`)}},
+			func() jsonCodec { return &AddOnResult{} }},
+		{"addon result, manifestConfigs", &AddOnResult{Manifests: []RawJSON{RawJSON(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x","namespace":"ns-1"}}`)},
+			ManifestConfigs: []RawJSON{RawJSON(`{"resourceIdentifier":{"resource":"configmaps","name":"x","namespace":"ns-1"},"feedbackRules":[{"type":"WellKnownStatus"}]}`)}},
 			func() jsonCodec { return &AddOnResult{} }},
 		{"prioritizer inputs", &PrioritizerInputs{ClusterNames: true, Labels: []string{"env"}, Claims: []string{"region"},
 			Resources:   []ResourceInput{{Kind: ResourceAllocatable, Name: "cpu"}},
@@ -122,7 +134,13 @@ func TestDecodeErrorsNameTheField(t *testing.T) {
 		{&AddOnResult{}, `{"manifests": [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}, {"apiVersion": "v1", "metadata": {"name": "b"}}]}`, "addon result: manifests[1].kind: must be set"},
 		{&AddOnResult{}, `{"manifests": ["text"]}`, "manifests[0]: expected a JSON object"},
 		{&AddOnResult{}, `{"manifests": [{"apiVersion": "v1", "kind": "X", "metadata": {}}]}`, "manifests[0].metadata.name: must be set"},
+		{&AddOnResult{}, `{"manifests": [{"apiVersion": "v1", "kind": "X", "metadata": {"name": "a", "namespace": "Bad_NS"}}]}`, `manifests[0].metadata.namespace: "Bad_NS" is not a valid namespace name`},
+		{&AddOnResult{}, `{"manifests": [], "manifestConfigs": [{"resourceIdentifier": {"resource": "deployments"}}]}`, "addon result: manifestConfigs[0].resourceIdentifier.name: must be set"},
+		{&AddOnResult{}, `{"manifests": [], "manifestConfigs": [{"feedbackRules": []}]}`, "manifestConfigs[0].resourceIdentifier: must be set"},
+		{&AddOnResult{}, `{"manifests": [], "manifestConfigs": ["x"]}`, "manifestConfigs[0]: expected a JSON object"},
 		{&AddOnRequest{}, `{"variables": {"a": 1}}`, "addon request: variables.a: invalid JSON"},
+		{&AddOnRequest{}, `{"cluster": {"allocatable": {"cpu": "4"}}}`, "addon request: cluster.allocatable.cpu: invalid JSON"},
+		{&AddOnRequest{}, `{"configs": [{"name": "a"}, {"name": 2}]}`, "addon request: configs[1].name: invalid JSON"},
 		{&FeedbackRequest{}, `{"resource": {"a": }}`, "feedback request: resource: invalid JSON"},
 		{&PrioritizerInputs{}, `{"resources": [{"kind": 1}]}`, "prioritizer inputs: resources[0].kind: invalid JSON"},
 	} {
@@ -154,5 +172,25 @@ func TestFeedbackValueHelpers(t *testing.T) {
 	}
 	if !reflect.DeepEqual(back, r) {
 		t.Fatalf("round trip %+v, want %+v", back, r)
+	}
+}
+
+func TestAddOnRequestHelpers(t *testing.T) {
+	var none AddOnRequest
+	if none.Claim("region") != "" {
+		t.Error("Claim without a cluster")
+	}
+	if _, ok := none.Allocatable("cpu"); ok {
+		t.Error("Allocatable without a cluster")
+	}
+	r := AddOnRequest{Cluster: &AddOnCluster{Claims: map[string]string{"region": "eu-1"}, Allocatable: map[string]int64{"cpu": 3500}}}
+	if r.Claim("region") != "eu-1" {
+		t.Errorf("Claim = %q", r.Claim("region"))
+	}
+	if v, ok := r.Allocatable("cpu"); !ok || v != 3500 {
+		t.Errorf("Allocatable(cpu) = %d, %v", v, ok)
+	}
+	if _, ok := r.Allocatable("memory"); ok {
+		t.Error("Allocatable(memory) reported")
 	}
 }
