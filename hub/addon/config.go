@@ -250,7 +250,7 @@ func (r *ConfigReconciler) writeMCA(ctx context.Context, cma *addonv1alpha1.Clus
 		return err
 	}
 	if err := apply.Guarded(ctx, r.Client, mca, apply.FieldManagerPrefix+ConfigControllerName, true, map[string]any{"status": v}); err != nil {
-		return fmt.Errorf("ManagedClusterAddOn %s/%s: writing configurations: %w", mca.Namespace, mca.Name, err)
+		return client.IgnoreNotFound(fmt.Errorf("ManagedClusterAddOn %s/%s: writing configurations: %w", mca.Namespace, mca.Name, err))
 	}
 	return nil
 }
@@ -356,7 +356,7 @@ func (r *ConfigReconciler) writeCMA(ctx context.Context, cma *addonv1alpha1.Clus
 		m["installProgressions"] = []any{}
 	}
 	if err := apply.Guarded(ctx, r.Client, cma, apply.FieldManagerPrefix+ConfigControllerName, true, map[string]any{"status": m}); err != nil {
-		return fmt.Errorf("ClusterManagementAddOn %s: writing status: %w", cma.Name, err)
+		return client.IgnoreNotFound(fmt.Errorf("ClusterManagementAddOn %s: writing status: %w", cma.Name, err))
 	}
 	return nil
 }

@@ -21,6 +21,7 @@ import (
 
 	addonv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/addon/v1alpha1"
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
+	flotillav1alpha1 "github.com/flotilla-dev/flotilla/core/apis/flotilla/v1alpha1"
 	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
 	"github.com/flotilla-dev/flotilla/core/apply"
 	"github.com/flotilla-dev/flotilla/core/wasm"
@@ -71,6 +72,22 @@ func (r *DeployReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			out := make([]reconcile.Request, 0, len(mcas))
 			for _, m := range mcas {
 				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(m)})
+			}
+			return out
+		})).
+		Watches(&flotillav1alpha1.WasmPlugin{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			// A plugin (re)loaded: the add-ons rendered by it render again.
+			list := &addonv1alpha1.ManagedClusterAddOnList{}
+			if err := r.Client.List(ctx, list); err != nil {
+				return nil
+			}
+			var out []reconcile.Request
+			for i := range list.Items {
+				for _, ref := range list.Items[i].Status.ConfigReferences {
+					if ref.ConfigGroupResource == WasmPluginResource && ref.DesiredConfig != nil && ref.DesiredConfig.Name == o.GetName() {
+						out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+					}
+				}
 			}
 			return out
 		})).
@@ -219,12 +236,41 @@ func (r *DeployReconciler) render(ctx context.Context, mca *addonv1alpha1.Manage
 		}
 		return out, hashes, nil, true
 	}
+	if ready, err := r.pluginReady(ctx, tmplRef.Name); err != nil || !ready {
+		if err != nil {
+			err = fmt.Errorf("ManagedClusterAddOn %s/%s: %w", mca.Namespace, mca.Name, err)
+		}
+		return out, "", err, false
+	}
 	rendered, err := render.Wasm(ctx, r.Registry, tmplRef.Name, in)
 	if err != nil {
 		return out, "", fmt.Errorf("WasmPlugin %s for cluster %s: %w", tmplRef.Name, mca.Namespace, err), false
 	}
 	out.rendered = rendered
 	return out, hashes, nil, true
+}
+
+// pluginReady reports whether the registry serves the current spec of WasmPlugin name: its
+// Ready condition is for its generation and the loaded module is the one its status names
+// (a render during a reload would otherwise record the new spec hash for the old module's
+// output). A plugin that failed to load for its current spec is an error naming it.
+func (r *DeployReconciler) pluginReady(ctx context.Context, name string) (bool, error) {
+	wp := &flotillav1alpha1.WasmPlugin{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, wp); err != nil {
+		return false, fmt.Errorf("reading WasmPlugin %s: %w", name, err)
+	}
+	if wp.Spec.Type != flotillav1alpha1.PluginTypeAddOnTemplate {
+		return false, fmt.Errorf("WasmPlugin %s: spec.type is %s, not AddOnTemplate", name, wp.Spec.Type)
+	}
+	c := meta.FindStatusCondition(wp.Status.Conditions, flotillav1alpha1.ConditionReady)
+	if c == nil || c.ObservedGeneration != wp.Generation {
+		return false, nil // loading
+	}
+	if c.Status != metav1.ConditionTrue {
+		return false, fmt.Errorf("WasmPlugin %s is not ready: %s: %s", name, c.Reason, c.Message)
+	}
+	m, ok := r.Registry.Get(name)
+	return ok && m.Digest() == wp.Status.Digest, nil
 }
 
 func (r *DeployReconciler) listWorks(ctx context.Context, mca *addonv1alpha1.ManagedClusterAddOn) ([]workv1.ManifestWork, error) {
@@ -361,7 +407,8 @@ func (r *DeployReconciler) writeStatus(ctx context.Context, s *deployStatus) err
 			upgrade = upgrade || ref.LastAppliedConfig != nil
 		}
 	}
-	if p := condition(conds, addonv1alpha1.ManagedClusterAddOnConditionProgressing); !pending && p != nil && p.Reason == addonv1alpha1.ProgressingReasonUpgradeSucceed {
+	if p := condition(conds, addonv1alpha1.ManagedClusterAddOnConditionProgressing); !pending && p != nil &&
+		(p.Reason == addonv1alpha1.ProgressingReasonUpgradeSucceed || p.Reason == addonv1alpha1.ProgressingReasonUpgradeFailed || p.Reason == addonv1alpha1.ProgressingReasonUpgrading) {
 		upgrade = true
 	}
 	failed, succeed, running, verb := addonv1alpha1.ProgressingReasonInstallFailed, addonv1alpha1.ProgressingReasonInstallSucceed, addonv1alpha1.ProgressingReasonInstalling, "install"
@@ -429,7 +476,7 @@ func (r *DeployReconciler) writeStatus(ctx context.Context, s *deployStatus) err
 		v.(map[string]any)["registrations"] = []any{}
 	}
 	if err := apply.Guarded(ctx, r.Client, mca, apply.FieldManagerPrefix+DeployControllerName, true, map[string]any{"status": v}); err != nil {
-		return fmt.Errorf("ManagedClusterAddOn %s/%s: writing status: %w", mca.Namespace, mca.Name, err)
+		return client.IgnoreNotFound(fmt.Errorf("ManagedClusterAddOn %s/%s: writing status: %w", mca.Namespace, mca.Name, err))
 	}
 	return nil
 }

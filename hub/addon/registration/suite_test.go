@@ -98,10 +98,11 @@ var _ = BeforeSuite(func(_ SpecContext) {
 	}
 
 	skip := true
+	logger := funcr.New(func(prefix, args string) { GinkgoWriter.Println(prefix, args) }, funcr.Options{})
+	ctrl.SetLogger(logger)
 	mgr, err := ctrl.NewManager(fleet.Hub.Config, ctrl.Options{
 		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		Controller: config.Controller{SkipNameValidation: &skip},
-		Logger: funcr.New(func(prefix, args string) { GinkgoWriter.Println(prefix, args) }, funcr.Options{}),
+		Controller: config.Controller{SkipNameValidation: &skip}, Logger: logger,
 	})
 	Expect(err).NotTo(HaveOccurred())
 	Expect((&registration.Reconciler{Client: mgr.GetClient(), Permissions: perms.get}).SetupWithManager(mgr)).To(Succeed())

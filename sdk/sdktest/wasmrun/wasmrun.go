@@ -34,9 +34,17 @@ func Load(tb testing.TB, wasmBytes []byte, typ abi.PluginType, config []byte) *w
 	return m
 }
 
+// BuildTB is the part of testing.TB Build uses (Ginkgo's GinkgoT() has it too).
+type BuildTB interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+	TempDir() string
+}
+
 // Build compiles the Go plugin in dir (a main package) for wasip1 the way
 // `make plugins` does and returns the module, failing tb on error.
-func Build(tb testing.TB, dir string) []byte {
+func Build(tb BuildTB, dir string) []byte {
 	tb.Helper()
 	out := filepath.Join(tb.TempDir(), "plugin.wasm")
 	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-o", out, ".")

@@ -107,6 +107,11 @@ func callsExport() int32 {
 //go:wasmexport panic
 func panicExport() int32 { panic("boom from guest") }
 
+// render_addon makes the module loadable as an AddOnTemplate that always traps.
+//
+//go:wasmexport render_addon
+func renderAddon() int32 { panic("render_addon: boom from guest") }
+
 //go:wasmexport garbage
 func garbage() int32 { xt.Output([]byte("\x00\xffnot json")); return 0 }
 
