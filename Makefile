@@ -148,6 +148,15 @@ bench-placement: build $(CONTROLPLANE)
 bench-rollout: build $(CONTROLPLANE)
 	$(GO) run ./e2e/mwrs/bench -flotilla $(BIN)/flotilla
 
+.PHONY: bench-addons
+## bench-addons: a template add-on (an AddOnTemplate with a ServiceAccount and a Deployment, an
+## AddOnDeploymentConfig as default config) installed by a Placements strategy on 100 simulated
+## clusters (the hub as its own process, a fake agent reporting each work Applied and Available
+## with its Deployment's feedback), then upgraded by a change of the AddOnDeploymentConfig (All
+## rollout); last line `addons-100 install_s=… upgrade_s=…`
+bench-addons: build $(CONTROLPLANE)
+	$(GO) run ./e2e/addon/bench -flotilla $(BIN)/flotilla
+
 .PHONY: bench-work
 ## bench-work: one klusterlet (its own process) applies 100 ManifestWorks created one after
 ## another, then 1,000 at once; the last line is `work-apply p50_ms=… p99_ms=… fanout_1000_s=…

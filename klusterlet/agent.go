@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/flotilla-dev/flotilla/klusterlet/addon"
 	"github.com/flotilla-dev/flotilla/klusterlet/plugins"
 	"github.com/flotilla-dev/flotilla/klusterlet/registration"
 	"github.com/flotilla-dev/flotilla/klusterlet/work"
@@ -36,6 +37,19 @@ type Options struct {
 	// Plugins configures the Wasm plugin loader that serves the work agent's
 	// WellKnownStatus feedback rules.
 	Plugins PluginOptions
+	// AddOn configures add-on registration and health (klusterlet/addon).
+	AddOn AddOnOptions
+}
+
+// AddOnOptions configures the add-on agent: the hub credentials of add-on agents (a CSR per
+// registration, written as <addon>-hub-kubeconfig in the add-on's namespace) and their Lease
+// health.
+type AddOnOptions struct {
+	// Disabled turns the add-on agent off (OCM's AddonManagement gate off).
+	Disabled bool
+	// LeaseDurationSeconds is the add-on agents' lease duration assumed for Lease health (an
+	// add-on is unavailable 5 durations after its last renewal); 0 means OCM's 60 s.
+	LeaseDurationSeconds int32
 }
 
 // WorkOptions configures the work agent; zero values take work.Config's defaults.
@@ -78,8 +92,8 @@ func New(opts Options) (*Agent, error) {
 		cfg.BootstrapKubeconfig = data
 	}
 	a := &Agent{plugins: pluginConfig(opts)}
-	if !opts.Work.Disabled {
-		cfg.OnAccepted = a.workSession(opts)
+	if !opts.Work.Disabled || !opts.AddOn.Disabled {
+		cfg.OnAccepted = a.session(opts)
 	}
 	reg, err := registration.New(cfg)
 	if err != nil {
@@ -87,6 +101,45 @@ func New(opts Options) (*Agent, error) {
 	}
 	a.Registration = reg
 	return a, nil
+}
+
+// session runs the agents of one accepted hub session (work, add-ons) until the session ends
+// or one of them fails, which ends the others.
+func (a *Agent) session(opts Options) func(ctx context.Context, s registration.Session) error {
+	runWork := a.workSession(opts)
+	return func(ctx context.Context, s registration.Session) error {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		errs, n := make(chan error, 2), 0
+		if !opts.Work.Disabled {
+			n++
+			go func() { errs <- runWork(ctx, s) }()
+		}
+		if !opts.AddOn.Disabled {
+			n++
+			go func() {
+				ag, err := addon.New(addon.Config{
+					ClusterName: s.ClusterName, AgentName: s.AgentName, HubConfig: s.HubConfig, HubEndpoint: s.HubEndpoint,
+					ManagedConfig:        opts.Registration.ManagedConfig,
+					CSRExpirationSeconds: opts.Registration.CSRExpirationSeconds, RotationThreshold: opts.Registration.RotationThreshold,
+					LeaseDurationSeconds: opts.AddOn.LeaseDurationSeconds,
+					Logger:               s.Logger.WithName("addon"),
+				})
+				if err == nil {
+					err = ag.Run(ctx)
+				}
+				errs <- err
+			}()
+		}
+		var err error
+		for range n {
+			if e := <-errs; e != nil && err == nil {
+				err = e
+				cancel()
+			}
+		}
+		return err
+	}
 }
 
 // workSession runs a work agent for one accepted hub session, until the session ends.

@@ -59,6 +59,9 @@ var _ = Describe("proxy settings from an AddOnDeploymentConfig (the seeds' proxy
 		Eventually(onManaged(cluster1, cm)).Should(BeTrue())
 		Expect(cm.Data).To(ContainElement("------\n"), "the seed's caBundle, decoded")
 
+		// (Changed while still installing, the change would just be part of the install.)
+		Eventually(mcaCondition(cluster1, name, addonv1alpha1.ManagedClusterAddOnConditionProgressing)).Should(cond(metav1.ConditionFalse, addonv1alpha1.ProgressingReasonInstallSucceed))
+
 		By("a proxy URL set later reaches the agent")
 		Eventually(func(g Gomega) {
 			a := &addonv1alpha1.AddOnDeploymentConfig{}

@@ -7,7 +7,12 @@ package addon
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"sync/atomic"
 	"path/filepath"
 	"testing"
 	"time"
@@ -23,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -49,6 +55,8 @@ const (
 	// statusSync keeps work status and feedback quick.
 	statusSync   = time.Second
 	leaseSeconds = 2
+	// addonLeaseSeconds: an add-on whose Lease is not renewed is unavailable 5 s later.
+	addonLeaseSeconds = 1
 )
 
 var (
@@ -61,12 +69,27 @@ var (
 	bootstrapKC []byte
 	logger      logr.Logger
 	managed     = map[string]clusterClients{}
+	proxy       *connectProxy
 )
 
 type clusterClients struct {
 	client client.Client
 	kube   kubernetes.Interface
 }
+
+// On a failed spec, the add-ons' status on the hub goes to the report.
+var _ = ReportAfterEach(func(r SpecReport) {
+	if !r.Failed() || hubClient == nil {
+		return
+	}
+	list := &addonv1alpha1.ManagedClusterAddOnList{}
+	if err := hubClient.List(suiteCtx, list); err == nil {
+		for i := range list.Items {
+			b, _ := yaml.Marshal(list.Items[i].Status)
+			AddReportEntry("ManagedClusterAddOn "+list.Items[i].Namespace+"/"+list.Items[i].Name, string(b))
+		}
+	}
+})
 
 var _ = BeforeSuite(func() {
 	suiteCtx, suiteCancel = context.WithCancel(context.Background())
@@ -105,9 +128,18 @@ var _ = BeforeSuite(func() {
 
 	bootstrapKC, err = bootstrap.Kubeconfig(suiteCtx, fleet.Hub.Config, time.Hour)
 	Expect(err).NotTo(HaveOccurred())
+	// cluster2 reaches the hub through an HTTP CONNECT proxy named in its bootstrap
+	// kubeconfig (seeds, scenarios §9): its add-ons' hub kubeconfigs must carry it too.
+	proxy = startProxy()
+	DeferCleanup(proxy.Close)
 	var agents []*runningAgent
 	for i, m := range fleet.Managed {
-		agents = append(agents, startAgent(environment.ManagedClusterName(i), m))
+		name := environment.ManagedClusterName(i)
+		kc := bootstrapKC
+		if name == cluster2 {
+			kc = withProxy(bootstrapKC, proxy.URL)
+		}
+		agents = append(agents, startAgent(name, m, kc))
 	}
 	Eventually(func(g Gomega) {
 		_, err := admin.Accept(suiteCtx, hubClient, hubKube, []string{cluster1, cluster2})
@@ -140,7 +172,7 @@ func (a *runningAgent) stop() {
 }
 
 // startAgent runs the klusterlet for cluster name until stopped.
-func startAgent(name string, cp *environment.ControlPlane) *runningAgent {
+func startAgent(name string, cp *environment.ControlPlane, bootstrapKC []byte) *runningAgent {
 	ctx, cancel := context.WithCancel(suiteCtx)
 	a := &runningAgent{cancel: cancel, done: make(chan struct{})}
 	opts := klusterlet.Options{
@@ -150,7 +182,8 @@ func startAgent(name string, cp *environment.ControlPlane) *runningAgent {
 			RetryInitial:         200 * time.Millisecond, RetryMax: 2 * time.Second,
 			Logger: logger.WithName("klusterlet").WithValues("cluster", name),
 		},
-		Work: klusterlet.WorkOptions{StatusSyncInterval: statusSync, EvictionGracePeriod: 5 * time.Second},
+		Work:  klusterlet.WorkOptions{StatusSyncInterval: statusSync, EvictionGracePeriod: 5 * time.Second},
+		AddOn: klusterlet.AddOnOptions{LeaseDurationSeconds: addonLeaseSeconds},
 	}
 	go func() {
 		defer close(a.done)
@@ -305,4 +338,53 @@ func placement(ns, name, key string, groups ...string) {
 		})
 	}
 	create(p)
+}
+
+// connectProxy is an HTTP CONNECT proxy counting the tunnels it opened.
+type connectProxy struct {
+	*httptest.Server
+	tunnels atomic.Int64
+}
+
+func startProxy() *connectProxy {
+	p := &connectProxy{}
+	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodConnect {
+			http.Error(w, "CONNECT only", http.StatusMethodNotAllowed)
+			return
+		}
+		upstream, err := net.Dial("tcp", r.Host)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		hj, ok := w.(http.Hijacker)
+		if !ok {
+			upstream.Close()
+			return
+		}
+		conn, buf, err := hj.Hijack()
+		if err != nil {
+			upstream.Close()
+			return
+		}
+		p.tunnels.Add(1)
+		_, _ = conn.Write([]byte("HTTP/1.1 200 Connection established\r\n\r\n"))
+		go func() { _, _ = io.Copy(upstream, buf); upstream.Close() }()
+		go func() { _, _ = io.Copy(conn, upstream); conn.Close() }()
+	}))
+	return p
+}
+
+// withProxy returns kubeconfig with proxy-url set on its clusters.
+func withProxy(kubeconfig []byte, proxyURL string) []byte {
+	GinkgoHelper()
+	cfg, err := clientcmd.Load(kubeconfig)
+	Expect(err).NotTo(HaveOccurred())
+	for _, c := range cfg.Clusters {
+		c.ProxyURL = proxyURL
+	}
+	out, err := clientcmd.Write(*cfg)
+	Expect(err).NotTo(HaveOccurred())
+	return out
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -57,6 +58,8 @@ type DeployReconciler struct {
 func (r *DeployReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(DeployControllerName).
+		// Each reconcile is one cluster's add-on, independent of the others.
+		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
 		For(&addonv1alpha1.ManagedClusterAddOn{}).
 		Watches(&workv1.ManifestWork{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			if name := o.GetLabels()[addonv1alpha1.AddonLabelKey]; name != "" {
@@ -465,7 +468,7 @@ func (r *DeployReconciler) writeStatus(ctx context.Context, s *deployStatus) err
 	}
 	status := map[string]any{
 		"conditions": conds, "configReferences": refs, "namespace": namespace,
-		"healthCheck": map[string]any{"mode": string(mode)},
+		"healthCheck":   map[string]any{"mode": string(mode)},
 		"registrations": regs,
 	}
 	v, err := jsonMap(status)

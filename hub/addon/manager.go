@@ -4,16 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	addonv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/addon/v1alpha1"
 	"github.com/flotilla-dev/flotilla/core/wasm"
+	addonregistration "github.com/flotilla-dev/flotilla/hub/addon/registration"
 )
 
 // Manager is the add-on manager: its indexes and its three reconcilers on one
@@ -44,7 +48,9 @@ func (m *Manager) SetupWithManager(mgr ctrl.Manager) error {
 	for _, c := range []interface{ SetupWithManager(ctrl.Manager) error }{
 		&InstallReconciler{Client: m.Client},
 		&ConfigReconciler{Client: m.Client, Mapper: mgr.GetRESTMapper(), Recorder: m.Recorder, Now: m.Now},
-		&DeployReconciler{Client: m.Client, Mapper: mgr.GetRESTMapper(), Registry: m.Registry, MaxWorkSize: m.MaxWorkSize, Recorder: m.Recorder},
+		&DeployReconciler{Client: m.Client, Mapper: mgr.GetRESTMapper(), Registry: m.Registry, MaxWorkSize: m.MaxWorkSize, Recorder: m.Recorder,
+			Registrations: addonregistration.Registrations},
+		&addonregistration.Reconciler{Client: m.Client, Permissions: m.permissions},
 	} {
 		if err := c.SetupWithManager(mgr); err != nil {
 			return err
@@ -97,3 +103,75 @@ func cmasOfPlacement(ctx context.Context, c client.Reader, namespace, name strin
 }
 
 func joinErrs(errs []error) error { return errors.Join(errs...) }
+
+// mcaInstallChanged passes the ManagedClusterAddOn events the install reconciler acts on:
+// creation, deletion and changes of labels, owners or deletion (not its status writes).
+func mcaInstallChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld, e.ObjectNew
+		return !reflect.DeepEqual(o.GetLabels(), n.GetLabels()) || !reflect.DeepEqual(o.GetOwnerReferences(), n.GetOwnerReferences()) ||
+			!o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp())
+	}}
+}
+
+// mcaRolloutChanged passes the ManagedClusterAddOn events the configuration reconciler acts
+// on: creation, deletion, spec changes and the status its rollout reads (configReferences,
+// Configured, Progressing), not health or applied-manifest updates.
+func mcaRolloutChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*addonv1alpha1.ManagedClusterAddOn)
+		n, ok2 := e.ObjectNew.(*addonv1alpha1.ManagedClusterAddOn)
+		if !ok1 || !ok2 {
+			return true
+		}
+		if o.Generation != n.Generation || !reflect.DeepEqual(o.Status.ConfigReferences, n.Status.ConfigReferences) {
+			return true
+		}
+		for _, t := range []string{addonv1alpha1.ManagedClusterAddOnConditionConfigured, addonv1alpha1.ManagedClusterAddOnConditionProgressing} {
+			if !reflect.DeepEqual(condition(o.Status.Conditions, t), condition(n.Status.Conditions, t)) {
+				return true
+			}
+		}
+		return false
+	}}
+}
+
+// permissions are the hub permissions a template add-on's agent on mca's cluster is granted:
+// its desired AddOnTemplate's KubeClient hubPermissions (none for a Wasm template). ok is
+// false for add-ons that are not template add-ons, whose own managers grant what they need.
+func (m *Manager) permissions(ctx context.Context, mca *addonv1alpha1.ManagedClusterAddOn) ([]addonv1alpha1.HubPermissionConfig, bool, error) {
+	cma := &addonv1alpha1.ClusterManagementAddOn{}
+	if err := m.Client.Get(ctx, client.ObjectKey{Name: mca.Name}, cma); err != nil {
+		if client.IgnoreNotFound(err) == nil {
+			return nil, false, nil
+		}
+		return nil, false, fmt.Errorf("reading ClusterManagementAddOn %s: %w", mca.Name, err)
+	}
+	switch templateKind(cma) {
+	case WasmPluginResource:
+		return nil, true, nil
+	case AddOnTemplateResource:
+	default:
+		return nil, false, nil
+	}
+	var name string
+	for _, ref := range mca.Status.ConfigReferences {
+		if ref.ConfigGroupResource == AddOnTemplateResource && ref.DesiredConfig != nil {
+			name = ref.DesiredConfig.Name
+		}
+	}
+	if name == "" {
+		return nil, true, nil // not configured yet: nothing granted
+	}
+	t := &addonv1alpha1.AddOnTemplate{}
+	if err := m.Client.Get(ctx, client.ObjectKey{Name: name}, t); err != nil {
+		return nil, false, fmt.Errorf("reading AddOnTemplate %s: %w", name, err)
+	}
+	var out []addonv1alpha1.HubPermissionConfig
+	for _, r := range t.Spec.Registration {
+		if r.Type == addonv1alpha1.RegistrationTypeKubeClient && r.KubeClient != nil {
+			out = append(out, r.KubeClient.HubPermissions...)
+		}
+	}
+	return out, true, nil
+}

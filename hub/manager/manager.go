@@ -43,6 +43,7 @@ import (
 	"github.com/flotilla-dev/flotilla/hub/registration/rbac"
 	"github.com/flotilla-dev/flotilla/hub/registration/taint"
 	"github.com/flotilla-dev/flotilla/hub/webhook"
+	"github.com/flotilla-dev/flotilla/hub/webhook/addonconversion"
 	"github.com/flotilla-dev/flotilla/hub/webhook/manifestwork"
 	hubwork "github.com/flotilla-dev/flotilla/hub/work"
 )
@@ -337,6 +338,10 @@ func (h *Hub) setupWebhooks(kube kubernetes.Interface) error {
 		return fmt.Errorf("hub: %w", err)
 	}
 	if err := srv.Register(manifestwork.New(manifestwork.Options{MaxSize: h.opts.WorkMaxSize})); err != nil {
+		return fmt.Errorf("hub: %w", err)
+	}
+	// The add-on kinds are served at v1beta1 too, converted here (v1alpha1 is stored).
+	if err := srv.RegisterConversion(addonconversion.New()); err != nil {
 		return fmt.Errorf("hub: %w", err)
 	}
 	policies, err := h.setupPolicies(kube, srv)

@@ -1,7 +1,9 @@
-// Package webhook is the hub's admission webhook server: it serves validating admission
-// handlers over TLS, manages its own CA and serving certificate, and keeps a
-// ValidatingWebhookConfiguration on the hub API server pointing at itself. The ManifestWork
-// validation (hub/webhook/manifestwork) is its first handler; hub/manager runs it.
+// Package webhook is the hub's webhook server: it serves validating admission handlers and
+// CRD conversion webhooks over TLS, manages its own CA and serving certificate, and keeps a
+// ValidatingWebhookConfiguration, and the spec.conversion of the CRDs it converts, on the
+// hub API server pointing at itself. The ManifestWork validation (hub/webhook/manifestwork)
+// is its first handler, the add-on v1alpha1/v1beta1 conversion (hub/webhook/addonconversion)
+// its first converter; hub/manager runs it.
 //
 // # Handlers
 //
@@ -15,6 +17,31 @@
 //
 //	h, _ := manager.New(opts)
 //	err := h.Webhooks().Register(myHandler) // before or after h.Start
+//
+// # Conversion webhooks
+//
+// A Converter converts the custom resources of some CRDs between their versions (the
+// apiextensions.k8s.io/v1 ConversionReview protocol). RegisterConversion, before or after
+// Start, serves it at Conversion().Path and makes the Server keep spec.conversion of each
+// CRD it names (Conversion().CRDs) pointing there: strategy Webhook, the same URL or Service
+// as the validating configuration, the Server's CA bundle as caBundle, review version v1.
+// Only that field is server-side-applied, under FieldManager, in the same sync as the
+// configuration (on start, on CA rotation, every ResyncPeriod, and whenever a watched CRD
+// changes, so a spec.conversion reset by someone else is restored within moments; a CRD
+// that does not exist yet is configured once it is created). The CRD installer
+// (core/crds, at every hub start) applies CRDs without spec.conversion under its own
+// field manager, so it leaves the field alone. The Server decodes each object, calls
+// Convert and checks the result (apiVersion, kind, name, namespace and uid); an object it
+// cannot decode, a Convert error or a panic fails the review with a message naming the
+// object, which the API server passes on to the client. Ready does not wait for conversions.
+// hub/webhook/addonconversion converts the addon.open-cluster-management.io kinds between
+// v1alpha1 (stored) and v1beta1:
+//
+//	err := srv.RegisterConversion(addonconversion.New())
+//
+// While no Server runs, reading or writing a converted kind at a version other than its
+// storage version fails ("conversion webhook ... failed"); the storage version keeps
+// working (for the add-on kinds: v1alpha1, which Flotilla's controllers use).
 //
 // # Certificates
 //
@@ -58,6 +85,7 @@
 //
 // In the hub namespace: get, create and update Secrets, list and watch the Secret, create
 // ConfigMaps (dry-run probes only), create the namespace if missing; cluster-wide: get,
-// patch, list and watch ValidatingWebhookConfigurations, and create SubjectAccessReviews for
-// the ManifestWork executor check.
+// patch, list and watch ValidatingWebhookConfigurations, create SubjectAccessReviews for
+// the ManifestWork executor check, and, with a conversion registered, get, patch, list and
+// watch CustomResourceDefinitions.
 package webhook

@@ -14,7 +14,8 @@ at), or, for a hub running in that cluster, --webhook-service. The configuration
 the hub stops, as OCM's does: until the hub is back, creating a ManifestWork or changing its
 spec fails (failure policy Fail), and so does a change of labels or annotations of what a
 policy matches (a ManagedCluster's cluster-set label, for one), while finalizers, status and
-deletes still work.`
+deletes still work. The server also converts the add-on kinds between v1alpha1 (stored) and
+v1beta1 for the API server; while the hub is down, only v1alpha1 can be read and written.`
 
 // Flags are the webhook server's command-line flags.
 type Flags struct {

@@ -22,6 +22,8 @@ import (
 	"github.com/go-logr/logr"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apiextensionsinformers "k8s.io/apiextensions-apiserver/pkg/client/informers/externalversions"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -204,13 +206,15 @@ func (o Options) certPolicy() certPolicy {
 	return p
 }
 
-// Server serves admission webhooks for the hub over TLS, with a CA and serving certificate
-// it manages itself, and keeps a ValidatingWebhookConfiguration pointing at it. Register
-// handlers, then run it with Start (a manager.Runnable; SetupWithManager adds it to a
+// Server serves admission and conversion webhooks for the hub over TLS, with a CA and
+// serving certificate it manages itself, and keeps a ValidatingWebhookConfiguration (and the
+// spec.conversion of the CRDs it converts) pointing at it. Register handlers and converters,
+// then run it with Start (a manager.Runnable; SetupWithManager adds it to a
 // controller-runtime manager). See the package documentation.
 type Server struct {
 	opts   Options
 	kube   kubernetes.Interface
+	apiext apiextensionsclient.Interface
 	log    logr.Logger
 	policy certPolicy
 
@@ -219,6 +223,10 @@ type Server struct {
 	paths    map[string]http.Handler
 	retired  map[string]bool // paths of unregistered handlers, still answering
 	addr     net.Addr
+
+	conversions  []*registeredConversion
+	watchCtx     context.Context // the loop's, once started
+	crdInformers apiextensionsinformers.SharedInformerFactory
 
 	cert    atomic.Pointer[tls.Certificate]
 	trigger chan struct{}
@@ -234,6 +242,7 @@ type Server struct {
 	drifts          int
 	failingSince    time.Time
 	lastFailureLogs time.Time
+	conversionRVs   map[string]string // by CRD name, as last applied
 }
 
 type registered struct {
@@ -253,9 +262,14 @@ func New(cfg *rest.Config, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("webhook server: clientset: %w", err)
 	}
+	apiext, err := apiextensionsclient.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("webhook server: apiextensions clientset: %w", err)
+	}
 	s := &Server{
 		opts:     opts,
 		kube:     kube,
+		apiext:   apiext,
 		log:      opts.Logger,
 		policy:   opts.certPolicy(),
 		handlers: map[string]*registered{},
@@ -388,6 +402,10 @@ func (s *Server) Start(ctx context.Context) error {
 
 	loopCtx, stopLoop := context.WithCancel(ctx)
 	stopInformers := s.watch(loopCtx)
+	s.mu.Lock()
+	s.watchCtx = loopCtx
+	s.startCRDWatchLocked()
+	s.mu.Unlock()
 	loopDone := make(chan struct{})
 	go func() {
 		defer close(loopDone)
@@ -405,6 +423,12 @@ func (s *Server) Start(ctx context.Context) error {
 	shutdownErr := srv.Shutdown(shutdownCtx)
 	<-loopDone
 	stopInformers()
+	s.mu.Lock()
+	crdInformers := s.crdInformers
+	s.mu.Unlock()
+	if crdInformers != nil {
+		crdInformers.Shutdown()
+	}
 	if err != nil {
 		return err
 	}
@@ -517,8 +541,8 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// sync brings certificates and configuration up to date and checks that the API server
-// calls the server, logging lasting failures.
+// sync brings certificates, the configuration and the CRDs' conversion webhooks up to date
+// and checks that the API server calls the server, logging lasting failures.
 func (s *Server) sync(ctx context.Context) error {
 	err := s.syncCertificates(ctx)
 	if err == nil {
@@ -535,6 +559,12 @@ func (s *Server) sync(ctx context.Context) error {
 			}
 		}
 	}
+	// Conversion webhooks do not wait for the probe: they need the CA only.
+	if s.material != nil {
+		if cerr := s.syncConversions(ctx); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("conversion webhooks: %w", cerr))
+		}
+	}
 	if err == nil || ctx.Err() != nil {
 		s.failingSince = time.Time{}
 		return err
@@ -548,7 +578,7 @@ func (s *Server) sync(ctx context.Context) error {
 	var notYet *errNotInEffect
 	if (!errors.As(err, &notYet) || now.Sub(s.failingSince) > 10*time.Second) && now.Sub(s.lastFailureLogs) >= s.opts.ResyncPeriod {
 		s.lastFailureLogs = now
-		s.log.Error(err, "Admission webhooks not in effect; retrying", "configuration", s.opts.ConfigurationName,
+		s.log.Error(err, "Webhooks not in effect; retrying", "configuration", s.opts.ConfigurationName,
 			"reachedAt", s.where(), "failingFor", now.Sub(s.failingSince).Round(time.Second).String())
 	}
 	return err

@@ -75,12 +75,20 @@ func (r *running) stop() {
 // start runs a Server with the handlers until stopped, waiting until it is in effect.
 func start(opts webhook.Options, handlers ...webhook.Validating) *running {
 	GinkgoHelper()
+	return startWith(opts, func(srv *webhook.Server) {
+		for _, h := range handlers {
+			Expect(srv.Register(h)).To(Succeed())
+		}
+	})
+}
+
+// startWith runs a Server set up by setup until stopped, waiting until it is in effect.
+func startWith(opts webhook.Options, setup func(*webhook.Server)) *running {
+	GinkgoHelper()
 	opts.Logger = logger.WithName("webhook")
 	srv, err := webhook.New(hubConf, opts)
 	Expect(err).NotTo(HaveOccurred())
-	for _, h := range handlers {
-		Expect(srv.Register(h)).To(Succeed())
-	}
+	setup(srv)
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{Server: srv, cancel: cancel, finished: make(chan struct{})}
 	go func() {

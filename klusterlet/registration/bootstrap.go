@@ -8,8 +8,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -186,66 +184,17 @@ func (a *Agent) requestCertificate(ctx context.Context, hub kubernetes.Interface
 // signed or rejected. Hub errors are retried with backoff; it returns early only
 // when ctx ends or the request is rejected.
 func (a *Agent) waitForCertificate(ctx context.Context, hub kubernetes.Interface, req *CertificateRequest, id Identity) (*Credentials, error) {
-	csrs := hub.CertificatesV1().CertificateSigningRequests()
-	b := a.backoff()
-	for {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		csr, err := csrs.Get(ctx, req.Name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			_, err = csrs.Create(ctx, req.Object(id, a.cfg.CSRExpirationSeconds), metav1.CreateOptions{})
-			if err == nil || apierrors.IsAlreadyExists(err) {
-				a.log.Info("Created CertificateSigningRequest on the hub; waiting for approval",
-					"csr", req.Name, "cluster", id.ClusterName, "subject", req.Subject)
-				continue
-			}
-			err = fmt.Errorf("creating CertificateSigningRequest %s on the hub: %w", req.Name, err)
-		} else if err != nil {
-			err = fmt.Errorf("reading CertificateSigningRequest %s on the hub: %w", req.Name, err)
-		}
-		if err != nil {
-			a.recordError(err)
-			if !sleep(ctx, a.cfg.Clock, b.Next()) {
-				return nil, ctx.Err()
-			}
-			continue
-		}
-		b.Reset()
-		switch state, why := InspectCSR(csr); state {
-		case CSRIssued:
-			creds, err := IssuedCredentials(id, req.Name, csr.Status.Certificate, req.KeyPEM)
-			if err != nil {
-				return nil, fmt.Errorf("%w: %w", errCSRRejected, err)
-			}
-			return creds, nil
-		case CSRRejected:
-			return nil, fmt.Errorf("%w: CertificateSigningRequest %s: %s", errCSRRejected, req.Name, why)
-		}
-		timeout := int64(csrWatchTimeoutSeconds)
-		w, err := csrs.Watch(ctx, metav1.ListOptions{
-			FieldSelector:   fields.OneTermEqualSelector("metadata.name", req.Name).String(),
-			ResourceVersion: csr.ResourceVersion,
-			TimeoutSeconds:  &timeout,
-		})
-		if err != nil {
-			a.recordError(fmt.Errorf("watching CertificateSigningRequest %s on the hub: %w", req.Name, err))
-			if !sleep(ctx, a.cfg.Clock, b.Next()) {
-				return nil, ctx.Err()
-			}
-			continue
-		}
-		// Any event means: read the request again. A watch that ends or fails
-		// without news is retried after a pause, so a flapping hub is not hammered.
-		quiet := false
-		select {
-		case <-ctx.Done():
-		case ev, ok := <-w.ResultChan():
-			quiet = !ok || ev.Type == watch.Error
-		}
-		w.Stop()
-		if quiet && !sleep(ctx, a.cfg.Clock, b.Next()) {
-			return nil, ctx.Err()
-		}
+	w := CSRWaiter{
+		CSRs: hub.CertificatesV1().CertificateSigningRequests(), Backoff: a.backoff(), Clock: a.cfg.Clock,
+		Log: a.log.WithValues("cluster", id.ClusterName, "subject", req.Subject), OnError: a.recordError,
 	}
+	certPEM, err := w.Wait(ctx, req.Object(id, a.cfg.CSRExpirationSeconds))
+	if err != nil {
+		return nil, err
+	}
+	creds, err := IssuedCredentials(id, req.Name, certPEM, req.KeyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errCSRRejected, err)
+	}
+	return creds, nil
 }

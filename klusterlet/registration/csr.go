@@ -1,16 +1,12 @@
 package registration
 
 import (
-	"crypto"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/keyutil"
 
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
@@ -34,30 +30,28 @@ func NewPrivateKey() ([]byte, error) {
 	return key, nil
 }
 
+// spec is the certificate the agent of id requests.
+func (id Identity) spec(expirationSeconds int32) CertificateSpec {
+	return CertificateSpec{
+		Subject:           id.Subject(),
+		Labels:            map[string]string{clusterv1.ClusterNameLabelKey: id.ClusterName},
+		NamePrefix:        id.ClusterName,
+		ExpirationSeconds: expirationSeconds,
+	}
+}
+
 // NewCertificateRequest builds the PKCS#10 request for id signed with keyPEM and
 // names it after its subject and public key (see CSRName).
 func NewCertificateRequest(id Identity, keyPEM []byte) (*CertificateRequest, error) {
-	parsed, err := keyutil.ParsePrivateKeyPEM(keyPEM)
+	obj, err := id.spec(0).Request(keyPEM)
 	if err != nil {
-		return nil, fmt.Errorf("parsing private key of agent %s: %w", id.CommonName(), err)
-	}
-	signer, ok := parsed.(crypto.Signer)
-	if !ok {
-		return nil, fmt.Errorf("private key of agent %s cannot sign", id.CommonName())
-	}
-	pubDER, err := x509.MarshalPKIXPublicKey(signer.Public())
-	if err != nil {
-		return nil, fmt.Errorf("encoding public key of agent %s: %w", id.CommonName(), err)
+		return nil, fmt.Errorf("agent %s: %w", id.CommonName(), err)
 	}
 	subject := id.Subject()
-	csrPEM, err := certutil.MakeCSR(signer, &subject, nil, nil)
-	if err != nil {
-		return nil, fmt.Errorf("building certificate request of agent %s: %w", id.CommonName(), err)
-	}
 	return &CertificateRequest{
-		Name:    CSRName(id.ClusterName, subject, pubDER),
+		Name:    obj.Name,
 		KeyPEM:  keyPEM,
-		CSRPEM:  csrPEM,
+		CSRPEM:  obj.Spec.Request,
 		Subject: subject.String(),
 	}, nil
 }
@@ -65,25 +59,7 @@ func NewCertificateRequest(id Identity, keyPEM []byte) (*CertificateRequest, err
 // Object returns the CertificateSigningRequest to create on the hub.
 // expirationSeconds of 0 leaves the duration to the signer.
 func (r *CertificateRequest) Object(id Identity, expirationSeconds int32) *certificatesv1.CertificateSigningRequest {
-	csr := &certificatesv1.CertificateSigningRequest{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:   r.Name,
-			Labels: map[string]string{clusterv1.ClusterNameLabelKey: id.ClusterName},
-		},
-		Spec: certificatesv1.CertificateSigningRequestSpec{
-			Request:    r.CSRPEM,
-			SignerName: certificatesv1.KubeAPIServerClientSignerName,
-			Usages: []certificatesv1.KeyUsage{
-				certificatesv1.UsageDigitalSignature,
-				certificatesv1.UsageKeyEncipherment,
-				certificatesv1.UsageClientAuth,
-			},
-		},
-	}
-	if expirationSeconds > 0 {
-		csr.Spec.ExpirationSeconds = &expirationSeconds
-	}
-	return csr
+	return id.spec(expirationSeconds).object(r.Name, r.CSRPEM)
 }
 
 // CSRState is where a signing request stands.

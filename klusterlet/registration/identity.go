@@ -1,10 +1,8 @@
 package registration
 
 import (
-	"crypto/sha256"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/base32"
 	"fmt"
 	"strings"
 
@@ -90,20 +88,3 @@ func GenerateAgentName() string { return utilrand.String(agentNameLength) }
 // GenerateClusterName returns a fresh random cluster name; it is a UUID, as OCM
 // uses when no name is configured.
 func GenerateClusterName() string { return uuid.NewString() }
-
-// CSRName derives the CSR object name from the subject and the public key, so
-// that the same pending key always maps to the same CSR (a restarted agent finds
-// its request again) and a new key never collides with an old request.
-func CSRName(clusterName string, subject pkix.Name, publicKeyDER []byte) string {
-	h := sha256.New()
-	h.Write([]byte(subject.CommonName))
-	for _, o := range subject.Organization {
-		h.Write([]byte{0})
-		h.Write([]byte(o))
-	}
-	h.Write([]byte{0})
-	h.Write(publicKeyDER)
-	sum := h.Sum(nil)
-	enc := base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(sum[:10])
-	return clusterName + "-" + strings.ToLower(enc)
-}

@@ -13,6 +13,10 @@ type Session struct {
 	AgentName   string
 	// HubServer is the hub API server URL.
 	HubServer string
+	// HubEndpoint is how the hub is reached and trusted (server, CA bundle, TLS server name,
+	// proxy URL), as taken from the bootstrap kubeconfig; agents that write kubeconfigs for
+	// the hub (add-on registration) carry it into them.
+	HubEndpoint HubEndpoint
 	// HubConfig reaches the hub with the agent's identity and follows certificate rotations.
 	HubConfig *rest.Config
 	Logger    logr.Logger
@@ -34,7 +38,7 @@ func (s *session) runOnAccepted(ctx context.Context) {
 	}
 	sess := Session{
 		ClusterName: s.id.ClusterName, AgentName: s.id.AgentName,
-		HubServer: s.conn.Endpoint().Server, HubConfig: s.conn.Config(userAgent), Logger: s.a.log,
+		HubServer: s.conn.Endpoint().Server, HubEndpoint: s.conn.Endpoint(), HubConfig: s.conn.Config(userAgent), Logger: s.a.log,
 	}
 	b := s.a.backoff()
 	for ctx.Err() == nil {

@@ -50,5 +50,6 @@ func newGetCommand() *cobra.Command {
 	cmd.AddCommand(newGetWorksCommand(&kubeconfig))
 	cmd.AddCommand(newGetPlacementsCommand(&kubeconfig))
 	cmd.AddCommand(newGetMWRSCommand(&kubeconfig))
+	cmd.AddCommand(newGetAddonsCommand(&kubeconfig))
 	return cmd
 }

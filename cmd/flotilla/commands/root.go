@@ -28,6 +28,7 @@ prioritizers, CSR approval, status feedback, add-on templates) are sandboxed Was
 		newCreateCommand(),
 		newPolicyCommand(),
 		newRolloutCommand(),
+		newAddonCommand(),
 	)
 	return root
 }

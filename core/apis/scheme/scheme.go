@@ -9,6 +9,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
 	addonv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/addon/v1alpha1"
+	addonv1beta1 "github.com/flotilla-dev/flotilla/core/apis/addon/v1beta1"
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1alpha1"
 	clusterv1beta1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta1"
@@ -31,18 +32,20 @@ var groups = []struct {
 	{"work.open-cluster-management.io/v1", workv1.AddToScheme},
 	{"work.open-cluster-management.io/v1alpha1", workv1alpha1.AddToScheme},
 	{"addon.open-cluster-management.io/v1alpha1", addonv1alpha1.AddToScheme},
+	{"addon.open-cluster-management.io/v1beta1", addonv1beta1.AddToScheme},
 	{"flotilla.dev/v1alpha1", flotillav1alpha1.AddToScheme},
 }
 
 // AddToScheme registers the Kubernetes built-in kinds and every Flotilla API
-// group version with s.
+// group version with s. Of the add-on versions, v1alpha1 (the storage version, which the
+// controllers use) is preferred over v1beta1.
 func AddToScheme(s *runtime.Scheme) error {
 	for _, g := range groups {
 		if err := g.add(s); err != nil {
 			return fmt.Errorf("adding %s to scheme: %w", g.name, err)
 		}
 	}
-	return nil
+	return s.SetVersionPriority(addonv1alpha1.GroupVersion, addonv1beta1.GroupVersion)
 }
 
 // New returns a fresh scheme holding everything AddToScheme registers.

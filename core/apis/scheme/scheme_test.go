@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	addonv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/addon/v1alpha1"
+	addonv1beta1 "github.com/flotilla-dev/flotilla/core/apis/addon/v1beta1"
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1alpha1"
 	clusterv1beta1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta1"
@@ -24,7 +25,7 @@ func TestNewRegistersEveryGroup(t *testing.T) {
 		corev1.SchemeGroupVersion,
 		clusterv1.GroupVersion, clusterv1beta1.GroupVersion, clusterv1beta2.GroupVersion, clusterv1alpha1.GroupVersion,
 		workv1.GroupVersion, workv1alpha1.GroupVersion,
-		addonv1alpha1.GroupVersion,
+		addonv1alpha1.GroupVersion, addonv1beta1.GroupVersion,
 		flotillav1alpha1.GroupVersion,
 	} {
 		if !s.IsVersionRegistered(gv) {
@@ -86,4 +87,27 @@ func TestAddToSchemeTwiceIsHarmless(t *testing.T) {
 
 func typeName(o runtime.Object) string {
 	return fmt.Sprintf("%T", o)
+}
+
+// TestAddOnV1alpha1IsPreferred: both add-on versions are registered, and v1alpha1, the
+// storage version the controllers use, comes first.
+func TestAddOnV1alpha1IsPreferred(t *testing.T) {
+	s := New()
+	got := s.PrioritizedVersionsForGroup(addonv1alpha1.GroupVersion.Group)
+	if len(got) != 2 || got[0] != addonv1alpha1.GroupVersion || got[1] != addonv1beta1.GroupVersion {
+		t.Fatalf("add-on versions by priority: %v, want v1alpha1 then v1beta1", got)
+	}
+	for _, tc := range []struct {
+		obj  runtime.Object
+		want schema.GroupVersion
+	}{
+		{&addonv1alpha1.ManagedClusterAddOn{}, addonv1alpha1.GroupVersion},
+		{&addonv1beta1.ManagedClusterAddOn{}, addonv1beta1.GroupVersion},
+		{&addonv1beta1.AddOnTemplate{}, addonv1beta1.GroupVersion},
+	} {
+		gvks, _, err := s.ObjectKinds(tc.obj)
+		if err != nil || len(gvks) != 1 || gvks[0].GroupVersion() != tc.want {
+			t.Errorf("%T registered as %v (%v), want %s", tc.obj, gvks, err, tc.want)
+		}
+	}
 }

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	addonv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/addon/v1alpha1"
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
 	"github.com/flotilla-dev/flotilla/core/apply"
 	flmetrics "github.com/flotilla-dev/flotilla/core/metrics"
@@ -34,6 +35,8 @@ const (
 	ReasonPluginApproved   = "FlotillaCSRApprovalPluginApproved"
 	ReasonPluginDenied     = "FlotillaCSRApprovalPluginDenied"
 	ReasonIdentityRejected = "FlotillaInvalidAgentIdentity"
+	// ReasonAddonCSRPending is the Event reason on an add-on CSR no plugin approved or denied.
+	ReasonAddonCSRPending = "AddonCSRPending"
 	// ReasonAutoAccepted is the Event reason on a ManagedCluster accepted with its first CSR.
 	ReasonAutoAccepted = "ManagedClusterAutoAccepted"
 )
@@ -41,7 +44,7 @@ const (
 // DefaultPluginTimeout bounds one review_csr call.
 const DefaultPluginTimeout = 10 * time.Second
 
-// Reconciler decides pending registration CSRs with the CSRApproval plugins.
+// Reconciler decides pending registration and add-on CSRs with the CSRApproval plugins.
 type Reconciler struct {
 	Client    client.Client
 	Kube      kubernetes.Interface
@@ -70,7 +73,8 @@ func registerFailures() (*prometheus.CounterVec, error) {
 }
 
 // SetupWithManager watches CSRs, ManagedClusters (acceptance changes what renewal plugins
-// decide) and plugin changes.
+// decide), ManagedClusterAddOns (an add-on enabled, removed or registered differently changes
+// what add-on plugins decide) and plugin changes.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	f, err := registerFailures()
 	if err != nil {
@@ -104,11 +108,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("registration-csr-approval").
 		For(&certificatesv1.CertificateSigningRequest{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			c, ok := o.(*certificatesv1.CertificateSigningRequest)
-			return ok && IsRegistrationCSR(c) && IsPending(c)
+			return ok && IsReviewedCSR(c) && IsPending(c)
 		}))).
 		Watches(&clusterv1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return r.pendingRequests(ctx, client.MatchingLabels{ClusterNameLabel: o.GetName()})
 		})).
+		Watches(&addonv1alpha1.ManagedClusterAddOn{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			return r.pendingRequests(ctx, client.MatchingLabels{ClusterNameLabel: o.GetNamespace(), AddonNameLabel: o.GetName()})
+		}), builder.WithPredicates(addonDecisionChanged)).
 		WatchesRawSource(source.Channel(pluginEvents, allPending)).
 		// Accepting a cluster and approving a CSR are guarded by resourceVersion: a decision is
 		// never made on a stale object, it is made again on the current one.
@@ -131,25 +138,28 @@ func (r *Reconciler) pendingRequests(ctx context.Context, sel client.ListOption)
 	}
 	var out []reconcile.Request
 	for i := range list.Items {
-		if c := &list.Items[i]; IsRegistrationCSR(c) && IsPending(c) {
+		if c := &list.Items[i]; IsReviewedCSR(c) && IsPending(c) {
 			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(c)})
 		}
 	}
 	return out
 }
 
-// Reconcile decides one CSR if it is a pending registration CSR.
+// Reconcile decides one CSR if it is a pending registration or add-on CSR.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	c := &certificatesv1.CertificateSigningRequest{}
 	if err := r.Client.Get(ctx, req.NamespacedName, c); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if !IsRegistrationCSR(c) || !IsPending(c) {
+	if !IsReviewedCSR(c) || !IsPending(c) {
 		return reconcile.Result{}, nil
 	}
 	in, err := Parse(c)
 	if err != nil {
 		return reconcile.Result{}, r.decide(ctx, c, certificatesv1.CertificateDenied, ReasonIdentityRejected, err.Error())
+	}
+	if in.Addon != nil {
+		return reconcile.Result{}, r.reconcileAddon(ctx, c, in)
 	}
 	if why := CheckIdentity(in); why != "" {
 		return reconcile.Result{}, r.decide(ctx, c, certificatesv1.CertificateDenied, ReasonIdentityRejected,

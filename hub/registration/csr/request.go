@@ -4,6 +4,13 @@
 // from CSRApproval Wasm plugins, or from the hub admin. Under the ManagedClusterAutoApproval
 // gate a plugin's approval of a first-time CSR also accepts the cluster, as OCM's
 // auto-approval does.
+//
+// CSRs of add-on agents (labelled open-cluster-management.io/addon-name, filed by the
+// klusterlet for the registrations of a ManagedClusterAddOn) go through the same plugins with
+// abi.CSRReview.Addon set: the built-in csr-addon plugin approves those of add-ons enabled on
+// accepted clusters. The hub itself only denies add-on CSRs filed by another cluster's agent or
+// asking for a cluster agent's (or system:masters') identity; an add-on CSR no plugin decides
+// waits, with an Event, and never accepts a cluster.
 package csr
 
 import (
@@ -24,7 +31,8 @@ import (
 const (
 	// ClusterNameLabel marks the CSRs of a managed cluster's registration agent.
 	ClusterNameLabel = rbac.ClusterNameLabel
-	// AddonNameLabel marks add-on CSRs, which later issues approve; registration skips them.
+	// AddonNameLabel marks the CSRs of add-on agents (filed by the klusterlet for the add-on's
+	// registrations); they are reviewed as add-on CSRs (Request.Addon set).
 	AddonNameLabel = "open-cluster-management.io/addon-name"
 
 	identityPrefix = clusterv1.SubjectPrefix
@@ -48,6 +56,18 @@ func IsRegistrationCSR(csr *certificatesv1.CertificateSigningRequest) bool {
 	return csr.Spec.SignerName == certificatesv1.KubeAPIServerClientSignerName
 }
 
+// IsAddonCSR reports whether csr belongs to an add-on agent: it carries the cluster-name and
+// addon-name labels. Any signer: add-on registrations may name custom signers.
+func IsAddonCSR(csr *certificatesv1.CertificateSigningRequest) bool {
+	return csr.Labels[ClusterNameLabel] != "" && csr.Labels[AddonNameLabel] != ""
+}
+
+// IsReviewedCSR reports whether the hub shows csr to the CSRApproval plugins: a registration
+// or an add-on CSR.
+func IsReviewedCSR(csr *certificatesv1.CertificateSigningRequest) bool {
+	return IsRegistrationCSR(csr) || IsAddonCSR(csr)
+}
+
 // IsPending reports whether csr has neither been decided nor failed.
 func IsPending(csr *certificatesv1.CertificateSigningRequest) bool {
 	for _, c := range csr.Status.Conditions {
@@ -60,7 +80,8 @@ func IsPending(csr *certificatesv1.CertificateSigningRequest) bool {
 }
 
 // Parse decodes csr into a Request. ClusterExists and ClusterAccepted are left for the caller,
-// which knows the ManagedCluster.
+// which knows the ManagedCluster; for an add-on CSR so are Addon.Enabled and
+// Addon.Registrations, which come from its ManagedClusterAddOn.
 func Parse(csr *certificatesv1.CertificateSigningRequest) (Request, error) {
 	block, _ := pem.Decode(csr.Spec.Request)
 	if block == nil || block.Type != "CERTIFICATE REQUEST" {
@@ -93,7 +114,54 @@ func Parse(csr *certificatesv1.CertificateSigningRequest) (Request, error) {
 	// A renewal is requested by the very identity the certificate is for: the agent's current
 	// certificate authenticates as CN=user, O=group.
 	r.Renewal = r.Username == r.Subject.CommonName && slices.Contains(r.Groups, identityPrefix+r.ClusterName)
+	if IsAddonCSR(csr) {
+		// The klusterlet files add-on CSRs with the cluster agent's identity: never a renewal of
+		// a registration agent's certificate.
+		r.Renewal = false
+		r.Addon = &abi.CSRAddon{Name: csr.Labels[AddonNameLabel], Registrations: []abi.CSRAddonRegistration{}}
+	}
 	return r, nil
+}
+
+// CheckAddonIdentity is CheckIdentity for add-on CSRs: it returns a non-empty reason when the
+// request must be denied whatever the plugins say. An add-on CSR filed by an agent of another
+// cluster is denied, and so is a kube-apiserver-client certificate that would authenticate as
+// a managed cluster's agent (its user or groups) or as system:masters: add-on agents may get
+// any other identity their add-on manager approves, never the klusterlet's own.
+func CheckAddonIdentity(r Request) string {
+	cluster := r.ClusterName
+	if from := RequesterCluster(r.Username, r.Groups); from != "" && from != cluster {
+		return fmt.Sprintf("requester %q is an agent of cluster %q and may not request an add-on certificate of cluster %q", r.Username, from, cluster)
+	}
+	if r.SignerName != certificatesv1.KubeAPIServerClientSignerName {
+		return ""
+	}
+	if isAgentUser(r.Subject.CommonName) {
+		return fmt.Sprintf("subject common name %q is a managed cluster agent's identity, not an add-on's", r.Subject.CommonName)
+	}
+	for _, o := range r.Subject.Organizations {
+		if o == "system:masters" || o == clusterv1.ManagedClustersGroup || isClusterGroup(o) {
+			return fmt.Sprintf("subject organization %q is not allowed for an add-on agent", o)
+		}
+	}
+	return ""
+}
+
+// isClusterGroup reports whether g is system:open-cluster-management:<cluster>, the group of a
+// cluster's agents (add-on groups have further segments).
+func isClusterGroup(g string) bool {
+	rest, ok := strings.CutPrefix(g, identityPrefix)
+	return ok && rest != "" && !strings.Contains(rest, ":")
+}
+
+// isAgentUser reports whether u is system:open-cluster-management:<cluster>:<agent>.
+func isAgentUser(u string) bool {
+	rest, ok := strings.CutPrefix(u, identityPrefix)
+	if !ok {
+		return false
+	}
+	cluster, agent, ok := strings.Cut(rest, ":")
+	return ok && cluster != "" && agent != "" && !strings.Contains(agent, ":")
 }
 
 // CheckIdentity returns a non-empty reason when the request must be denied whatever the

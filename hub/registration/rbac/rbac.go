@@ -71,7 +71,8 @@ func ClusterRole(cluster string, accepted bool) *rbacv1.ClusterRole {
 	if accepted {
 		rules = []rbacv1.PolicyRule{
 			{
-				// Certificate rotation: the agent requests a new certificate under its own identity.
+				// Certificate rotation: the agent requests a new certificate under its own
+				// identity; it also files its add-ons' CSRs (klusterlet/addon).
 				APIGroups: []string{"certificates.k8s.io"},
 				Resources: []string{"certificatesigningrequests"},
 				Verbs:     []string{"create", "get", "list", "watch"},
@@ -142,11 +143,14 @@ func RegistrationClusterRole() *rbacv1.ClusterRole {
 				Verbs:     []string{"get", "list", "watch", "create", "update"},
 			},
 			{
+				// The klusterlet's add-on side (klusterlet/addon) serves the registrations of
+				// the cluster's add-ons and reads add-on Leases renewed on the hub (above).
 				APIGroups: []string{"addon.open-cluster-management.io"},
 				Resources: []string{"managedclusteraddons"},
 				Verbs:     []string{"get", "list", "watch"},
 			},
 			{
+				// Lease health: the Available condition.
 				APIGroups: []string{"addon.open-cluster-management.io"},
 				Resources: []string{"managedclusteraddons/status"},
 				Verbs:     []string{"patch", "update"},

@@ -32,6 +32,8 @@ func Catalog() []Spec {
 	return []Spec{
 		{Name: "csr-renewal", Package: "./plugins/csr-renewal", Type: abi.TypeCSRApproval, Default: true,
 			Description: "approves certificate renewals of accepted clusters' agents"},
+		{Name: "csr-addon", Package: "./plugins/csr-addon", Type: abi.TypeCSRApproval, Default: true,
+			Description: "approves the CSRs of add-on agents enabled on accepted clusters (the add-on's default identity, or a custom signer's registered subject)"},
 		{Name: "csr-autoapprove", Package: "./plugins/csr-autoapprove", Type: abi.TypeCSRApproval,
 			Description: "approves first registrations of clusters matching name globs from listed users (needs pluginConfig)"},
 		{Name: "prioritizer-affinity", Package: "./plugins/prioritizers/affinity", Type: abi.TypePrioritizer, Default: true,

@@ -7,6 +7,7 @@ import (
 
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:path=addondeploymentconfigs,scope=Namespaced
+// +kubebuilder:storageversion
 
 // AddOnDeploymentConfig customises how an add-on agent is deployed: variables for
 // its manifests, node placement, image mirrors, proxy settings, install namespace,

@@ -9,6 +9,7 @@ import (
 
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:path=addontemplates,scope=Cluster
+// +kubebuilder:storageversion
 // +kubebuilder:printcolumn:name="ADDON NAME",type=string,JSONPath=`.spec.addonName`
 
 // AddOnTemplate describes an add-on without an add-on manager of its own: the
@@ -136,8 +137,8 @@ type CustomSignerRegistrationConfig struct {
 	// Subject is the certificate subject; see RegistrationConfig for the default.
 	Subject *Subject `json:"subject,omitempty"`
 
-	// SigningCA is the kubernetes.io/tls secret, in the add-on manager's namespace,
-	// that signs the CSRs. The add-on manager must be granted access to it.
+	// SigningCA is the kubernetes.io/tls secret that signs the CSRs (by default in the
+	// add-on manager's namespace). The add-on manager must be granted access to it.
 	// +kubebuilder:validation:Required
 	SigningCA SigningCARef `json:"signingCA"`
 }
@@ -147,6 +148,10 @@ type SigningCARef struct {
 	// Name of the secret.
 	// +kubebuilder:validation:Required
 	Name string `json:"name"`
+
+	// Namespace of the secret; empty means the add-on manager's namespace.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
 }
 
 // +kubebuilder:object:root=true

@@ -6,6 +6,7 @@ import (
 
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:path=managedclusteraddons,scope=Namespaced,shortName=mca;mcas
+// +kubebuilder:storageversion
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
 // +kubebuilder:printcolumn:name="Degraded",type=string,JSONPath=`.status.conditions[?(@.type=="Degraded")].status`
@@ -83,6 +84,8 @@ type ManagedClusterAddOnStatus struct {
 	// detail conditions listed with the ManagedClusterAddOnCondition* constants.
 	// +patchMergeKey=type
 	// +patchStrategy=merge
+	// +listType=map
+	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
 
@@ -127,7 +130,22 @@ type ManagedClusterAddOnStatus struct {
 	// HealthCheck is how the add-on's health is determined; Lease by default.
 	// +optional
 	HealthCheck HealthCheck `json:"healthCheck,omitempty"`
+
+	// KubeClientDriver is how the agent authenticates for its registration with signer
+	// kubernetes.io/kube-apiserver-client: csr (a client certificate) or token (a service
+	// account token). The agent sets it to declare the driver it uses.
+	// +optional
+	// +kubebuilder:validation:Enum=csr;token
+	KubeClientDriver string `json:"kubeClientDriver,omitempty"`
 }
+
+// Values of ManagedClusterAddOnStatus.KubeClientDriver.
+const (
+	// KubeClientDriverCSR: the agent gets a client certificate through a CSR.
+	KubeClientDriverCSR = "csr"
+	// KubeClientDriverToken: the agent uses a service account token.
+	KubeClientDriverToken = "token"
+)
 
 // ObjectReference points at a related object.
 type ObjectReference struct {

@@ -1,0 +1,278 @@
+package addon
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	addonv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/addon/v1alpha1"
+)
+
+// userAgent identifies the agent's requests in API server audit logs.
+const userAgent = "flotilla-addon-agent"
+
+// Agent runs the add-on registrations and health checks of one cluster. Create it with New
+// and run it with Run.
+type Agent struct {
+	cfg     Config
+	log     logr.Logger
+	hub     client.Client
+	hubKube kubernetes.Interface
+	managed kubernetes.Interface
+	addons  cache.Cache
+
+	// Touched by the worker only.
+	regs   map[string]map[string]*running // add-on -> registration key -> running
+	leases map[string]*running            // add-on -> lease watch
+	wg     sync.WaitGroup
+}
+
+// running is a goroutine of the agent for one registration or one lease.
+type running struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	// reg is the registration it serves (registrations only).
+	reg *regConfig
+	// namespace is the install namespace it watches (leases only).
+	namespace string
+}
+
+func (r *running) stop() {
+	r.cancel()
+	<-r.done
+}
+
+// NewScheme returns the types the agent reads and writes.
+func NewScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := addonv1alpha1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// New validates cfg and builds the clients; it contacts no server.
+func New(cfg Config) (*Agent, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	scheme, err := NewScheme()
+	if err != nil {
+		return nil, fmt.Errorf("add-on agent: scheme: %w", err)
+	}
+	hubCfg := rest.CopyConfig(cfg.HubConfig)
+	if hubCfg.UserAgent == "" {
+		hubCfg.UserAgent = userAgent
+	}
+	managedCfg := rest.CopyConfig(cfg.ManagedConfig)
+	if managedCfg.UserAgent == "" {
+		managedCfg.UserAgent = userAgent
+	}
+	a := &Agent{cfg: cfg, log: cfg.Logger.WithName("addon"), regs: map[string]map[string]*running{}, leases: map[string]*running{}}
+	if a.hub, err = client.New(hubCfg, client.Options{Scheme: scheme}); err != nil {
+		return nil, fmt.Errorf("add-on agent: hub client: %w", err)
+	}
+	if a.hubKube, err = kubernetes.NewForConfig(hubCfg); err != nil {
+		return nil, fmt.Errorf("add-on agent: hub client: %w", err)
+	}
+	if a.managed, err = kubernetes.NewForConfig(managedCfg); err != nil {
+		return nil, fmt.Errorf("add-on agent: managed cluster client: %w", err)
+	}
+	a.addons, err = cache.New(hubCfg, cache.Options{
+		Scheme:                      scheme,
+		DefaultNamespaces:           map[string]cache.Config{cfg.ClusterName: {}},
+		ByObject:                    map[client.Object]cache.ByObject{&addonv1alpha1.ManagedClusterAddOn{}: {}},
+		ReaderFailOnMissingInformer: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("add-on agent: ManagedClusterAddOn cache: %w", err)
+	}
+	return a, nil
+}
+
+// Run serves the cluster's add-ons until ctx ends; it returns nil then. Failures are logged
+// and retried. Secrets are left in place when ctx ends: the next session (or process) takes
+// them over.
+func (a *Agent) Run(ctx context.Context) error {
+	queue := workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[string](a.cfg.RetryInitial, a.cfg.RetryMax),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "addon-agent-" + a.cfg.ClusterName})
+	defer queue.ShutDown()
+	inf, err := a.addons.GetInformer(ctx, &addonv1alpha1.ManagedClusterAddOn{})
+	if err != nil {
+		return fmt.Errorf("add-on agent: ManagedClusterAddOn informer: %w", err)
+	}
+	enqueue := func(obj any) {
+		if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		if o, ok := obj.(client.Object); ok {
+			queue.Add(o.GetName())
+		}
+	}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: enqueue, UpdateFunc: func(_, o any) { enqueue(o) }, DeleteFunc: enqueue,
+	}); err != nil {
+		return fmt.Errorf("add-on agent: ManagedClusterAddOn informer: %w", err)
+	}
+	cacheDone := make(chan struct{})
+	go func() {
+		defer close(cacheDone)
+		if err := a.addons.Start(ctx); err != nil && ctx.Err() == nil {
+			a.log.Error(err, "ManagedClusterAddOn cache stopped")
+		}
+	}()
+	defer func() {
+		<-cacheDone
+		for _, regs := range a.regs {
+			for _, r := range regs {
+				r.stop()
+			}
+		}
+		for _, l := range a.leases {
+			l.stop()
+		}
+		a.wg.Wait()
+	}()
+	if !a.addons.WaitForCacheSync(ctx) {
+		return nil
+	}
+	a.log.Info("Serving add-ons", "cluster", a.cfg.ClusterName)
+	go func() {
+		<-ctx.Done()
+		queue.ShutDown()
+	}()
+	for {
+		name, shutdown := queue.Get()
+		if shutdown {
+			return nil
+		}
+		if err := a.sync(ctx, name); err != nil && ctx.Err() == nil {
+			a.log.Error(err, "Add-on sync failed; retrying", "addon", name)
+			queue.AddRateLimited(name)
+		} else {
+			queue.Forget(name)
+		}
+		queue.Done(name)
+	}
+}
+
+// sync starts and stops the registrations and the lease watch of one add-on.
+func (a *Agent) sync(ctx context.Context, name string) error {
+	mca := &addonv1alpha1.ManagedClusterAddOn{}
+	err := a.addons.Get(ctx, client.ObjectKey{Namespace: a.cfg.ClusterName, Name: name}, mca)
+	if apierrors.IsNotFound(err) {
+		a.stopLease(name)
+		return a.cleanup(ctx, name, nil)
+	}
+	if err != nil {
+		return fmt.Errorf("reading ManagedClusterAddOn %s/%s: %w", a.cfg.ClusterName, name, err)
+	}
+	if mca.Status.HealthCheck.Mode == addonv1alpha1.HealthCheckModeCustomized {
+		a.stopLease(name)
+	} else {
+		a.startLease(ctx, name, InstallNamespace(mca))
+	}
+	if !mca.DeletionTimestamp.IsZero() {
+		// The agent may need its hub kubeconfig to clean up: keep everything until it is gone.
+		return nil
+	}
+	want := map[string]*regConfig{}
+	for _, reg := range mca.Status.Registrations {
+		c := newRegConfig(a.cfg, mca, reg)
+		want[c.key] = c
+	}
+	if err := a.cleanup(ctx, name, want); err != nil {
+		return err
+	}
+	for key, c := range want {
+		if _, ok := a.regs[name][key]; ok {
+			continue
+		}
+		if a.regs[name] == nil {
+			a.regs[name] = map[string]*running{}
+		}
+		a.regs[name][key] = a.start(ctx, func(ctx context.Context) { a.certLoop(ctx, c) })
+		a.regs[name][key].reg = c
+	}
+	return nil
+}
+
+// cleanup stops the add-on's registrations not in keep and deletes their Secrets, unless a
+// kept registration writes the same Secret.
+func (a *Agent) cleanup(ctx context.Context, name string, keep map[string]*regConfig) error {
+	for key, r := range a.regs[name] {
+		if _, ok := keep[key]; ok {
+			continue
+		}
+		r.stop()
+		delete(a.regs[name], key)
+		reused := false
+		for _, k := range keep {
+			reused = reused || (k.namespace == r.reg.namespace && k.secretName == r.reg.secretName)
+		}
+		if !reused {
+			if err := deleteSecret(ctx, a.managed, r.reg.namespace, r.reg.secretName); err != nil {
+				return err
+			}
+			a.log.Info("Removed add-on client certificate", "addon", name, "secret", r.reg.namespace+"/"+r.reg.secretName)
+		}
+	}
+	if len(a.regs[name]) == 0 {
+		delete(a.regs, name)
+	}
+	return nil
+}
+
+// start runs f in a goroutine until the returned running is stopped or ctx ends.
+func (a *Agent) start(ctx context.Context, f func(context.Context)) *running {
+	ctx, cancel := context.WithCancel(ctx)
+	r := &running{cancel: cancel, done: make(chan struct{})}
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		defer close(r.done)
+		f(ctx)
+	}()
+	return r
+}
+
+// InstallNamespace is where the add-on's agent runs on the managed cluster, as OCM decides
+// it: status.namespace, else spec.installNamespace, else DefaultInstallNamespace.
+func InstallNamespace(mca *addonv1alpha1.ManagedClusterAddOn) string {
+	switch {
+	case mca.Status.Namespace != "":
+		return mca.Status.Namespace
+	case mca.Spec.InstallNamespace != "":
+		return mca.Spec.InstallNamespace
+	}
+	return DefaultInstallNamespace
+}
+
+func hashOf(v ...any) string {
+	h := sha256.New()
+	for _, x := range v {
+		b, _ := json.Marshal(x)
+		h.Write(b)
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}

@@ -1,0 +1,123 @@
+// Package addon is the klusterlet's side of add-on agents, as OCM's registration agent does
+// it (ocm pkg/registration/spoke/addon): for each ManagedClusterAddOn in the cluster's
+// namespace on the hub it
+//
+//   - obtains the client certificates of the add-on's registrations (status.registrations):
+//     a CSR on the hub, filed with the cluster agent's identity, for the registration's signer
+//     and subject; the signed certificate goes into a Secret in the add-on's install namespace
+//     on the managed cluster, "<addon>-hub-kubeconfig" for kubernetes.io/kube-apiserver-client
+//     (with a kubeconfig for the hub) and "<addon>-<signer, / as ->-client-cert" for other
+//     signers, renewed when 20% to 25% of its lifetime is left, and deleted when the
+//     registration or the ManagedClusterAddOn goes;
+//   - reports the add-on's health from its Lease: unless status.healthCheck.mode is
+//     Customized, the Lease named after the add-on in its install namespace on the managed
+//     cluster decides the Available condition (OCM's reasons and its grace of five lease
+//     durations).
+//
+// The install namespace is status.namespace, else spec.installNamespace, else
+// open-cluster-management-agent-addon. The agent does not create it: the add-on's manifests
+// do, and the Secret is written once it exists.
+package addon
+
+import (
+	"errors"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+
+	"github.com/flotilla-dev/flotilla/klusterlet/registration"
+)
+
+// Defaults of Config.
+const (
+	// DefaultInstallNamespace is where add-on agents run when their ManagedClusterAddOn says
+	// nothing else.
+	DefaultInstallNamespace = "open-cluster-management-agent-addon"
+	// DefaultLeaseDurationSeconds is the add-on lease duration OCM assumes; an add-on whose
+	// Lease was not renewed for LeaseGraceTimes of it is unavailable.
+	DefaultLeaseDurationSeconds = 60
+	// LeaseGraceTimes is OCM's grace: five lease durations.
+	LeaseGraceTimes = 5
+	// DefaultLeaseResync is how often health is looked at again without any Lease event (a
+	// missing Lease, a Lease on the hub, a missed event).
+	DefaultLeaseResync = 5 * time.Minute
+)
+
+// FieldManager writes the add-on status fields this agent owns (the Available condition of
+// Lease health).
+const FieldManager = "flotilla-addon-agent"
+
+// Config configures the add-on side of one klusterlet, for one accepted hub session.
+type Config struct {
+	ClusterName string
+	// AgentName is the registration agent's name: the agent part of an add-on's default
+	// common name when its registration names no user.
+	AgentName string
+	// HubConfig reaches the hub with the cluster agent's identity (it follows certificate
+	// rotation: registration.Session.HubConfig).
+	HubConfig *rest.Config
+	// HubEndpoint is carried into the add-ons' hub kubeconfigs (server, CA bundle, proxy).
+	HubEndpoint registration.HubEndpoint
+	// ManagedConfig reaches the managed cluster, where the Secrets and Leases are.
+	ManagedConfig *rest.Config
+
+	// CSRExpirationSeconds asks the signer for this certificate lifetime; 0 leaves it to the
+	// signer.
+	CSRExpirationSeconds int32
+	// RotationThreshold as in registration.Config. Default registration.DefaultRotationThreshold.
+	RotationThreshold float64
+	// LeaseDurationSeconds is the add-on lease duration assumed; default
+	// DefaultLeaseDurationSeconds.
+	LeaseDurationSeconds int32
+	// LeaseResync: default DefaultLeaseResync.
+	LeaseResync time.Duration
+	// RetryInitial and RetryMax bound the backoff between failed attempts.
+	RetryInitial, RetryMax time.Duration
+
+	Logger logr.Logger
+	Clock  clock.Clock
+}
+
+func (c Config) withDefaults() (Config, error) {
+	switch {
+	case c.ClusterName == "":
+		return c, errors.New("add-on agent: ClusterName is required")
+	case c.AgentName == "":
+		return c, errors.New("add-on agent: AgentName is required")
+	case c.HubConfig == nil:
+		return c, errors.New("add-on agent: HubConfig is required")
+	case c.ManagedConfig == nil:
+		return c, errors.New("add-on agent: ManagedConfig is required")
+	}
+	if c.HubEndpoint.Server == "" {
+		c.HubEndpoint.Server = c.HubConfig.Host
+	}
+	if c.RotationThreshold == 0 {
+		c.RotationThreshold = registration.DefaultRotationThreshold
+	}
+	if c.LeaseDurationSeconds <= 0 {
+		c.LeaseDurationSeconds = DefaultLeaseDurationSeconds
+	}
+	if c.LeaseResync <= 0 {
+		c.LeaseResync = DefaultLeaseResync
+	}
+	if c.RetryInitial <= 0 {
+		c.RetryInitial = registration.DefaultRetryInitial
+	}
+	if c.RetryMax <= 0 {
+		c.RetryMax = registration.DefaultRetryMax
+	}
+	if c.Logger.GetSink() == nil {
+		c.Logger = logr.Discard()
+	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
+	return c, nil
+}
+
+func (c Config) backoff() *registration.Backoff {
+	return registration.NewBackoff(c.RetryInitial, c.RetryMax)
+}
