@@ -112,11 +112,10 @@ func (r *ConfigReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 				return reconcile.Result{}, fmt.Errorf("ClusterManagementAddOn %s: %w", cma.Name, err)
 			}
 			placements = append(placements, p)
-			// A cluster several placements select takes the first one's configs and rollout.
+			// A cluster several placements select takes the last one's configs and rollout,
+			// as in OCM.
 			for _, c := range p.Clusters() {
-				if _, ok := assigned[c]; !ok {
-					assigned[c] = i
-				}
+				assigned[c] = i
 			}
 		}
 	}
@@ -149,12 +148,15 @@ func (r *ConfigReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		for _, c := range p.Clusters() {
 			t := targets[c]
 			switch {
-			case assigned[c] != i:
+			case assigned[c] != i || t == nil:
+				// Another placement rolls it out, or it has no ManagedClusterAddOn (yet): it
+				// must not hold a slot of this rollout.
 				states[c] = rollout.ClusterState{Status: rollout.Skip}
-			case t == nil || t.err != nil:
-				states[c] = rollout.ClusterState{Status: rollout.ToApply}
+			case t.err != nil:
+				// A configuration it cannot resolve counts against maxFailures.
+				states[c] = rollout.ClusterState{Status: rollout.Failed, LastTransitionTime: now}
 			default:
-				states[c] = clusterState(mcas[c], t.want, now)
+				states[c] = clusterState(mcas[c], t.want)
 			}
 		}
 		res, err := rollout.Evaluate(rollout.Input{Strategy: cma.Spec.InstallStrategy.Placements[i].RolloutStrategy, Groups: p.Groups, States: states, Now: now})
@@ -183,8 +185,12 @@ func (r *ConfigReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	return reconcile.Result{RequeueAfter: recheck}, joinErrs(errs)
 }
 
-// clusterState is where a ManagedClusterAddOn stands in the rollout of want.
-func clusterState(mca *addonv1alpha1.ManagedClusterAddOn, want []resolvedConfig, now time.Time) rollout.ClusterState {
+// clusterState is where a ManagedClusterAddOn stands in the rollout of want. Applied beats
+// a failure reason (a transient render error on an up-to-date add-on is no failed upgrade).
+// The progressDeadline clock starts when the deploy reconciler reports Installing or
+// Upgrading (until then it has not started: zero, read as now); the minSuccessTime soak when
+// it reported success.
+func clusterState(mca *addonv1alpha1.ManagedClusterAddOn, want []resolvedConfig) rollout.ClusterState {
 	if mca == nil || !sameDesired(mca.Status.ConfigReferences, want) {
 		return rollout.ClusterState{Status: rollout.ToApply}
 	}
@@ -192,17 +198,20 @@ func clusterState(mca *addonv1alpha1.ManagedClusterAddOn, want []resolvedConfig,
 	if cfg == nil || cfg.Status != metav1.ConditionTrue {
 		return rollout.ClusterState{Status: rollout.ToApply}
 	}
-	since := cfg.LastTransitionTime.Time
-	if p := condition(mca.Status.Conditions, addonv1alpha1.ManagedClusterAddOnConditionProgressing); p != nil {
-		if failedReason(p.Reason) {
-			return rollout.ClusterState{Status: rollout.Failed, LastTransitionTime: p.LastTransitionTime.Time}
-		}
-		if p.LastTransitionTime.After(since) {
+	p := condition(mca.Status.Conditions, addonv1alpha1.ManagedClusterAddOnConditionProgressing)
+	if applied(mca.Status.ConfigReferences) {
+		since := cfg.LastTransitionTime.Time
+		if p != nil && (p.Reason == addonv1alpha1.ProgressingReasonInstallSucceed || p.Reason == addonv1alpha1.ProgressingReasonUpgradeSucceed) {
 			since = p.LastTransitionTime.Time
 		}
-	}
-	if applied(mca.Status.ConfigReferences) {
 		return rollout.ClusterState{Status: rollout.Succeeded, LastTransitionTime: since}
+	}
+	if p != nil && failedReason(p.Reason) {
+		return rollout.ClusterState{Status: rollout.Failed, LastTransitionTime: p.LastTransitionTime.Time}
+	}
+	var since time.Time
+	if p != nil && (p.Reason == addonv1alpha1.ProgressingReasonInstalling || p.Reason == addonv1alpha1.ProgressingReasonUpgrading) {
+		since = p.LastTransitionTime.Time
 	}
 	return rollout.ClusterState{Status: rollout.Progressing, LastTransitionTime: since}
 }
@@ -290,7 +299,7 @@ func (r *ConfigReconciler) writeCMA(ctx context.Context, cma *addonv1alpha1.Clus
 			if !sameDesired(mca.Status.ConfigReferences, t.want) && len(mca.Status.ConfigReferences) > 0 {
 				upgrade = true
 			}
-			switch st := clusterState(mca, t.want, r.Now()); st.Status {
+			switch st := clusterState(mca, t.want); st.Status {
 			case rollout.Succeeded:
 				done++
 			case rollout.Failed:

@@ -2,6 +2,8 @@ package addon
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -15,9 +17,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	addonv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/addon/v1alpha1"
@@ -60,13 +64,14 @@ func (r *DeployReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named(DeployControllerName).
 		// Each reconcile is one cluster's add-on, independent of the others.
 		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
-		For(&addonv1alpha1.ManagedClusterAddOn{}).
+		For(&addonv1alpha1.ManagedClusterAddOn{}, builder.WithPredicates(mcaDeployChanged())).
 		Watches(&workv1.ManifestWork{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			if name := o.GetLabels()[addonv1alpha1.AddonLabelKey]; name != "" {
 				return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
 			}
 			return nil
 		})).
+		// Its spec or annotations, not its status (written on every rollout step).
 		Watches(&addonv1alpha1.ClusterManagementAddOn{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			mcas, err := listMCAs(ctx, r.Client, o.GetName())
 			if err != nil {
@@ -77,7 +82,7 @@ func (r *DeployReconciler) SetupWithManager(mgr ctrl.Manager) error {
 				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(m)})
 			}
 			return out
-		})).
+		}), builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&flotillav1alpha1.WasmPlugin{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			// A plugin (re)loaded: the add-ons rendered by it render again.
 			list := &addonv1alpha1.ManagedClusterAddOnList{}
@@ -104,7 +109,7 @@ func (r *DeployReconciler) SetupWithManager(mgr ctrl.Manager) error {
 				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 			}
 			return out
-		})).
+		}), builder.WithPredicates(clusterRenderInputChanged())).
 		Complete(apply.Quiet(r))
 }
 
@@ -125,21 +130,31 @@ func (r *DeployReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	if kind == (addonv1alpha1.ConfigGroupResource{}) || !cma.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, nil
 	}
-	cfg := condition(mca.Status.Conditions, addonv1alpha1.ManagedClusterAddOnConditionConfigured)
-	if cfg == nil || cfg.Status != metav1.ConditionTrue || len(mca.Status.ConfigReferences) == 0 {
-		return reconcile.Result{}, nil // not configured yet: nothing to render from
-	}
 	works, err := r.listWorks(ctx, mca)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	st := &deployStatus{mca: mca, works: works, health: healthMode(cma)}
 
-	rendered, hashes, renderErr, current := r.render(ctx, mca, kind)
+	// Not configured (yet, or waiting for its turn in a rollout): nothing is rendered, but
+	// the health of what runs is still reported.
+	cfg := condition(mca.Status.Conditions, addonv1alpha1.ManagedClusterAddOnConditionConfigured)
+	configured := cfg != nil && cfg.Status == metav1.ConditionTrue && len(mca.Status.ConfigReferences) > 0
+	var (
+		rendered  renderOutput
+		hashes    string
+		renderErr error
+		current   bool
+	)
+	if configured {
+		rendered, hashes, renderErr, current = r.render(ctx, mca, kind)
+	}
 	switch {
 	case renderErr != nil:
 		st.renderErr = renderErr
-		r.Recorder.Eventf(mca, corev1.EventTypeWarning, EventRenderFailed, "%v", renderErr)
+		if p := condition(mca.Status.Conditions, addonv1alpha1.ManagedClusterAddOnConditionProgressing); p == nil || p.Message != renderErr.Error() {
+			r.Recorder.Eventf(mca, corev1.EventTypeWarning, EventRenderFailed, "%v", renderErr)
+		}
 	case current:
 		st.namespace = rendered.rendered.InstallNamespace
 		st.registrations = rendered.registrations
@@ -148,6 +163,15 @@ func (r *DeployReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 			st.renderErr = fmt.Errorf("ManagedClusterAddOn %s/%s: %w", mca.Namespace, mca.Name, err)
 			break
 		}
+		// The pre-delete hook work is applied only when the add-on is deleted, which this
+		// manager does not run yet (left: see the README); it is not deployed with the agent.
+		deploy := ws[:0]
+		for _, w := range ws {
+			if w.Name != render.PreDeleteHookWorkName(mca.Name) {
+				deploy = append(deploy, w)
+			}
+		}
+		ws = deploy
 		if err := r.applyWorks(ctx, mca, ws, hashes, works); err != nil {
 			return reconcile.Result{}, err
 		}
@@ -190,7 +214,11 @@ func (r *DeployReconciler) render(ctx context.Context, mca *addonv1alpha1.Manage
 		if h, _ := specHash(obj); h != ref.DesiredConfig.SpecHash {
 			return out, "", nil, false
 		}
-		hashMap[ref.Resource+"."+ref.Group+"/"+ref.DesiredConfig.Namespace+"/"+ref.DesiredConfig.Name] = ref.DesiredConfig.SpecHash
+		gr := ref.Resource
+		if ref.Group != "" {
+			gr += "." + ref.Group
+		}
+		hashMap[gr+"/"+ref.DesiredConfig.Namespace+"/"+ref.DesiredConfig.Name] = ref.DesiredConfig.SpecHash
 		switch ref.ConfigGroupResource {
 		case kind:
 			d := *ref.DesiredConfig
@@ -299,8 +327,15 @@ func (r *DeployReconciler) applyWorks(ctx context.Context, mca *addonv1alpha1.Ma
 	for i := range ws {
 		w := &ws[i]
 		keep[w.Name] = true
+		spec, err := jsonMap(w.Spec)
+		if err != nil {
+			return err
+		}
+		// The API server defaults fields of the spec, so what was applied is recognised by
+		// the hash of what was rendered, not by comparing specs.
+		renderedHash := hashJSON(spec)
 		if cur := findWork(existing, w.Name); cur != nil && cur.Annotations[ConfigSpecHashAnnotation] == hashes &&
-			reflect.DeepEqual(specJSON(cur.Spec), specJSON(w.Spec)) && ownedByMCA(cur, mca) {
+			cur.Annotations[renderedSpecAnnotation] == renderedHash && ownedByMCA(cur, mca) {
 			continue
 		}
 		labels := map[string]any{}
@@ -308,15 +343,12 @@ func (r *DeployReconciler) applyWorks(ctx context.Context, mca *addonv1alpha1.Ma
 			labels[k] = v
 		}
 		labels[addonv1alpha1.AddonLabelKey] = mca.Name
-		spec, err := jsonMap(w.Spec)
-		if err != nil {
-			return err
-		}
 		owner := map[string]any{"apiVersion": addonv1alpha1.GroupVersion.String(), "kind": "ManagedClusterAddOn", "name": mca.Name, "uid": string(mca.UID), "blockOwnerDeletion": t}
 		w.Namespace = mca.Namespace
 		if err := apply.Fields(ctx, r.Client, w, apply.FieldManagerPrefix+DeployControllerName, false, map[string]any{
-			"metadata": map[string]any{"labels": labels, "annotations": map[string]any{ConfigSpecHashAnnotation: hashes}, "ownerReferences": []any{owner}},
-			"spec":     spec,
+			"metadata": map[string]any{"labels": labels, "ownerReferences": []any{owner},
+				"annotations": map[string]any{ConfigSpecHashAnnotation: hashes, renderedSpecAnnotation: renderedHash}},
+			"spec": spec,
 		}); err != nil {
 			return fmt.Errorf("ManagedClusterAddOn %s/%s: applying ManifestWork %s: %w", mca.Namespace, mca.Name, w.Name, err)
 		}
@@ -331,9 +363,14 @@ func (r *DeployReconciler) applyWorks(ctx context.Context, mca *addonv1alpha1.Ma
 	return nil
 }
 
-func specJSON(s workv1.ManifestWorkSpec) any {
-	v, _ := jsonMap(s)
-	return v
+// renderedSpecAnnotation records the hash of the spec the deploy reconciler rendered for a
+// work, so an unchanged rendering is not applied again.
+const renderedSpecAnnotation = "addon.flotilla.dev/rendered-spec-hash"
+
+func hashJSON(v any) string {
+	data, _ := json.Marshal(v)
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
 }
 
 func findWork(ws []workv1.ManifestWork, name string) *workv1.ManifestWork {
@@ -420,8 +457,11 @@ func (r *DeployReconciler) writeStatus(ctx context.Context, s *deployStatus) err
 	}
 	done, workApplied, notApplied := s.worksState()
 	switch {
-	case s.renderErr != nil:
+	case s.renderErr != nil && pending:
 		set(addonv1alpha1.ManagedClusterAddOnConditionProgressing, metav1.ConditionFalse, failed, s.renderErr.Error())
+	case s.renderErr != nil:
+		// Everything desired is deployed: a render failing now (a plugin reloading, a read
+		// failing) changes nothing deployed, so it is an Event, not a failed upgrade.
 	case s.hashes == "":
 		// a configuration changed and waits for its turn: the current state stands
 	case done:

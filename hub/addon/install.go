@@ -10,7 +10,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	addonv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/addon/v1alpha1"
@@ -39,7 +41,13 @@ func (r *InstallReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&addonv1alpha1.ClusterManagementAddOn{}).
 		Watches(&addonv1alpha1.ManagedClusterAddOn{}, handler.EnqueueRequestsFromMapFunc(byAddOnName), builder.WithPredicates(mcaInstallChanged())).
 		Watches(&clusterv1beta1.PlacementDecision{}, handler.EnqueueRequestsFromMapFunc(r.byDecision)).
-		Watches(&clusterv1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(r.all)).
+		Watches(&clusterv1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(r.all), builder.WithPredicates(predicate.Funcs{
+			// A cluster's namespace may now hold an add-on to create: only creation and
+			// deletion matter, not its heartbeats.
+			UpdateFunc: func(e event.UpdateEvent) bool {
+				return !e.ObjectOld.GetDeletionTimestamp().Equal(e.ObjectNew.GetDeletionTimestamp())
+			},
+		})).
 		Complete(apply.Quiet(r))
 }
 
@@ -80,18 +88,21 @@ func (r *InstallReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	if cma.Spec.InstallStrategy.Type != addonv1alpha1.AddonInstallStrategyPlacements {
+		// Manual: the users' ManagedClusterAddOns (and those a former Placements strategy
+		// created, which stay, as in OCM) only get their owner.
+		return reconcile.Result{}, r.own(ctx, cma, mcas)
+	}
 	want := map[string]bool{}
 	placementsReadable := true
-	if cma.Spec.InstallStrategy.Type == addonv1alpha1.AddonInstallStrategyPlacements {
-		for _, ps := range cma.Spec.InstallStrategy.Placements {
-			p, err := decisions.Read(ctx, r.Client, ps.Namespace, ps.Name)
-			if err != nil {
-				placementsReadable = false
-				continue
-			}
-			for _, c := range p.Clusters() {
-				want[c] = true
-			}
+	for _, ps := range cma.Spec.InstallStrategy.Placements {
+		p, err := decisions.Read(ctx, r.Client, ps.Namespace, ps.Name)
+		if err != nil {
+			placementsReadable = false
+			continue
+		}
+		for _, c := range p.Clusters() {
+			want[c] = true
 		}
 	}
 	var errs []error
@@ -104,22 +115,37 @@ func (r *InstallReconciler) Reconcile(ctx context.Context, req reconcile.Request
 		}
 	}
 	for cluster, mca := range mcas {
-		switch {
-		case mca.Labels[InstallStrategyLabel] == placementsValue && !want[cluster] && placementsReadable:
-			// The cluster left every placement (or the strategy went Manual): the add-on the
-			// strategy installed goes.
+		if mca.Labels[InstallStrategyLabel] == placementsValue && !want[cluster] && placementsReadable {
+			// The cluster left every placement: the add-on the strategy installed goes.
 			if err := r.Client.Delete(ctx, mca); client.IgnoreNotFound(err) != nil {
 				errs = append(errs, fmt.Errorf("ManagedClusterAddOn %s/%s: deleting: %w", cluster, mca.Name, err))
 			}
-		case !ownedBy(mca, cma):
-			if err := apply.Fields(ctx, r.Client, mca, apply.FieldManagerPrefix+InstallControllerName, false, map[string]any{
-				"metadata": map[string]any{"ownerReferences": []any{ownerRef(cma)}},
-			}); err != nil {
-				errs = append(errs, fmt.Errorf("ManagedClusterAddOn %s/%s: owner: %w", cluster, mca.Name, err))
-			}
+			delete(mcas, cluster)
 		}
 	}
+	errs = append(errs, r.own(ctx, cma, mcas))
 	return reconcile.Result{}, joinErrs(errs)
+}
+
+// own makes the ClusterManagementAddOn the owner of its ManagedClusterAddOns, so deleting it
+// deletes them (OCM's addonowner controller).
+func (r *InstallReconciler) own(ctx context.Context, cma *addonv1alpha1.ClusterManagementAddOn, mcas map[string]*addonv1alpha1.ManagedClusterAddOn) error {
+	var errs []error
+	for cluster, mca := range mcas {
+		if ownedBy(mca, cma) {
+			continue
+		}
+		ref := ownerRef(cma)
+		if metav1.GetControllerOf(mca) != nil {
+			ref["controller"] = false // someone else controls it: only one controller reference is allowed
+		}
+		if err := apply.Fields(ctx, r.Client, mca, apply.FieldManagerPrefix+InstallControllerName, false, map[string]any{
+			"metadata": map[string]any{"ownerReferences": []any{ref}},
+		}); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("ManagedClusterAddOn %s/%s: owner: %w", cluster, mca.Name, err))
+		}
+	}
+	return joinErrs(errs)
 }
 
 func (r *InstallReconciler) create(ctx context.Context, cma *addonv1alpha1.ClusterManagementAddOn, cluster string) error {
@@ -149,14 +175,14 @@ func ownerRefTyped(cma *addonv1alpha1.ClusterManagementAddOn) metav1.OwnerRefere
 	t := true
 	return metav1.OwnerReference{
 		APIVersion: addonv1alpha1.GroupVersion.String(), Kind: "ClusterManagementAddOn",
-		Name: cma.Name, UID: cma.UID, BlockOwnerDeletion: &t,
+		Name: cma.Name, UID: cma.UID, BlockOwnerDeletion: &t, Controller: &t,
 	}
 }
 
 func ownerRef(cma *addonv1alpha1.ClusterManagementAddOn) map[string]any {
 	return map[string]any{
 		"apiVersion": addonv1alpha1.GroupVersion.String(), "kind": "ClusterManagementAddOn",
-		"name": cma.Name, "uid": string(cma.UID), "blockOwnerDeletion": true,
+		"name": cma.Name, "uid": string(cma.UID), "blockOwnerDeletion": true, "controller": true,
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	addonv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/addon/v1alpha1"
+	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
 	"github.com/flotilla-dev/flotilla/core/wasm"
 	addonregistration "github.com/flotilla-dev/flotilla/hub/addon/registration"
 )
@@ -174,4 +175,42 @@ func (m *Manager) permissions(ctx context.Context, mca *addonv1alpha1.ManagedClu
 		}
 	}
 	return out, true, nil
+}
+
+// mcaDeployChanged passes the ManagedClusterAddOn events the deploy reconciler acts on:
+// creation, deletion, spec changes and what the configuration reconciler decides (the desired
+// configurations, Configured), not the deploy reconciler's own status writes.
+func mcaDeployChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*addonv1alpha1.ManagedClusterAddOn)
+		n, ok2 := e.ObjectNew.(*addonv1alpha1.ManagedClusterAddOn)
+		if !ok1 || !ok2 {
+			return true
+		}
+		if o.Generation != n.Generation || !o.DeletionTimestamp.Equal(n.DeletionTimestamp) || len(o.Status.ConfigReferences) != len(n.Status.ConfigReferences) {
+			return true
+		}
+		for i := range o.Status.ConfigReferences {
+			if !reflect.DeepEqual(o.Status.ConfigReferences[i].DesiredConfig, n.Status.ConfigReferences[i].DesiredConfig) {
+				return true
+			}
+		}
+		return !reflect.DeepEqual(condition(o.Status.Conditions, addonv1alpha1.ManagedClusterAddOnConditionConfigured),
+			condition(n.Status.Conditions, addonv1alpha1.ManagedClusterAddOnConditionConfigured))
+	}}
+}
+
+// clusterRenderInputChanged passes the ManagedCluster changes a rendering reads (labels,
+// annotations, claims, version, capacity), not its heartbeats and conditions.
+func clusterRenderInputChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*clusterv1.ManagedCluster)
+		n, ok2 := e.ObjectNew.(*clusterv1.ManagedCluster)
+		if !ok1 || !ok2 {
+			return true
+		}
+		return !reflect.DeepEqual(o.Labels, n.Labels) || !reflect.DeepEqual(o.Annotations, n.Annotations) ||
+			!reflect.DeepEqual(o.Status.ClusterClaims, n.Status.ClusterClaims) || o.Status.Version != n.Status.Version ||
+			!reflect.DeepEqual(o.Status.Capacity, n.Status.Capacity) || !reflect.DeepEqual(o.Status.Allocatable, n.Status.Allocatable)
+	}}
 }
