@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,6 +34,9 @@ const ConfigControllerName = "addon-config"
 // EventRolloutStopped is the Event a ClusterManagementAddOn gets when maxFailures stops the
 // rollout of a configuration change.
 const EventRolloutStopped = "AddOnRolloutStopped"
+
+// parallelWrites bounds the ManagedClusterAddOn status writes of one reconcile in flight.
+const parallelWrites = 16
 
 // ConfigReconciler resolves the configurations of an add-on's ManagedClusterAddOns and rolls
 // their changes out.
@@ -173,12 +178,24 @@ func (r *ConfigReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		}
 	}
 
-	var errs []error
+	// The ManagedClusterAddOns are written in parallel: an All rollout writes every one.
+	var (
+		mu   sync.Mutex
+		errs []error
+		g    errgroup.Group
+	)
+	g.SetLimit(parallelWrites)
 	for cluster, mca := range mcas {
-		if err := r.writeMCA(ctx, cma, mca, targets[cluster], admit[cluster]); err != nil {
-			errs = append(errs, err)
-		}
+		g.Go(func() error {
+			if err := r.writeMCA(ctx, cma, mca, targets[cluster], admit[cluster]); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+			return nil
+		})
 	}
+	_ = g.Wait()
 	if err := r.writeCMA(ctx, cma, rd, placements, results, mcas, targets); err != nil {
 		errs = append(errs, err)
 	}
