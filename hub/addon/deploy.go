@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -120,7 +121,8 @@ func (r *DeployReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if !mca.DeletionTimestamp.IsZero() {
-		return reconcile.Result{}, nil // its works go with it (owner references)
+		// Its works go with it (owner references), once its pre-delete hook, if any, ran.
+		return reconcile.Result{}, r.finalize(ctx, mca)
 	}
 	cma := &addonv1alpha1.ClusterManagementAddOn{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: mca.Name}, cma); err != nil {
@@ -163,15 +165,20 @@ func (r *DeployReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 			st.renderErr = fmt.Errorf("ManagedClusterAddOn %s/%s: %w", mca.Namespace, mca.Name, err)
 			break
 		}
-		// The pre-delete hook work is applied only when the add-on is deleted, which this
-		// manager does not run yet (left: see the README); it is not deployed with the agent.
-		deploy := ws[:0]
+		// The pre-delete hook work is applied only when the add-on is deleted (finalize); an
+		// add-on with one keeps OCM's finalizer until it has run.
+		deploy, hook := ws[:0], false
 		for _, w := range ws {
-			if w.Name != render.PreDeleteHookWorkName(mca.Name) {
-				deploy = append(deploy, w)
+			if w.Name == render.PreDeleteHookWorkName(mca.Name) {
+				hook = true
+				continue
 			}
+			deploy = append(deploy, w)
 		}
 		ws = deploy
+		if err := r.hookFinalizer(ctx, mca, hook); err != nil {
+			return reconcile.Result{}, err
+		}
 		if err := r.applyWorks(ctx, mca, ws, hashes, works); err != nil {
 			return reconcile.Result{}, err
 		}
@@ -361,6 +368,135 @@ func (r *DeployReconciler) applyWorks(ctx context.Context, mca *addonv1alpha1.Ma
 		}
 	}
 	return nil
+}
+
+// Reasons of the HookManifestCompleted condition (OCM's).
+const (
+	ReasonHookCompleted    = "HookManifestIsCompleted"
+	ReasonHookNotCompleted = "HookManifestIsNotCompleted"
+	// EventHookSkipped: a deleted add-on's pre-delete hook could not be rendered, so the
+	// add-on goes without it (a Flotilla Event).
+	EventHookSkipped = "AddOnPreDeleteHookSkipped"
+)
+
+// hookFinalizer keeps OCM's pre-delete finalizer on an add-on whose rendering has a
+// pre-delete hook, and only then.
+func (r *DeployReconciler) hookFinalizer(ctx context.Context, mca *addonv1alpha1.ManagedClusterAddOn, hook bool) error {
+	has := controllerutil.ContainsFinalizer(mca, addonv1alpha1.AddonPreDeleteHookFinalizer)
+	switch {
+	case hook && !has:
+		if err := apply.Finalizer(ctx, r.Client, mca, apply.FieldManagerPrefix+DeployControllerName, addonv1alpha1.AddonPreDeleteHookFinalizer); err != nil {
+			return fmt.Errorf("ManagedClusterAddOn %s/%s: adding the pre-delete finalizer: %w", mca.Namespace, mca.Name, err)
+		}
+	case !hook && has:
+		return apply.RemoveFinalizer(ctx, r.Client, mca, addonv1alpha1.AddonPreDeleteHookFinalizer)
+	}
+	return nil
+}
+
+// finalize runs a deleted add-on's pre-delete hook: it applies the hook work, waits until
+// every hook Job completed (or Pod succeeded), as the work agent's feedback reports, then
+// sets HookManifestCompleted and lets the add-on go. A hook that cannot be rendered any more
+// (its template or cluster gone) is skipped with an Event rather than holding the add-on
+// forever.
+func (r *DeployReconciler) finalize(ctx context.Context, mca *addonv1alpha1.ManagedClusterAddOn) error {
+	if !controllerutil.ContainsFinalizer(mca, addonv1alpha1.AddonPreDeleteHookFinalizer) {
+		return nil
+	}
+	var kind addonv1alpha1.ConfigGroupResource
+	for _, ref := range mca.Status.ConfigReferences {
+		if ref.ConfigGroupResource == AddOnTemplateResource || ref.ConfigGroupResource == WasmPluginResource {
+			kind = ref.ConfigGroupResource
+		}
+	}
+	var hook *workv1.ManifestWork
+	rendered, hashes, err, current := r.render(ctx, mca, kind)
+	if err == nil && current {
+		ws, werr := render.Works(mca.Name, mca.Namespace, rendered.rendered, r.MaxWorkSize)
+		err = werr
+		for i := range ws {
+			if ws[i].Name == render.PreDeleteHookWorkName(mca.Name) {
+				hook = &ws[i]
+			}
+		}
+	}
+	if hook == nil {
+		why := "the add-on's rendering has no pre-delete hook any more"
+		if err != nil {
+			why = err.Error()
+		} else if !current {
+			why = "its configuration changed since it was last deployed"
+		}
+		r.Recorder.Eventf(mca, corev1.EventTypeWarning, EventHookSkipped, "pre-delete hook not run: %s", why)
+		return apply.RemoveFinalizer(ctx, r.Client, mca, addonv1alpha1.AddonPreDeleteHookFinalizer)
+	}
+	cur := &workv1.ManifestWork{}
+	err = r.Client.Get(ctx, client.ObjectKey{Namespace: mca.Namespace, Name: hook.Name}, cur)
+	if client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	var existing []workv1.ManifestWork
+	if err == nil {
+		existing = append(existing, *cur)
+	}
+	if err := r.applyWorks(ctx, mca, []workv1.ManifestWork{*hook}, hashes, existing); err != nil {
+		return err
+	}
+	done := err == nil && hookCompleted(cur, hook)
+	conds := append([]metav1.Condition(nil), mca.Status.Conditions...)
+	c := metav1.Condition{Type: addonv1alpha1.ManagedClusterAddOnHookManifestCompleted, Status: metav1.ConditionFalse,
+		Reason: ReasonHookNotCompleted, Message: fmt.Sprintf("hook manifestWork %s is not completed.", hook.Name), ObservedGeneration: mca.Generation}
+	if done {
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, ReasonHookCompleted, fmt.Sprintf("hook manifestWork %s is completed.", hook.Name)
+	}
+	if meta.SetStatusCondition(&conds, c) {
+		v, err := jsonMap(conds)
+		if err != nil {
+			return err
+		}
+		if err := apply.Guarded(ctx, r.Client, mca, apply.FieldManagerPrefix+DeployControllerName, true, map[string]any{"status": map[string]any{"conditions": v}}); err != nil {
+			return client.IgnoreNotFound(fmt.Errorf("ManagedClusterAddOn %s/%s: writing status: %w", mca.Namespace, mca.Name, err))
+		}
+	}
+	if !done {
+		return nil // the hook work's status changes bring the add-on back
+	}
+	return apply.RemoveFinalizer(ctx, r.Client, mca, addonv1alpha1.AddonPreDeleteHookFinalizer)
+}
+
+// hookCompleted reports whether the hook work (as read) ran its current rendering to the
+// end: every hook Job's JobComplete feedback is True and every hook Pod's PodPhase is
+// Succeeded.
+func hookCompleted(cur, rendered *workv1.ManifestWork) bool {
+	if cur.Annotations[renderedSpecAnnotation] != hashJSONSpec(rendered.Spec) || len(cur.Status.ResourceStatus.Manifests) < len(rendered.Spec.Workload.Manifests) {
+		return false
+	}
+	for _, m := range cur.Status.ResourceStatus.Manifests {
+		want, field := "", ""
+		switch m.ResourceMeta.Kind {
+		case "Job":
+			field, want = workv1.WellKnownJobComplete, "True"
+		case "Pod":
+			field, want = workv1.WellKnownPodPhase, "Succeeded"
+		default:
+			continue
+		}
+		ok := false
+		for _, v := range m.StatusFeedbacks.Values {
+			if v.Name == field && v.Value.String != nil && *v.Value.String == want {
+				ok = true
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func hashJSONSpec(spec workv1.ManifestWorkSpec) string {
+	v, _ := jsonMap(spec)
+	return hashJSON(v)
 }
 
 // renderedSpecAnnotation records the hash of the spec the deploy reconciler rendered for a
