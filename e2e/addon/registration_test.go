@@ -1,14 +1,14 @@
 package addon
 
 import (
-	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
-	"time"
+	"strconv"
+	"syscall"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,10 +16,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	addonv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/addon/v1alpha1"
+	"github.com/flotilla-dev/flotilla/core/environment"
 )
 
 // agentKubeconfig loads the hub kubeconfig Secret the klusterlet wrote for addon on cluster,
@@ -118,40 +118,36 @@ var _ = Describe("add-on registration and Lease health", Ordered, func() {
 		Eventually(func() string { return string(mca(Default, cluster1, name).Status.HealthCheck.Mode) }).Should(Equal("Lease"))
 		Eventually(mcaCondition(cluster1, name, addonv1alpha1.ManagedClusterAddOnConditionAvailable)).Should(cond(metav1.ConditionUnknown, addonv1alpha1.AddonAvailableReasonLeaseLeaseNotFound))
 
-		// The agent: reads its ManagedClusterAddOn on the hub with the kubeconfig the klusterlet
-		// wrote and renews its Lease on the managed cluster.
-		var cfg *rest.Config
-		Eventually(func(g Gomega) { cfg, _ = agentKubeconfig(g, cluster1, name) }).Should(Succeed())
-		hub, err := client.New(cfg, client.Options{Scheme: scheme})
-		Expect(err).NotTo(HaveOccurred())
-		ctx, stop := context.WithCancel(suiteCtx)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			defer GinkgoRecover()
-			leases := managed[cluster1].kube.CoordinationV1().Leases(addonNS)
-			for ctx.Err() == nil {
-				if err := hub.Get(ctx, client.ObjectKey{Namespace: cluster1, Name: name}, &addonv1alpha1.ManagedClusterAddOn{}); err == nil {
-					now := metav1.NewMicroTime(time.Now())
-					l, err := leases.Get(ctx, name, metav1.GetOptions{})
-					if apierrors.IsNotFound(err) {
-						_, _ = leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name},
-							Spec: coordinationv1.LeaseSpec{LeaseDurationSeconds: ptr.To[int32](addonLeaseSeconds), RenewTime: &now}}, metav1.CreateOptions{})
-					} else if err == nil {
-						l.Spec.RenewTime = &now
-						_, _ = leases.Update(ctx, l, metav1.UpdateOptions{})
-					}
-				}
-				select {
-				case <-ctx.Done():
-				case <-time.After(500 * time.Millisecond):
-				}
+		// The agent, its own process (e2e/addon/leaseagent): it reads its ManagedClusterAddOn
+		// on the hub with the kubeconfig the klusterlet wrote and renews its Lease on the
+		// managed cluster.
+		dir := GinkgoT().TempDir()
+		Eventually(func(g Gomega) {
+			sec := &corev1.Secret{}
+			g.Expect(managed[cluster1].client.Get(suiteCtx, client.ObjectKey{Namespace: addonNS, Name: name + "-hub-kubeconfig"}, sec)).To(Succeed())
+			for k, v := range sec.Data {
+				g.Expect(os.WriteFile(filepath.Join(dir, k), v, 0o600)).To(Succeed())
 			}
-		}()
-		DeferCleanup(func() { stop(); <-done })
+		}).Should(Succeed())
+		managedKC := filepath.Join(dir, "managed.kubeconfig")
+		Expect(environment.WriteKubeconfig(managedKC, cluster1, fleet.Managed[0].Config)).To(Succeed())
+		bin := filepath.Join(dir, "leaseagent")
+		build := exec.Command("go", "build", "-o", bin, "./leaseagent")
+		out, err := build.CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), "%s", out)
+		agent := exec.Command(bin, "--hub-kubeconfig", filepath.Join(dir, "kubeconfig"), "--kubeconfig", managedKC,
+			"--cluster-name", cluster1, "--addon-name", name, "--interval", "300ms", "--lease-duration-seconds", strconv.Itoa(addonLeaseSeconds))
+		agent.Stdout, agent.Stderr = GinkgoWriter, GinkgoWriter
+		Expect(agent.Start()).To(Succeed())
+		stopAgent := func() {
+			if agent.ProcessState == nil {
+				_ = agent.Process.Signal(syscall.SIGTERM)
+				_ = agent.Wait()
+			}
+		}
+		DeferCleanup(stopAgent)
 		Eventually(mcaCondition(cluster1, name, addonv1alpha1.ManagedClusterAddOnConditionAvailable)).Should(cond(metav1.ConditionTrue, addonv1alpha1.AddonAvailableReasonLeaseLeaseUpdated))
-		stop()
-		<-done
+		stopAgent()
 		Eventually(mcaCondition(cluster1, name, addonv1alpha1.ManagedClusterAddOnConditionAvailable)).Should(cond(metav1.ConditionFalse, addonv1alpha1.AddonAvailableReasonLeaseUpdateStopped))
 	})
 
