@@ -320,24 +320,7 @@ func mergeStrings(dst, src map[string]string) map[string]string {
 	return out
 }
 
-func uniqueNames(names []string) ([]string, error) {
-	var out []string
-	seen := map[string]bool{}
-	for _, n := range names {
-		n = strings.TrimSpace(n)
-		if n == "" {
-			return nil, errors.New("empty add-on name")
-		}
-		if !seen[n] {
-			seen[n] = true
-			out = append(out, n)
-		}
-	}
-	if len(out) == 0 {
-		return nil, errors.New("no add-on given")
-	}
-	return out, nil
-}
+func uniqueNames(names []string) ([]string, error) { return unique(names, "add-on name", "add-on") }
 
 // getCMAs reads the ClusterManagementAddOn of each add-on, failing with the names of those
 // the hub does not have.

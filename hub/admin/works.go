@@ -410,20 +410,26 @@ func createOrReplace(ctx context.Context, c client.Client, cluster, name string,
 }
 
 func uniqueClusters(clusters []string) ([]string, error) {
+	return unique(clusters, "cluster name", "clusters")
+}
+
+// unique returns names trimmed, without repeats, in order; an empty name or none at all is an
+// error naming what was expected (what: "cluster name", plural: "clusters").
+func unique(names []string, what, plural string) ([]string, error) {
 	var out []string
 	seen := map[string]bool{}
-	for _, c := range clusters {
-		c = strings.TrimSpace(c)
-		if c == "" {
-			return nil, errors.New("empty cluster name")
+	for _, n := range names {
+		n = strings.TrimSpace(n)
+		if n == "" {
+			return nil, errors.New("empty " + what)
 		}
-		if !seen[c] {
-			seen[c] = true
-			out = append(out, c)
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
 		}
 	}
 	if len(out) == 0 {
-		return nil, errors.New("no clusters given")
+		return nil, errors.New("no " + plural + " given")
 	}
 	return out, nil
 }
