@@ -52,6 +52,8 @@ func (m *Manager) SetupWithManager(mgr ctrl.Manager) error {
 		&DeployReconciler{Client: m.Client, Mapper: mgr.GetRESTMapper(), Registry: m.Registry, MaxWorkSize: m.MaxWorkSize, Recorder: m.Recorder,
 			Registrations: addonregistration.Registrations},
 		&addonregistration.Reconciler{Client: m.Client, Permissions: m.permissions},
+		// CustomSigner registrations' CSRs, once approved, are signed with the template's signingCA.
+		&addonregistration.Signer{Client: m.Client, Template: m.templateFor, Recorder: m.Recorder},
 	} {
 		if err := c.SetupWithManager(mgr); err != nil {
 			return err
@@ -155,18 +157,9 @@ func (m *Manager) permissions(ctx context.Context, mca *addonv1alpha1.ManagedClu
 	default:
 		return nil, false, nil
 	}
-	var name string
-	for _, ref := range mca.Status.ConfigReferences {
-		if ref.ConfigGroupResource == AddOnTemplateResource && ref.DesiredConfig != nil {
-			name = ref.DesiredConfig.Name
-		}
-	}
-	if name == "" {
-		return nil, true, nil // not configured yet: nothing granted
-	}
-	t := &addonv1alpha1.AddOnTemplate{}
-	if err := m.Client.Get(ctx, client.ObjectKey{Name: name}, t); err != nil {
-		return nil, false, fmt.Errorf("reading AddOnTemplate %s: %w", name, err)
+	t, err := m.desiredTemplate(ctx, mca)
+	if err != nil || t == nil {
+		return nil, err == nil, err // not configured yet: nothing granted
 	}
 	var out []addonv1alpha1.HubPermissionConfig
 	for _, r := range t.Spec.Registration {
@@ -175,6 +168,34 @@ func (m *Manager) permissions(ctx context.Context, mca *addonv1alpha1.ManagedClu
 		}
 	}
 	return out, true, nil
+}
+
+// templateFor is the desired AddOnTemplate of add-on addon on cluster, nil when there is no
+// such ManagedClusterAddOn or it has no template configured.
+func (m *Manager) templateFor(ctx context.Context, cluster, addon string) (*addonv1alpha1.AddOnTemplate, error) {
+	mca := &addonv1alpha1.ManagedClusterAddOn{}
+	if err := m.Client.Get(ctx, client.ObjectKey{Namespace: cluster, Name: addon}, mca); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	return m.desiredTemplate(ctx, mca)
+}
+
+// desiredTemplate reads the AddOnTemplate mca's status desires, nil when none is desired.
+func (m *Manager) desiredTemplate(ctx context.Context, mca *addonv1alpha1.ManagedClusterAddOn) (*addonv1alpha1.AddOnTemplate, error) {
+	var name string
+	for _, ref := range mca.Status.ConfigReferences {
+		if ref.ConfigGroupResource == AddOnTemplateResource && ref.DesiredConfig != nil {
+			name = ref.DesiredConfig.Name
+		}
+	}
+	if name == "" {
+		return nil, nil
+	}
+	t := &addonv1alpha1.AddOnTemplate{}
+	if err := m.Client.Get(ctx, client.ObjectKey{Name: name}, t); err != nil {
+		return nil, fmt.Errorf("reading AddOnTemplate %s: %w", name, err)
+	}
+	return t, nil
 }
 
 // mcaDeployChanged passes the ManagedClusterAddOn events the deploy reconciler acts on:

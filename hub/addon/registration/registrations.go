@@ -4,7 +4,9 @@
 // the hub permissions (RoleBindings) a template's KubeClient registrations declare, kept in
 // step with each ManagedClusterAddOn by Reconciler, which reports them in the
 // RegistrationApplied condition. The CSRs themselves are approved by the CSRApproval plugins
-// (hub/registration/csr, the built-in csr-addon plugin).
+// (hub/registration/csr, the built-in csr-addon plugin). Kubernetes signs only its own
+// kubernetes.io signers: the approved CSRs of a template's CustomSigner registrations are signed
+// by Signer, with the CA in the registration's signingCA Secret, into status.certificate.
 //
 // Identities and names follow OCM's add-on framework and template add-ons
 // (open-cluster-management-io/addon-framework pkg/agent, ocm pkg/addon/templateagent), so

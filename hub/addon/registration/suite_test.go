@@ -32,7 +32,27 @@ var (
 	hub      client.Client
 	hubKube  kubernetes.Interface
 	perms    = &permissionTable{m: map[string][]addonv1alpha1.HubPermissionConfig{}}
+	tmpls    = &templateTable{m: map[string]*addonv1alpha1.AddOnTemplate{}}
 )
+
+// templateTable is the add-on manager's answer to Signer.Template, by add-on name: absent
+// means "no AddOnTemplate".
+type templateTable struct {
+	mu sync.Mutex
+	m  map[string]*addonv1alpha1.AddOnTemplate
+}
+
+func (t *templateTable) set(addon string, tmpl *addonv1alpha1.AddOnTemplate) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.m[addon] = tmpl
+}
+
+func (t *templateTable) get(_ context.Context, _, addon string) (*addonv1alpha1.AddOnTemplate, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.m[addon].DeepCopy(), nil
+}
 
 // permissionTable is the add-on manager's answer to Reconciler.Permissions, by add-on name:
 // absent means "not a template add-on".
@@ -106,6 +126,7 @@ var _ = BeforeSuite(func(_ SpecContext) {
 	})
 	Expect(err).NotTo(HaveOccurred())
 	Expect((&registration.Reconciler{Client: mgr.GetClient(), Permissions: perms.get}).SetupWithManager(mgr)).To(Succeed())
+	Expect((&registration.Signer{Client: mgr.GetClient(), Template: tmpls.get}).SetupWithManager(mgr)).To(Succeed())
 	Expect((&csr.Reconciler{
 		Client: mgr.GetClient(), Kube: hubKube, Reviewers: csr.RegistryReviewers{Registry: registry},
 		Recorder: mgr.GetEventRecorder("flotilla-csr-approval"),
