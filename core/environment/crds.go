@@ -7,14 +7,21 @@ import (
 	"github.com/flotilla-dev/flotilla/core/crds"
 )
 
-// CRDs a klusterlet serves on its managed cluster (the OCM klusterlet installs them there).
+// CRDs a managed cluster serves: ClusterClaim and AppliedManifestWork (the OCM klusterlet
+// installs them there) and Klusterlet (OCM's klusterlet operator API, which describes the
+// agent of that cluster).
 const (
 	ClusterClaimCRD        = "clusterclaims.cluster.open-cluster-management.io"
 	AppliedManifestWorkCRD = "appliedmanifestworks.work.open-cluster-management.io"
+	KlusterletCRD          = "klusterlets.operator.open-cluster-management.io"
 )
 
+// ClusterManagerCRD is OCM's cluster manager operator API. It belongs to the hub, which
+// gets every core/crds CRD; it is named here for callers that install CRDs one by one.
+const ClusterManagerCRD = "clustermanagers.operator.open-cluster-management.io"
+
 // ManagedClusterCRDs are the CRDs Start installs on every managed cluster by default.
-var ManagedClusterCRDs = []string{ClusterClaimCRD, AppliedManifestWorkCRD}
+var ManagedClusterCRDs = []string{ClusterClaimCRD, AppliedManifestWorkCRD, KlusterletCRD}
 
 // installCRDs installs the CRDs the options ask for and waits until they are established.
 func (cp *ControlPlane) installCRDs(ctx context.Context) error {

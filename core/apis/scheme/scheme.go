@@ -15,6 +15,7 @@ import (
 	clusterv1beta1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta1"
 	clusterv1beta2 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta2"
 	flotillav1alpha1 "github.com/flotilla-dev/flotilla/core/apis/flotilla/v1alpha1"
+	operatorv1 "github.com/flotilla-dev/flotilla/core/apis/operator/v1"
 	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/work/v1alpha1"
 )
@@ -33,6 +34,7 @@ var groups = []struct {
 	{"work.open-cluster-management.io/v1alpha1", workv1alpha1.AddToScheme},
 	{"addon.open-cluster-management.io/v1alpha1", addonv1alpha1.AddToScheme},
 	{"addon.open-cluster-management.io/v1beta1", addonv1beta1.AddToScheme},
+	{"operator.open-cluster-management.io/v1", operatorv1.AddToScheme},
 	{"flotilla.dev/v1alpha1", flotillav1alpha1.AddToScheme},
 }
 

@@ -15,6 +15,7 @@ import (
 	clusterv1beta1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta1"
 	clusterv1beta2 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta2"
 	flotillav1alpha1 "github.com/flotilla-dev/flotilla/core/apis/flotilla/v1alpha1"
+	operatorv1 "github.com/flotilla-dev/flotilla/core/apis/operator/v1"
 	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/work/v1alpha1"
 )
@@ -26,6 +27,7 @@ func TestNewRegistersEveryGroup(t *testing.T) {
 		clusterv1.GroupVersion, clusterv1beta1.GroupVersion, clusterv1beta2.GroupVersion, clusterv1alpha1.GroupVersion,
 		workv1.GroupVersion, workv1alpha1.GroupVersion,
 		addonv1alpha1.GroupVersion, addonv1beta1.GroupVersion,
+		operatorv1.GroupVersion,
 		flotillav1alpha1.GroupVersion,
 	} {
 		if !s.IsVersionRegistered(gv) {

@@ -1,0 +1,29 @@
+package v1
+
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/scheme"
+)
+
+var (
+	// GroupVersion is the API group and version of this package.
+	GroupVersion = schema.GroupVersion{Group: "operator.open-cluster-management.io", Version: "v1"}
+
+	// SchemeBuilder collects the kinds of this package for a runtime.Scheme.
+	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+
+	// AddToScheme registers ClusterManager and Klusterlet with a scheme.
+	AddToScheme = SchemeBuilder.AddToScheme
+)
+
+func init() {
+	SchemeBuilder.Register(
+		&ClusterManager{}, &ClusterManagerList{},
+		&Klusterlet{}, &KlusterletList{},
+	)
+}
+
+// Resource returns the group-qualified resource for name, e.g. "klusterlets".
+func Resource(name string) schema.GroupResource {
+	return GroupVersion.WithResource(name).GroupResource()
+}
