@@ -1,24 +1,22 @@
 // Package addon is the end-to-end suite of add-on management: a real hub and two real
 // managed clusters (etcd + kube-apiserver + kube-controller-manager each, a KWOK Node each so
 // Deployments become Available), the hub with its add-on manager, and one in-process
-// klusterlet per managed cluster (registration, add-on registration and health, work).
+// klusterlet per managed cluster (registration, add-on registration and health, work),
+// brought up by e2e/internal/fleettest.
 package addon
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"sync/atomic"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/onsi/gomega/types"
@@ -37,9 +35,8 @@ import (
 	clusterv1beta1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta1"
 	clusterv1beta2 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta2"
 	"github.com/flotilla-dev/flotilla/core/environment"
-	"github.com/flotilla-dev/flotilla/hub/admin"
+	"github.com/flotilla-dev/flotilla/e2e/internal/fleettest"
 	"github.com/flotilla-dev/flotilla/hub/manager"
-	"github.com/flotilla-dev/flotilla/hub/registration/bootstrap"
 	"github.com/flotilla-dev/flotilla/klusterlet"
 	"github.com/flotilla-dev/flotilla/klusterlet/registration"
 )
@@ -64,10 +61,7 @@ var (
 	suiteCancel context.CancelFunc
 	fleet       *environment.Fleet
 	hubClient   client.Client
-	hubKube     kubernetes.Interface
 	scheme      *runtime.Scheme
-	bootstrapKC []byte
-	logger      logr.Logger
 	managed     = map[string]clusterClients{}
 	proxy       *connectProxy
 )
@@ -93,105 +87,38 @@ var _ = ReportAfterEach(func(r SpecReport) {
 
 var _ = BeforeSuite(func() {
 	suiteCtx, suiteCancel = context.WithCancel(context.Background())
+	DeferCleanup(suiteCancel)
 	SetDefaultEventuallyTimeout(60 * time.Second)
 	SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
-	logger = funcr.New(func(prefix, args string) { fmt.Fprintln(GinkgoWriter, prefix, args) }, funcr.Options{Verbosity: 0})
 
-	var err error
-	fleet, err = environment.Start(suiteCtx, environment.Options{ManagedClusters: 2, SimulatedNodes: 1, Log: GinkgoWriter})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(func() { Expect(fleet.Stop()).To(Succeed()) })
-
-	scheme, err = manager.NewScheme()
-	Expect(err).NotTo(HaveOccurred())
-	hubClient, err = client.New(fleet.Hub.Config, client.Options{Scheme: scheme})
-	Expect(err).NotTo(HaveOccurred())
-	hubKube = kubernetes.NewForConfigOrDie(fleet.Hub.Config)
+	// cluster2 reaches the hub through an HTTP CONNECT proxy named in its bootstrap
+	// kubeconfig (seeds, scenarios §9): its add-ons' hub kubeconfigs must carry it too.
+	proxy = startProxy()
+	DeferCleanup(proxy.Close)
+	env := fleettest.Start(suiteCtx, fleettest.Options{
+		Environment: environment.Options{ManagedClusters: 2, SimulatedNodes: 1},
+		Hub:         manager.Options{PluginCacheDir: filepath.Join(os.TempDir(), "flotilla-e2e-addon-wasm-cache")},
+		Klusterlet: func(string, *environment.ControlPlane) klusterlet.Options {
+			return klusterlet.Options{
+				Registration: registration.Config{LeaseDurationSeconds: leaseSeconds},
+				Work:         klusterlet.WorkOptions{StatusSyncInterval: statusSync, EvictionGracePeriod: 5 * time.Second},
+				AddOn:        klusterlet.AddOnOptions{LeaseDurationSeconds: addonLeaseSeconds},
+			}
+		},
+		BootstrapKubeconfig: func(name string, kubeconfig []byte) []byte {
+			if name == cluster2 {
+				return withProxy(kubeconfig, proxy.URL)
+			}
+			return kubeconfig
+		},
+	})
+	fleet, hubClient, scheme = env.Fleet, env.HubClient, env.Scheme
 	for i, m := range fleet.Managed {
 		c, err := client.New(m.Config, client.Options{Scheme: scheme})
 		Expect(err).NotTo(HaveOccurred())
 		managed[environment.ManagedClusterName(i)] = clusterClients{client: c, kube: kubernetes.NewForConfigOrDie(m.Config)}
 	}
-
-	hub, err := manager.New(manager.Options{
-		Config: fleet.Hub.Config, SkipCRDInstall: true, Logger: logger.WithName("hub"),
-		PluginCacheDir: filepath.Join(os.TempDir(), "flotilla-e2e-addon-wasm-cache"),
-	})
-	Expect(err).NotTo(HaveOccurred())
-	Expect(hub.Prepare(suiteCtx)).To(Succeed())
-	hubDone := make(chan struct{})
-	go func() {
-		defer close(hubDone)
-		defer GinkgoRecover()
-		Expect(hub.Manager().Start(suiteCtx)).To(Succeed())
-	}()
-
-	bootstrapKC, err = bootstrap.Kubeconfig(suiteCtx, fleet.Hub.Config, time.Hour)
-	Expect(err).NotTo(HaveOccurred())
-	// cluster2 reaches the hub through an HTTP CONNECT proxy named in its bootstrap
-	// kubeconfig (seeds, scenarios §9): its add-ons' hub kubeconfigs must carry it too.
-	proxy = startProxy()
-	DeferCleanup(proxy.Close)
-	var agents []*runningAgent
-	for i, m := range fleet.Managed {
-		name := environment.ManagedClusterName(i)
-		kc := bootstrapKC
-		if name == cluster2 {
-			kc = withProxy(bootstrapKC, proxy.URL)
-		}
-		agents = append(agents, startAgent(name, m, kc))
-	}
-	Eventually(func(g Gomega) {
-		_, err := admin.Accept(suiteCtx, hubClient, hubKube, []string{cluster1, cluster2})
-		g.Expect(err).NotTo(HaveOccurred())
-	}).Should(Succeed())
-	for _, name := range []string{cluster1, cluster2} {
-		Eventually(func(g Gomega) {
-			mc := &clusterv1.ManagedCluster{}
-			g.Expect(hubClient.Get(suiteCtx, client.ObjectKey{Name: name}, mc)).To(Succeed())
-			g.Expect(meta.IsStatusConditionTrue(mc.Status.Conditions, clusterv1.ManagedClusterConditionJoined)).To(BeTrue())
-		}).Should(Succeed())
-	}
-	DeferCleanup(func() {
-		for _, a := range agents {
-			a.stop()
-		}
-		suiteCancel()
-		<-hubDone
-	})
 })
-
-type runningAgent struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-}
-
-func (a *runningAgent) stop() {
-	a.cancel()
-	<-a.done
-}
-
-// startAgent runs the klusterlet for cluster name until stopped.
-func startAgent(name string, cp *environment.ControlPlane, bootstrapKC []byte) *runningAgent {
-	ctx, cancel := context.WithCancel(suiteCtx)
-	a := &runningAgent{cancel: cancel, done: make(chan struct{})}
-	opts := klusterlet.Options{
-		Registration: registration.Config{
-			ClusterName: name, ManagedConfig: cp.Config, BootstrapKubeconfig: bootstrapKC,
-			LeaseDurationSeconds: leaseSeconds,
-			RetryInitial:         200 * time.Millisecond, RetryMax: 2 * time.Second,
-			Logger: logger.WithName("klusterlet").WithValues("cluster", name),
-		},
-		Work:  klusterlet.WorkOptions{StatusSyncInterval: statusSync, EvictionGracePeriod: 5 * time.Second},
-		AddOn: klusterlet.AddOnOptions{LeaseDurationSeconds: addonLeaseSeconds},
-	}
-	go func() {
-		defer close(a.done)
-		defer GinkgoRecover()
-		Expect(klusterlet.Run(ctx, opts)).To(Succeed())
-	}()
-	return a
-}
 
 // ---- helpers ----
 
@@ -333,7 +260,7 @@ func placement(ns, name, key string, groups ...string) {
 		}}
 	for _, g := range groups {
 		p.Spec.DecisionStrategy.GroupStrategy.DecisionGroups = append(p.Spec.DecisionStrategy.GroupStrategy.DecisionGroups, clusterv1beta1.DecisionGroup{
-			GroupName: g,
+			GroupName:       g,
 			ClusterSelector: clusterv1beta1.GroupClusterSelector{LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{key: g}}},
 		})
 	}

@@ -1,6 +1,6 @@
 // Package registration is the end-to-end suite of cluster registration: a real hub and two real
 // managed clusters (etcd + kube-apiserver + kube-controller-manager each), the hub controllers
-// and one in-process klusterlet per managed cluster.
+// and one in-process klusterlet per managed cluster, brought up by e2e/internal/fleettest.
 package registration
 
 import (
@@ -26,9 +26,9 @@ import (
 
 	"github.com/flotilla-dev/flotilla/core/environment"
 	"github.com/flotilla-dev/flotilla/core/wasm"
+	"github.com/flotilla-dev/flotilla/e2e/internal/fleettest"
 	"github.com/flotilla-dev/flotilla/hub/manager"
 	"github.com/flotilla-dev/flotilla/hub/plugininstall"
-	"github.com/flotilla-dev/flotilla/hub/registration/bootstrap"
 	"github.com/flotilla-dev/flotilla/hub/registration/managedcluster"
 	"github.com/flotilla-dev/flotilla/klusterlet"
 	"github.com/flotilla-dev/flotilla/klusterlet/registration"
@@ -52,6 +52,7 @@ const (
 var (
 	suiteCtx    context.Context
 	suiteCancel context.CancelFunc
+	env         *fleettest.Env
 	fleet       *environment.Fleet
 	hubClient   client.Client
 	hubKube     kubernetes.Interface
@@ -91,6 +92,7 @@ func (h *recordingHook) count(cluster string) int {
 
 var _ = BeforeSuite(func() {
 	suiteCtx, suiteCancel = context.WithCancel(context.Background())
+	DeferCleanup(suiteCancel)
 	SetDefaultEventuallyTimeout(90 * time.Second)
 	SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
 	logger = funcr.New(func(prefix, args string) {
@@ -105,53 +107,28 @@ var _ = BeforeSuite(func() {
 	})
 
 	var err error
-	fleet, err = environment.Start(suiteCtx, environment.Options{
-		ManagedClusters: 2, SigningDuration: signingDuration, Log: GinkgoWriter,
-	})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(func() { Expect(fleet.Stop()).To(Succeed()) })
-
-	scheme, err := manager.NewScheme()
-	Expect(err).NotTo(HaveOccurred())
-	hubClient, err = client.New(fleet.Hub.Config, client.Options{Scheme: scheme})
-	Expect(err).NotTo(HaveOccurred())
-	hubKube = kubernetes.NewForConfigOrDie(fleet.Hub.Config)
-
 	engine, err = wasm.NewEngine(suiteCtx, wasm.EngineOptions{Logger: logger.WithName("wasm")})
 	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { Expect(engine.Close(context.Background())).To(Succeed()) })
 	rulesWasm = buildRules()
 
 	hubGates, err = manager.NewFeatureGate()
 	Expect(err).NotTo(HaveOccurred())
-	// The hub installs its own plugins: csr-renewal always, csr-autoapprove for clusters named auto*.
-	hub, err = manager.New(manager.Options{
-		Config: fleet.Hub.Config, SkipCRDInstall: true, Logger: logger.WithName("hub"), FeatureGates: hubGates,
-		PluginCacheDir: filepath.Join(os.TempDir(), "flotilla-e2e-registration-wasm-cache"),
-		AutoApprove:    plugininstall.AutoApprove{ClusterNamePatterns: []string{"auto*"}},
-		CleanupHooks:   []managedcluster.CleanupHook{cleanupHook.run},
+	env = fleettest.Start(suiteCtx, fleettest.Options{
+		Environment: environment.Options{ManagedClusters: 2, SigningDuration: signingDuration},
+		Logger:      logger,
+		// The hub installs its own plugins: csr-renewal always, csr-autoapprove for clusters named auto*.
+		Hub: manager.Options{
+			FeatureGates:   hubGates,
+			PluginCacheDir: filepath.Join(os.TempDir(), "flotilla-e2e-registration-wasm-cache"),
+			AutoApprove:    plugininstall.AutoApprove{ClusterNamePatterns: []string{"auto*"}},
+			CleanupHooks:   []managedcluster.CleanupHook{cleanupHook.run},
+		},
 	})
-	Expect(err).NotTo(HaveOccurred())
-	Expect(hub.Prepare(suiteCtx)).To(Succeed())
-	hubDone := make(chan struct{})
-	go func() {
-		defer close(hubDone)
-		defer GinkgoRecover()
-		Expect(hub.Manager().Start(suiteCtx)).To(Succeed())
-	}()
-
-	bootstrapKC, err = bootstrap.Kubeconfig(suiteCtx, fleet.Hub.Config, time.Hour)
-	Expect(err).NotTo(HaveOccurred())
+	fleet, hubClient, hubKube, hub, bootstrapKC = env.Fleet, env.HubClient, env.HubKube, env.Hub, env.BootstrapKubeconfig
 	for i, m := range fleet.Managed {
 		startAgent(environment.ManagedClusterName(i), m.Config, "", 0)
 	}
-	DeferCleanup(func() {
-		for _, a := range agents {
-			a.stop()
-		}
-		suiteCancel()
-		<-hubDone
-		Expect(engine.Close(context.Background())).To(Succeed())
-	})
 })
 
 // buildRules compiles testdata/rules for wasip1.
@@ -183,41 +160,27 @@ func unloadPlugin(name string) {
 }
 
 type runningAgent struct {
+	*fleettest.Klusterlet
 	name, namespace string
 	managed         *rest.Config
-	cancel          context.CancelFunc
-	done            chan struct{}
 }
 
-func (a *runningAgent) stop() {
-	a.cancel()
-	<-a.done
-}
+func (a *runningAgent) stop() { a.Stop() }
 
 // startAgent runs a klusterlet for cluster name against the managed API server managed, its
 // secrets in namespace ns (default when empty), until stopped.
 func startAgent(name string, managed *rest.Config, ns string, maxClaims int) *runningAgent {
-	ctx, cancel := context.WithCancel(suiteCtx)
-	a := &runningAgent{name: name, namespace: ns, managed: managed, cancel: cancel, done: make(chan struct{})}
+	a := &runningAgent{name: name, namespace: ns, managed: managed}
 	if a.namespace == "" {
 		a.namespace = "open-cluster-management-agent"
 	}
-	opts := klusterlet.Options{Registration: registration.Config{
+	a.Klusterlet = env.StartKlusterlet(klusterlet.Options{Registration: registration.Config{
 		ClusterName:            name,
 		ManagedConfig:          managed,
-		BootstrapKubeconfig:    bootstrapKC,
 		AgentNamespace:         a.namespace,
 		LeaseDurationSeconds:   leaseSeconds,
 		MaxCustomClusterClaims: maxClaims,
-		RetryInitial:           200 * time.Millisecond,
-		RetryMax:               2 * time.Second,
-		Logger:                 logger.WithName("klusterlet").WithValues("cluster", name),
-	}}
-	go func() {
-		defer close(a.done)
-		defer GinkgoRecover()
-		Expect(klusterlet.Run(ctx, opts)).To(Succeed())
-	}()
+	}})
 	agents[fmt.Sprintf("%s/%s", name, a.namespace)] = a
 	return a
 }

@@ -1,7 +1,7 @@
 // Package work is the end-to-end suite of work distribution: a real hub and two real managed
 // clusters (etcd + kube-apiserver + kube-controller-manager each), the hub controllers and
 // one in-process klusterlet per managed cluster running registration and the work agent with
-// the identity registration gave it.
+// the identity registration gave it, brought up by e2e/internal/fleettest.
 package work
 
 import (
@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -20,12 +19,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
 	"github.com/flotilla-dev/flotilla/core/apis/featuregates"
 	"github.com/flotilla-dev/flotilla/core/environment"
-	"github.com/flotilla-dev/flotilla/hub/admin"
+	"github.com/flotilla-dev/flotilla/e2e/internal/fleettest"
 	"github.com/flotilla-dev/flotilla/hub/manager"
-	"github.com/flotilla-dev/flotilla/hub/registration/bootstrap"
 	"github.com/flotilla-dev/flotilla/klusterlet"
 	"github.com/flotilla-dev/flotilla/klusterlet/registration"
 )
@@ -49,11 +46,9 @@ const (
 var (
 	suiteCtx    context.Context
 	suiteCancel context.CancelFunc
+	env         *fleettest.Env
 	fleet       *environment.Fleet
 	hubClient   client.Client
-	bootstrapKC []byte
-	logger      logr.Logger
-	agents      = map[string]*runningAgent{}
 	// managed holds a client, a clientset and a dynamic client per managed cluster.
 	managed = map[string]clusterClients{}
 )
@@ -66,113 +61,62 @@ type clusterClients struct {
 
 var _ = BeforeSuite(func() {
 	suiteCtx, suiteCancel = context.WithCancel(context.Background())
+	DeferCleanup(suiteCancel)
 	SetDefaultEventuallyTimeout(60 * time.Second)
 	SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
-	logger = funcr.New(func(prefix, args string) { fmt.Fprintln(GinkgoWriter, prefix, args) }, funcr.Options{Verbosity: 1})
-
-	var err error
-	// One KWOK Node per managed cluster: Deployments get Pods that become Ready, Jobs complete.
-	fleet, err = environment.Start(suiteCtx, environment.Options{ManagedClusters: 2, SimulatedNodes: 1, Log: GinkgoWriter})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(func() { Expect(fleet.Stop()).To(Succeed()) })
-
-	scheme, err := manager.NewScheme()
-	Expect(err).NotTo(HaveOccurred())
-	hubClient, err = client.New(fleet.Hub.Config, client.Options{Scheme: scheme})
-	Expect(err).NotTo(HaveOccurred())
-	hubKube := kubernetes.NewForConfigOrDie(fleet.Hub.Config)
-	for i, m := range fleet.Managed {
-		c, err := client.New(m.Config, client.Options{Scheme: scheme})
-		Expect(err).NotTo(HaveOccurred())
-		managed[environment.ManagedClusterName(i)] = clusterClients{
-			client: c, kube: kubernetes.NewForConfigOrDie(m.Config), dyn: dynamic.NewForConfigOrDie(m.Config)}
-	}
 
 	// Completed works are deleted after their ttlSecondsAfterFinished (conditions_test.go).
 	hubGates, err := manager.NewFeatureGate()
 	Expect(err).NotTo(HaveOccurred())
 	Expect(hubGates.Set(string(featuregates.CleanUpCompletedManifestWork) + "=true")).To(Succeed())
-	hub, err := manager.New(manager.Options{
-		Config: fleet.Hub.Config, SkipCRDInstall: true, Logger: logger.WithName("hub"), FeatureGates: hubGates,
-		PluginCacheDir: filepath.Join(os.TempDir(), "flotilla-e2e-work-wasm-cache"),
+	env = fleettest.Start(suiteCtx, fleettest.Options{
+		// One KWOK Node per managed cluster: Deployments get Pods that become Ready, Jobs complete.
+		Environment: environment.Options{ManagedClusters: 2, SimulatedNodes: 1},
+		Hub: manager.Options{FeatureGates: hubGates,
+			PluginCacheDir: filepath.Join(os.TempDir(), "flotilla-e2e-work-wasm-cache")},
+		Logger: funcr.New(func(prefix, args string) { fmt.Fprintln(GinkgoWriter, prefix, args) }, funcr.Options{Verbosity: 1}),
+		Klusterlet: func(name string, cp *environment.ControlPlane) klusterlet.Options {
+			return agentOptions(name, cp, "", defaultWork(name))
+		},
 	})
-	Expect(err).NotTo(HaveOccurred())
-	Expect(hub.Prepare(suiteCtx)).To(Succeed())
-	hubDone := make(chan struct{})
-	go func() {
-		defer close(hubDone)
-		defer GinkgoRecover()
-		Expect(hub.Manager().Start(suiteCtx)).To(Succeed())
-	}()
-
-	bootstrapKC, err = bootstrap.Kubeconfig(suiteCtx, fleet.Hub.Config, time.Hour)
-	Expect(err).NotTo(HaveOccurred())
+	fleet, hubClient = env.Fleet, env.HubClient
 	for i, m := range fleet.Managed {
-		startAgent(environment.ManagedClusterName(i), m)
+		c, err := client.New(m.Config, client.Options{Scheme: env.Scheme})
+		Expect(err).NotTo(HaveOccurred())
+		managed[environment.ManagedClusterName(i)] = clusterClients{
+			client: c, kube: kubernetes.NewForConfigOrDie(m.Config), dyn: dynamic.NewForConfigOrDie(m.Config)}
 	}
-	Eventually(func(g Gomega) {
-		_, err := admin.Accept(suiteCtx, hubClient, hubKube, []string{cluster1, cluster2})
-		g.Expect(err).NotTo(HaveOccurred())
-	}).Should(Succeed())
-	for _, name := range []string{cluster1, cluster2} {
-		Eventually(func(g Gomega) {
-			mc := &clusterv1.ManagedCluster{}
-			g.Expect(hubClient.Get(suiteCtx, client.ObjectKey{Name: name}, mc)).To(Succeed())
-			g.Expect(mc.Status.Conditions).To(ContainElement(And(
-				HaveField("Type", clusterv1.ManagedClusterConditionJoined), HaveField("Status", BeEquivalentTo("True")))))
-		}).Should(Succeed())
-	}
-	DeferCleanup(func() {
-		for _, a := range agents {
-			a.stop()
-		}
-		suiteCancel()
-		<-hubDone
-	})
 })
 
-type runningAgent struct {
-	cancel context.CancelFunc
-	done   chan struct{}
+// runningAgent is a klusterlet a spec started.
+type runningAgent struct{ *fleettest.Klusterlet }
+
+func (a *runningAgent) stop() { a.Stop() }
+
+// defaultWork are the work agent's options: cluster2's agent caches executor permission
+// checks; cluster1's asks every time.
+func defaultWork(name string) klusterlet.WorkOptions {
+	return klusterlet.WorkOptions{StatusSyncInterval: statusSync, EvictionGracePeriod: evictionGrace,
+		ExecutorValidatingCaches: name == cluster2}
 }
 
-func (a *runningAgent) stop() {
-	a.cancel()
-	<-a.done
+// agentOptions are the options of the klusterlet (registration and work) of cluster name on
+// cp, with its secrets in namespace ns ("" for the default) and work as the work agent's.
+func agentOptions(name string, cp *environment.ControlPlane, ns string, work klusterlet.WorkOptions) klusterlet.Options {
+	return klusterlet.Options{
+		Registration: registration.Config{ClusterName: name, ManagedConfig: cp.Config, AgentNamespace: ns, LeaseDurationSeconds: leaseSeconds},
+		Work:         work,
+	}
 }
 
-// startAgent runs the klusterlet (registration and work) for cluster name until stopped,
-// with its secrets in the default agent namespace.
-func startAgent(name string, cp *environment.ControlPlane) *runningAgent {
-	return startAgentIn(name, cp, "")
-}
-
-// startAgentIn is startAgent with the agent's secrets in namespace ns ("" for the default),
-// so a second cluster can be registered from the same managed API server.
+// startAgentIn runs the klusterlet (registration and work) for cluster name until stopped,
+// with the agent's secrets in namespace ns ("" for the default), so a second cluster can be
+// registered from the same managed API server.
 func startAgentIn(name string, cp *environment.ControlPlane, ns string) *runningAgent {
-	// cluster2's agent caches executor permission checks; cluster1's asks every time.
-	return startAgentWith(name, cp, ns, klusterlet.WorkOptions{StatusSyncInterval: statusSync, EvictionGracePeriod: evictionGrace,
-		ExecutorValidatingCaches: name == cluster2})
+	return startAgentWith(name, cp, ns, defaultWork(name))
 }
 
 // startAgentWith is startAgentIn with the work agent's options.
 func startAgentWith(name string, cp *environment.ControlPlane, ns string, work klusterlet.WorkOptions) *runningAgent {
-	ctx, cancel := context.WithCancel(suiteCtx)
-	a := &runningAgent{cancel: cancel, done: make(chan struct{})}
-	opts := klusterlet.Options{
-		Registration: registration.Config{
-			ClusterName: name, ManagedConfig: cp.Config, BootstrapKubeconfig: bootstrapKC, AgentNamespace: ns,
-			LeaseDurationSeconds: leaseSeconds,
-			RetryInitial:         200 * time.Millisecond, RetryMax: 2 * time.Second,
-			Logger: logger.WithName("klusterlet").WithValues("cluster", name),
-		},
-		Work: work,
-	}
-	go func() {
-		defer close(a.done)
-		defer GinkgoRecover()
-		Expect(klusterlet.Run(ctx, opts)).To(Succeed())
-	}()
-	agents[name] = a
-	return a
+	return &runningAgent{env.StartKlusterlet(agentOptions(name, cp, ns, work))}
 }

@@ -17,7 +17,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -25,36 +24,22 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/go-logr/logr"
-	"golang.org/x/sync/errgroup"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/rest"
-	toolscache "k8s.io/client-go/tools/cache"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	addonv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/addon/v1alpha1"
-	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1alpha1"
-	clusterv1beta1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta1"
-	clusterv1beta2 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta2"
 	flotillav1alpha1 "github.com/flotilla-dev/flotilla/core/apis/flotilla/v1alpha1"
 	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
 	"github.com/flotilla-dev/flotilla/core/environment"
@@ -74,57 +59,31 @@ const (
 
 func main() {
 	clusters := flag.Int("clusters", 100, "simulated ManagedClusters")
-	binary := flag.String("flotilla", "", "the flotilla binary to run the hub with (default: flotilla in the control-plane bin directory)")
-	timeout := flag.Duration("timeout", 10*time.Minute, "give up after this long")
-	verbose := flag.Bool("v", false, "log the hub's output to stderr")
 	hold := flag.Duration("hold", 0, "keep the hub running this long after the measurements (or until Ctrl-C), to inspect it with the printed kubeconfig")
-	flag.Parse()
-	ctx, cancel := benchenv.Context(*timeout)
-	defer cancel()
-	bin, err := benchenv.Binary(*binary)
-	if err != nil {
-		benchenv.Exit("bench-addons", err)
-	}
-	line, err := run(ctx, bin, *clusters, *verbose, *hold)
-	if err != nil {
-		benchenv.Exit("bench-addons", err)
-	}
-	fmt.Println(line)
+	benchenv.Main("bench-addons", 10*time.Minute, func(ctx context.Context, binary string, verbose bool) (string, error) {
+		return run(ctx, binary, *clusters, verbose, *hold)
+	})
 }
 
 func run(ctx context.Context, binary string, n int, verbose bool, hold time.Duration) (line string, err error) {
-	var logw io.Writer = io.Discard
-	if verbose {
-		logw = os.Stderr
-	}
-	ctrllog.SetLogger(logr.Discard())
-	fmt.Fprintln(os.Stderr, "starting the hub API server")
-	cp, err := environment.StartControlPlane(ctx, environment.ControlPlaneOptions{Name: environment.HubName, AllCRDs: true})
+	cp, err := benchenv.StartControlPlane(ctx, environment.ControlPlaneOptions{})
 	if err != nil {
 		return "", err
 	}
 	defer func() { err = errors.Join(err, cp.Stop()) }()
-	c, cfg, scheme, err := benchenv.Client(cp)
-	if err != nil {
-		return "", err
-	}
-	metricsAddr, err := freeAddr()
-	if err != nil {
-		return "", err
-	}
-	hub, err := benchenv.StartHub(ctx, binary, cp.KubeconfigPath, logw,
-		"--feature-gates", "DefaultClusterSet=false,AddonManagement=true", "--kube-api-qps", "1000", "--kube-api-burst", "2000",
-		"--metrics-bind-address", metricsAddr)
+	c := cp.Client
+	hub, err := benchenv.StartHub(ctx, binary, cp, benchenv.Log(verbose),
+		benchenv.HubOptions{FeatureGates: "DefaultClusterSet=false,AddonManagement=true", Metrics: true})
 	if err != nil {
 		return "", err
 	}
 	defer hub.Stop()
 
 	fmt.Fprintf(os.Stderr, "creating %d clusters\n", n)
-	if err := fleet(ctx, c, n); err != nil {
+	if err := (benchenv.Clusters{Set: setName, Accepted: true}).Create(ctx, c, n); err != nil {
 		return "", err
 	}
-	if err := waitDecided(ctx, c, n); err != nil {
+	if err := benchenv.SelectAll(ctx, c, setName, ns, placement, n); err != nil {
 		return "", err
 	}
 	if err := waitPlugins(ctx, c); err != nil {
@@ -133,7 +92,7 @@ func run(ctx context.Context, binary string, n int, verbose bool, hold time.Dura
 	actx, stopAgents := context.WithCancel(ctx)
 	defer stopAgents()
 	go renewLeases(actx, c, n)
-	if err := fakeAgent(actx, cfg, scheme, c); err != nil {
+	if err := benchenv.FakeWorkAgent(actx, cp, reported, func(ctx context.Context, w *workv1.ManifestWork) { reportWork(ctx, c, w) }); err != nil {
 		return "", err
 	}
 
@@ -156,7 +115,7 @@ func run(ctx context.Context, binary string, n int, verbose bool, hold time.Dura
 	}
 	install := time.Since(start)
 	fmt.Fprintf(os.Stderr, "%d add-ons available in %.2f s\n", n, install.Seconds())
-	before := reconciles(ctx, metricsAddr)
+	before := reconciles(ctx, hub)
 	fmt.Fprintf(os.Stderr, "  install: %s\n", before)
 	// The install is finished for the rollout too before the upgrade starts: every
 	// lastAppliedConfig set, Progressing InstallSucceed.
@@ -194,7 +153,7 @@ func run(ctx context.Context, binary string, n int, verbose bool, hold time.Dura
 	}
 	upgrade := time.Since(start)
 	fmt.Fprintf(os.Stderr, "%d add-ons upgraded in %.2f s\n", n, upgrade.Seconds())
-	fmt.Fprintf(os.Stderr, "  install and upgrade: %s\n", reconciles(ctx, metricsAddr))
+	fmt.Fprintf(os.Stderr, "  install and upgrade: %s\n", reconciles(ctx, hub))
 	if hold > 0 {
 		fmt.Fprintf(os.Stderr, "holding the hub for %s: flotilla get addons --kubeconfig %s\n", hold, cp.KubeconfigPath)
 		select {
@@ -278,54 +237,6 @@ func clusterManagementAddOn() *addonv1alpha1.ClusterManagementAddOn {
 	}
 }
 
-// fleet creates the set, its binding in ns, n accepted and Available clusters in the set with
-// their namespaces, and a placement selecting all of them.
-func fleet(ctx context.Context, c client.Client, n int) error {
-	if err := c.Create(ctx, &clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: setName}}); err != nil {
-		return err
-	}
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		return err
-	}
-	if err := c.Create(ctx, &clusterv1beta2.ManagedClusterSetBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: setName},
-		Spec: clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: setName}}); err != nil {
-		return err
-	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(32)
-	for i := range n {
-		g.Go(func() error {
-			name := clusterName(i)
-			mc := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name,
-				Labels: map[string]string{clusterv1beta2.ClusterSetLabel: setName}},
-				Spec: clusterv1.ManagedClusterSpec{HubAcceptsClient: true}}
-			if err := c.Create(gctx, mc); err != nil {
-				return err
-			}
-			orig := mc.DeepCopy()
-			for _, t := range []string{clusterv1.ManagedClusterConditionJoined, clusterv1.ManagedClusterConditionAvailable} {
-				meta.SetStatusCondition(&mc.Status.Conditions, metav1.Condition{Type: t,
-					Status: metav1.ConditionTrue, Reason: "Simulated", Message: "simulated"})
-			}
-			if err := c.Status().Patch(gctx, mc, client.MergeFrom(orig)); err != nil {
-				return err
-			}
-			if err := c.Create(gctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil && !apierrors.IsAlreadyExists(err) {
-				return err
-			}
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return err
-	}
-	all := int32(n)
-	return c.Create(ctx, &clusterv1beta1.Placement{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: placement},
-		Spec: clusterv1beta1.PlacementSpec{NumberOfClusters: &all}})
-}
-
-func clusterName(i int) string { return fmt.Sprintf("cluster-%04d", i) }
-
 // renewLeases renews every cluster's lease every 30 s, as their registration agents would, so
 // that a slow run does not see the hub mark the clusters Unknown.
 func renewLeases(ctx context.Context, c client.Client, n int) {
@@ -337,74 +248,33 @@ func renewLeases(ctx context.Context, c client.Client, n int) {
 		}
 		now := metav1.NewMicroTime(time.Now())
 		for i := range n {
-			l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: clusterName(i), Name: leaseName}}
+			l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: benchenv.ClusterName(i), Name: leaseName}}
 			patch := fmt.Sprintf(`{"spec":{"renewTime":%q}}`, now.Format(metav1.RFC3339Micro))
 			_ = c.Patch(ctx, l, client.RawPatch("application/merge-patch+json", []byte(patch)))
 		}
 	}
 }
 
-// waitDecided waits until the placement selects every cluster.
-func waitDecided(ctx context.Context, c client.Client, n int) error {
-	fmt.Fprintln(os.Stderr, "waiting for the placement's decisions")
-	for {
-		p := &clusterv1beta1.Placement{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: placement}, p); err == nil && int(p.Status.NumberOfSelectedClusters) == n {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("the placement did not select %d clusters: %w", n, ctx.Err())
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
-
 // reconciles reads the add-on manager's reconcile counts and mean durations from the hub's
 // metrics, for the bench's progress output.
-func reconciles(ctx context.Context, addr string) string {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
-	if err != nil {
-		return err.Error()
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Sprintf("reading the hub's metrics: %v", err)
-	}
-	defer resp.Body.Close()
+func reconciles(ctx context.Context, hub *benchenv.Hub) string {
 	sums, counts := map[string]float64{}, map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
+	err := hub.Metrics(ctx, func(s benchenv.Sample) {
 		var into map[string]float64
-		switch {
-		case strings.HasPrefix(line, "controller_runtime_reconcile_time_seconds_sum{"):
+		switch s.Name {
+		case "controller_runtime_reconcile_time_seconds_sum":
 			into = sums
-		case strings.HasPrefix(line, "controller_runtime_reconcile_time_seconds_count{"):
+		case "controller_runtime_reconcile_time_seconds_count":
 			into = counts
 		default:
-			continue
+			return
 		}
-		_, ctrl, _ := strings.Cut(line, `controller="`)
-		ctrl, _, _ = strings.Cut(ctrl, `"`)
-		if !strings.HasPrefix(ctrl, "addon-") {
-			continue
+		if ctrl := s.Label("controller"); strings.HasPrefix(ctrl, "addon-") {
+			into[ctrl] += s.Value
 		}
-		f := strings.Fields(line)
-		v, err := strconv.ParseFloat(f[len(f)-1], 64)
-		if err == nil {
-			into[ctrl] += v
-		}
+	})
+	if err != nil {
+		return err.Error()
 	}
 	var parts []string
 	for _, ctrl := range []string{"addon-install", "addon-config", "addon-deploy"} {
@@ -525,55 +395,23 @@ func diagnose(ctx context.Context, c client.Client, items []addonv1alpha1.Manage
 	return b.String()
 }
 
-// fakeAgent reports every ManifestWork Applied and Available for its generation as soon as it
-// sees it, as the work agents of the clusters would, with 16 workers: each manifest's
-// resource status, and for Deployments the WellKnownStatus feedback of a ready Deployment
-// (Replicas, ReadyReplicas and AvailableReplicas as its spec.replicas, 1 when unset), which
-// the add-on manager's DeploymentAvailability health check reads.
-func fakeAgent(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, c client.Client) error {
-	ca, err := cache.New(cfg, cache.Options{Scheme: scheme})
-	if err != nil {
-		return err
-	}
-	inf, err := ca.GetInformer(ctx, &workv1.ManifestWork{})
-	if err != nil {
-		return err
-	}
-	queue := make(chan client.ObjectKey, 4096)
-	enqueue := func(obj any) {
-		if w, ok := obj.(*workv1.ManifestWork); ok && !reported(w) {
-			queue <- client.ObjectKeyFromObject(w)
+// reportWork reports w Applied and Available for its generation, as the work agent of its
+// cluster would: each manifest's resource status, and for Deployments the WellKnownStatus
+// feedback of a ready Deployment (Replicas, ReadyReplicas and AvailableReplicas as its
+// spec.replicas, 1 when unset), which the add-on manager's DeploymentAvailability health check
+// reads. A conflict is retried (up to 5 times) on the work read again.
+func reportWork(ctx context.Context, c client.Client, queued *workv1.ManifestWork) {
+	key := client.ObjectKeyFromObject(queued)
+	for attempt := 0; attempt < 5; attempt++ {
+		w := &workv1.ManifestWork{}
+		if err := c.Get(ctx, key, w); err != nil || reported(w) {
+			break
+		}
+		report(w)
+		if err := c.Status().Update(ctx, w); err == nil || !apierrors.IsConflict(err) {
+			break
 		}
 	}
-	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: enqueue, UpdateFunc: func(_, o any) { enqueue(o) }}); err != nil {
-		return err
-	}
-	go func() { _ = ca.Start(ctx) }()
-	if !ca.WaitForCacheSync(ctx) {
-		return errors.New("work informer did not sync")
-	}
-	for range 16 {
-		go func() {
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case key := <-queue:
-					for attempt := 0; attempt < 5; attempt++ {
-						w := &workv1.ManifestWork{}
-						if err := c.Get(ctx, key, w); err != nil || reported(w) {
-							break
-						}
-						report(w)
-						if err := c.Status().Update(ctx, w); err == nil || !apierrors.IsConflict(err) {
-							break
-						}
-					}
-				}
-			}
-		}()
-	}
-	return nil
 }
 
 // reported says whether the work's status is the fake agent's for its generation.
@@ -590,9 +428,7 @@ func report(w *workv1.ManifestWork) {
 		return metav1.Condition{Type: t, Status: metav1.ConditionTrue, Reason: reason, Message: "simulated",
 			ObservedGeneration: w.Generation, LastTransitionTime: now}
 	}
-	for _, t := range []string{workv1.WorkApplied, workv1.WorkAvailable} {
-		meta.SetStatusCondition(&w.Status.Conditions, cond(t, "Simulated"))
-	}
+	benchenv.SetWorkAvailable(w)
 	w.Status.ResourceStatus.Manifests = nil
 	for i, m := range w.Spec.Workload.Manifests {
 		var o struct {

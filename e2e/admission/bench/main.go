@@ -29,7 +29,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	goruntime "runtime"
 	"sort"
 	"strconv"
@@ -58,6 +57,7 @@ import (
 	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
 	"github.com/flotilla-dev/flotilla/core/environment"
 	"github.com/flotilla-dev/flotilla/core/policy"
+	"github.com/flotilla-dev/flotilla/e2e/internal/benchenv"
 	"github.com/flotilla-dev/flotilla/hub/admission"
 	"github.com/flotilla-dev/flotilla/hub/manager"
 	"github.com/flotilla-dev/flotilla/hub/webhook"
@@ -87,23 +87,17 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench-admission: -requests must be positive and -warmup not negative")
 		os.Exit(2)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	ctx, cancel := benchenv.Context(*timeout)
 	defer cancel()
 	line, err := run(ctx, *requests, *warmup, *verbose)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench-admission:", err)
-		os.Exit(1)
+		benchenv.Exit("bench-admission", err)
 	}
 	fmt.Println(line)
 }
 
 func run(ctx context.Context, requests, warmup int, verbose bool) (line string, err error) {
-	var logw io.Writer = io.Discard
-	if verbose {
-		logw = os.Stderr
-	}
+	logw := benchenv.Log(verbose)
 	logger := funcr.New(func(prefix, args string) { fmt.Fprintln(logw, prefix, args) }, funcr.Options{})
 	ctrllog.SetLogger(logger)
 

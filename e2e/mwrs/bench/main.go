@@ -10,36 +10,21 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
-	"github.com/go-logr/logr"
-	"golang.org/x/sync/errgroup"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/rest"
-	toolscache "k8s.io/client-go/tools/cache"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
-	clusterv1beta1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta1"
-	clusterv1beta2 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta2"
 	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/core/environment"
@@ -54,64 +39,40 @@ const (
 
 func main() {
 	clusters := flag.Int("clusters", 1000, "simulated ManagedClusters")
-	binary := flag.String("flotilla", "", "the flotilla binary to run the hub with (default: flotilla in the control-plane bin directory)")
-	timeout := flag.Duration("timeout", 20*time.Minute, "give up after this long")
-	verbose := flag.Bool("v", false, "log the hub's output to stderr")
-	flag.Parse()
-	ctx, cancel := benchenv.Context(*timeout)
-	defer cancel()
-	bin, err := benchenv.Binary(*binary)
-	if err != nil {
-		benchenv.Exit("bench-rollout", err)
-	}
-	line, err := run(ctx, bin, *clusters, *verbose)
-	if err != nil {
-		benchenv.Exit("bench-rollout", err)
-	}
-	fmt.Println(line)
+	benchenv.Main("bench-rollout", 20*time.Minute, func(ctx context.Context, binary string, verbose bool) (string, error) {
+		return run(ctx, binary, *clusters, verbose)
+	})
 }
 
 func run(ctx context.Context, binary string, n int, verbose bool) (line string, err error) {
-	var logw io.Writer = io.Discard
-	if verbose {
-		logw = os.Stderr
-	}
-	ctrllog.SetLogger(logr.Discard())
-	fmt.Fprintln(os.Stderr, "starting the hub API server")
-	cp, err := environment.StartControlPlane(ctx, environment.ControlPlaneOptions{Name: environment.HubName, AllCRDs: true})
+	cp, err := benchenv.StartControlPlane(ctx, environment.ControlPlaneOptions{})
 	if err != nil {
 		return "", err
 	}
 	defer func() { err = errors.Join(err, cp.Stop()) }()
-	c, cfg, scheme, err := benchenv.Client(cp)
-	if err != nil {
-		return "", err
-	}
-
-	metricsAddr, err := freeAddr()
-	if err != nil {
-		return "", err
-	}
-	hub, err := benchenv.StartHub(ctx, binary, cp.KubeconfigPath, logw,
-		"--feature-gates", "DefaultClusterSet=false", "--kube-api-qps", "1000", "--kube-api-burst", "2000",
-		"--metrics-bind-address", metricsAddr)
+	c := cp.Client
+	hub, err := benchenv.StartHub(ctx, binary, cp, benchenv.Log(verbose), benchenv.HubOptions{FeatureGates: "DefaultClusterSet=false", Metrics: true})
 	if err != nil {
 		return "", err
 	}
 	defer hub.Stop()
 
 	fmt.Fprintf(os.Stderr, "creating %d clusters\n", n)
-	if err := fleet(ctx, c, n); err != nil {
+	if err := (benchenv.Clusters{Set: setName}).Create(ctx, c, n); err != nil {
 		return "", err
 	}
-	if err := waitDecided(ctx, c, n); err != nil {
+	if err := benchenv.SelectAll(ctx, c, setName, ns, "all", n); err != nil {
 		return "", err
 	}
-	stopAgent, err := fakeAgent(ctx, cfg, scheme, c)
-	if err != nil {
-		return "", err
-	}
+	actx, stopAgent := context.WithCancel(ctx)
 	defer stopAgent()
+	if err := benchenv.FakeWorkAgent(actx, cp, available, func(ctx context.Context, w *workv1.ManifestWork) {
+		w = w.DeepCopy()
+		benchenv.SetWorkAvailable(w)
+		_ = c.Status().Update(ctx, w) // a conflict means a newer version is queued
+	}); err != nil {
+		return "", err
+	}
 
 	fmt.Fprintln(os.Stderr, "creating the ManifestWorkReplicaSet")
 	start := time.Now()
@@ -124,20 +85,17 @@ func run(ctx context.Context, binary string, n int, verbose bool) (line string, 
 	if err := c.Create(ctx, rs); err != nil {
 		return "", err
 	}
-	for {
+	err = wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		got := &workv1alpha1.ManifestWorkReplicaSet{}
-		if err := c.Get(ctx, client.ObjectKeyFromObject(rs), got); err == nil && got.Status.Summary.Applied == n {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return "", fmt.Errorf("the rollout did not reach %d applied works: %w", n, ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
+		err := c.Get(ctx, client.ObjectKeyFromObject(rs), got)
+		return err == nil && got.Status.Summary.Applied == n, nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("the rollout did not reach %d applied works: %w", n, err)
 	}
 	took := time.Since(start)
 	fmt.Fprintf(os.Stderr, "%d clusters applied in %.2f s\n", n, took.Seconds())
-	p50, count, err := reconcileP50(ctx, metricsAddr)
+	p50, count, err := reconcileP50(ctx, hub)
 	if err != nil {
 		return "", err
 	}
@@ -145,159 +103,30 @@ func run(ctx context.Context, binary string, n int, verbose bool) (line string, 
 	return fmt.Sprintf("mwrs-%d rollout_s=%.2f reconcile_p50_ms=%.1f", n, took.Seconds(), p50*1000), nil
 }
 
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
-
-// fleet creates the set, its binding in ns, n clusters in the set with their namespaces, and
-// a placement selecting all of them.
-func fleet(ctx context.Context, c client.Client, n int) error {
-	if err := c.Create(ctx, &clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: setName}}); err != nil {
-		return err
-	}
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		return err
-	}
-	if err := c.Create(ctx, &clusterv1beta2.ManagedClusterSetBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: setName},
-		Spec: clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: setName}}); err != nil {
-		return err
-	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(32)
-	for i := range n {
-		g.Go(func() error {
-			name := fmt.Sprintf("cluster-%04d", i)
-			mc := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name,
-				Labels: map[string]string{"cluster.open-cluster-management.io/clusterset": setName}}}
-			if err := c.Create(gctx, mc); err != nil {
-				return err
-			}
-			orig := mc.DeepCopy()
-			meta.SetStatusCondition(&mc.Status.Conditions, metav1.Condition{Type: clusterv1.ManagedClusterConditionAvailable,
-				Status: metav1.ConditionTrue, Reason: "Simulated", Message: "simulated"})
-			if err := c.Status().Patch(gctx, mc, client.MergeFrom(orig)); err != nil {
-				return err
-			}
-			if err := c.Create(gctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil && !apierrors.IsAlreadyExists(err) {
-				return err
-			}
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return err
-	}
-	all := int32(n)
-	return c.Create(ctx, &clusterv1beta1.Placement{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "all"},
-		Spec: clusterv1beta1.PlacementSpec{NumberOfClusters: &all}})
-}
-
-// waitDecided waits until the placement selects every cluster.
-func waitDecided(ctx context.Context, c client.Client, n int) error {
-	fmt.Fprintln(os.Stderr, "waiting for the placement's decisions")
-	for {
-		p := &clusterv1beta1.Placement{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "all"}, p); err == nil && int(p.Status.NumberOfSelectedClusters) == n {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("the placement did not select %d clusters: %w", n, ctx.Err())
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
-// fakeAgent reports every generated ManifestWork Applied and Available for its generation as
-// soon as it sees it, as the work agents of the clusters would, with 16 workers.
-func fakeAgent(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, c client.Client) (func(), error) {
-	ca, err := cache.New(cfg, cache.Options{Scheme: scheme})
-	if err != nil {
-		return nil, err
-	}
-	inf, err := ca.GetInformer(ctx, &workv1.ManifestWork{})
-	if err != nil {
-		return nil, err
-	}
-	queue := make(chan *workv1.ManifestWork, 4096)
-	enqueue := func(obj any) {
-		if w, ok := obj.(*workv1.ManifestWork); ok && !meta.IsStatusConditionTrue(w.Status.Conditions, workv1.WorkAvailable) {
-			queue <- w
-		}
-	}
-	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: enqueue, UpdateFunc: func(_, o any) { enqueue(o) }}); err != nil {
-		return nil, err
-	}
-	actx, cancel := context.WithCancel(ctx)
-	go func() { _ = ca.Start(actx) }()
-	if !ca.WaitForCacheSync(actx) {
-		cancel()
-		return nil, errors.New("work informer did not sync")
-	}
-	for range 16 {
-		go func() {
-			for {
-				select {
-				case <-actx.Done():
-					return
-				case w := <-queue:
-					w = w.DeepCopy()
-					now := metav1.Now()
-					for _, t := range []string{workv1.WorkApplied, workv1.WorkAvailable} {
-						meta.SetStatusCondition(&w.Status.Conditions, metav1.Condition{Type: t, Status: metav1.ConditionTrue,
-							Reason: "Simulated", Message: "simulated", ObservedGeneration: w.Generation, LastTransitionTime: now})
-					}
-					_ = c.Status().Update(actx, w) // a conflict means a newer version is queued
-				}
-			}
-		}()
-	}
-	return cancel, nil
+// available says whether the fake agent (or anyone) reported w Available.
+func available(w *workv1.ManifestWork) bool {
+	return meta.IsStatusConditionTrue(w.Status.Conditions, workv1.WorkAvailable)
 }
 
 // reconcileP50 estimates the median reconcile duration of the replica set controller from
 // the hub's controller_runtime_reconcile_time_seconds histogram (linear within a bucket).
-func reconcileP50(ctx context.Context, addr string) (float64, int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
-	if err != nil {
-		return 0, 0, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, 0, fmt.Errorf("reading the hub's metrics: %w", err)
-	}
-	defer resp.Body.Close()
+func reconcileP50(ctx context.Context, hub *benchenv.Hub) (float64, int, error) {
 	type bucket struct{ le, n float64 }
 	var buckets []bucket
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	want := `controller="` + mwrs.ControllerName + `"`
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "controller_runtime_reconcile_time_seconds_bucket{") || !strings.Contains(line, want) {
-			continue
-		}
-		_, le, _ := strings.Cut(line, `le="`)
-		le, _, _ = strings.Cut(le, `"`)
-		f := strings.Fields(line)
-		cnt, err := strconv.ParseFloat(f[len(f)-1], 64)
-		if err != nil {
-			continue
+	err := hub.Metrics(ctx, func(s benchenv.Sample) {
+		if s.Name != "controller_runtime_reconcile_time_seconds_bucket" || s.Label("controller") != mwrs.ControllerName {
+			return
 		}
 		bound := 1e18
-		if le != "+Inf" {
+		if le := s.Label("le"); le != "+Inf" {
+			var err error
 			if bound, err = strconv.ParseFloat(le, 64); err != nil {
-				continue
+				return
 			}
 		}
-		buckets = append(buckets, bucket{bound, cnt})
-	}
-	if err := sc.Err(); err != nil {
+		buckets = append(buckets, bucket{bound, s.Value})
+	})
+	if err != nil {
 		return 0, 0, err
 	}
 	sort.Slice(buckets, func(i, j int) bool { return buckets[i].le < buckets[j].le })

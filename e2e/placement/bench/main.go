@@ -10,7 +10,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -19,17 +18,12 @@ import (
 	"net/http"
 	"os"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/go-logr/logr"
 	"golang.org/x/sync/errgroup"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -37,12 +31,10 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1alpha1"
 	clusterv1beta1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta1"
-	clusterv1beta2 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta2"
 	"github.com/flotilla-dev/flotilla/core/environment"
 	"github.com/flotilla-dev/flotilla/e2e/internal/benchenv"
 )
@@ -69,52 +61,29 @@ func main() {
 	clusters := flag.Int("clusters", 1000, "simulated ManagedClusters")
 	small := flag.Int("small", 1000, "placements of the first run")
 	large := flag.Int("large", 10000, "placements of the second run")
-	binary := flag.String("flotilla", "", "the flotilla binary to run the hub with (default: flotilla in the control-plane bin directory)")
-	timeout := flag.Duration("timeout", 30*time.Minute, "give up after this long")
-	verbose := flag.Bool("v", false, "log the hub's output to stderr")
 	flag.StringVar(&pprofAddr, "pprof", "", "have the hub serve Go profiles at this address, e.g. 127.0.0.1:6060")
 	flag.StringVar(&apiserverProfile, "apiserver-profile", "", "write a CPU profile of kube-apiserver during the first run to this file (go tool pprof reads it)")
 	flag.BoolVar(&floorRun, "floor", false, "instead of the hub, time the API writes alone (no scheduling) in the same shapes: the API server's floor on this machine")
 	flag.BoolVar(&withBuiltIns, "builtins", true, "score with the Wasm built-ins ResourceAllocatableCPU and Balance besides the AddOn score (false: the AddOn score alone, to see the rest of the cost)")
-	flag.Parse()
-	ctx, cancel := benchenv.Context(*timeout)
-	defer cancel()
-	bin, err := benchenv.Binary(*binary)
-	if err != nil {
-		benchenv.Exit("bench-placement", err)
-	}
-	line, err := run(ctx, bin, *clusters, *small, *large, *verbose)
-	if err != nil {
-		benchenv.Exit("bench-placement", err)
-	}
-	fmt.Println(line)
+	benchenv.Main("bench-placement", 30*time.Minute, func(ctx context.Context, binary string, verbose bool) (string, error) {
+		return run(ctx, binary, *clusters, *small, *large, verbose)
+	})
 }
 
 func run(ctx context.Context, binary string, clusters, small, large int, verbose bool) (line string, err error) {
-	var logw io.Writer = io.Discard
-	if verbose {
-		logw = os.Stderr
-	}
-	ctrllog.SetLogger(logr.Discard())
-	fmt.Fprintln(os.Stderr, "starting the hub API server")
-	cp, err := environment.StartControlPlane(ctx, environment.ControlPlaneOptions{Name: environment.HubName, AllCRDs: true,
-		Profiling: apiserverProfile != ""})
+	cp, err := benchenv.StartControlPlane(ctx, environment.ControlPlaneOptions{Profiling: apiserverProfile != ""})
 	if err != nil {
 		return "", err
 	}
 	defer func() { err = errors.Join(err, cp.Stop()) }()
-
-	c, cfg, scheme, err := benchenv.Client(cp)
-	if err != nil {
-		return "", err
-	}
+	c, cfg := cp.Client, cp.ClientConfig
 
 	if floorRun {
-		return runFloor(ctx, cp, c, clusters, small, large)
+		return runFloor(ctx, cp, clusters, small, large)
 	}
 
-	hub, err := benchenv.StartHub(ctx, binary, cp.KubeconfigPath, logw,
-		"--feature-gates", "DefaultClusterSet=false", "--kube-api-qps", "1000", "--kube-api-burst", "2000", "--pprof-bind-address", pprofAddr)
+	hub, err := benchenv.StartHub(ctx, binary, cp, benchenv.Log(verbose),
+		benchenv.HubOptions{FeatureGates: "DefaultClusterSet=false", Args: []string{"--pprof-bind-address", pprofAddr}})
 	if err != nil {
 		return "", err
 	}
@@ -131,7 +100,7 @@ func run(ctx context.Context, binary string, clusters, small, large int, verbose
 		return "", err
 	}
 
-	watcher, err := newWatcher(ctx, cfg, scheme)
+	watcher, err := newWatcher(ctx, cfg, cp.Scheme)
 	if err != nil {
 		return "", err
 	}
@@ -181,55 +150,33 @@ func run(ctx context.Context, binary string, clusters, small, large int, verbose
 		small, clusters, smallTime.Seconds(), large, clusters, largeTime.Seconds(), rss), nil
 }
 
-// fleet creates the set, the clusters (in the set, with allocatable CPU and memory) and an
+// fleet creates the set and the clusters in it, with allocatable CPU and memory, and an
 // AddOnPlacementScore in each cluster's namespace.
 func fleet(ctx context.Context, c client.Client, n int) error {
-	set := &clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: setName}}
-	if err := c.Create(ctx, set); err != nil {
-		return err
-	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(32)
-	for i := range n {
-		g.Go(func() error {
-			name := fmt.Sprintf("cluster-%04d", i)
-			mc := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name,
-				Labels: map[string]string{"cluster.open-cluster-management.io/clusterset": setName}}}
-			if err := c.Create(gctx, mc); err != nil {
-				return err
-			}
-			// A patch, not an update: the hub adds its finalizer meanwhile.
-			orig := mc.DeepCopy()
-			mc.Status.Allocatable = clusterv1.ResourceList{
+	return benchenv.Clusters{Set: setName,
+		Status: func(i int, status *clusterv1.ManagedClusterStatus) {
+			status.Allocatable = clusterv1.ResourceList{
 				clusterv1.ResourceCPU:    *resource.NewQuantity(int64(4+i%60), resource.DecimalSI),
 				clusterv1.ResourceMemory: *resource.NewQuantity(int64(16+i%200)<<30, resource.BinarySI),
 			}
-			mc.Status.Capacity = mc.Status.Allocatable
-			meta.SetStatusCondition(&mc.Status.Conditions, metav1.Condition{Type: clusterv1.ManagedClusterConditionAvailable,
-				Status: metav1.ConditionTrue, Reason: "Simulated", Message: "simulated"})
-			if err := c.Status().Patch(gctx, mc, client.MergeFrom(orig)); err != nil {
-				return err
-			}
-			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-			if err := c.Create(gctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-				return err
-			}
-			score := &clusterv1alpha1.AddOnPlacementScore{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: scoreName}}
-			if err := c.Create(gctx, score); err != nil {
+			status.Capacity = status.Allocatable
+		},
+		Then: func(ctx context.Context, i int) error {
+			score := &clusterv1alpha1.AddOnPlacementScore{ObjectMeta: metav1.ObjectMeta{Namespace: benchenv.ClusterName(i), Name: scoreName}}
+			if err := c.Create(ctx, score); err != nil {
 				return err
 			}
 			score.Status.Scores = []clusterv1alpha1.AddOnPlacementScoreItem{{Name: "cpuratio", Value: int32(i%201 - 100)}}
-			return c.Status().Update(gctx, score)
-		})
-	}
-	return g.Wait()
+			return c.Status().Update(ctx, score)
+		},
+	}.Create(ctx, c, n)
 }
 
 // waitReady waits until a probe placement with the benchmark's prioritizers is decided: the
 // hub runs and its built-in prioritizer plugins are loaded.
 func waitReady(ctx context.Context, c client.Client) error {
 	fmt.Fprintln(os.Stderr, "waiting for the hub and its prioritizers")
-	if err := namespaceWithBinding(ctx, c, "bench-probe"); err != nil {
+	if err := benchenv.Bind(ctx, c, "bench-probe", setName); err != nil {
 		return err
 	}
 	p := placement("bench-probe", "probe")
@@ -247,14 +194,6 @@ func waitReady(ctx context.Context, c client.Client) error {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-}
-
-func namespaceWithBinding(ctx context.Context, c client.Client, ns string) error {
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		return err
-	}
-	return c.Create(ctx, &clusterv1beta2.ManagedClusterSetBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: setName},
-		Spec: clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: setName}})
 }
 
 // placement is OCM's benchmark placement: 10 clusters by the AddOn score,
@@ -321,7 +260,7 @@ func newWatcher(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme) (
 
 // decide creates n placements in ns and returns the time until all are decided.
 func decide(ctx context.Context, c client.Client, w *watcher, ns string, n int) (time.Duration, error) {
-	if err := namespaceWithBinding(ctx, c, ns); err != nil {
+	if err := benchenv.Bind(ctx, c, ns, setName); err != nil {
 		return 0, err
 	}
 	fmt.Fprintf(os.Stderr, "creating %d placements in %s\n", n, ns)
@@ -390,46 +329,21 @@ func requests(ctx context.Context, cfg *rest.Config, url string) (map[string]flo
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/metrics", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("reading kube-apiserver metrics: %w", err)
-	}
-	defer resp.Body.Close()
 	out := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	label := func(line, name string) string {
-		_, v, ok := strings.Cut(line, name+`="`)
-		if !ok {
-			return ""
-		}
-		v, _, _ = strings.Cut(v, `"`)
-		return v
-	}
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "apiserver_request_total{") {
-			continue
-		}
-		verb, res, sub := label(line, "verb"), label(line, "resource"), label(line, "subresource")
-		if verb == "WATCH" || verb == "CONNECT" {
-			continue
+	err = benchenv.Metrics(ctx, hc, url+"/metrics", func(s benchenv.Sample) {
+		verb, res, sub := s.Label("verb"), s.Label("resource"), s.Label("subresource")
+		if s.Name != "apiserver_request_total" || verb == "WATCH" || verb == "CONNECT" {
+			return
 		}
 		if sub != "" {
 			res += "/" + sub
 		}
-		f := strings.Fields(line)
-		n, err := strconv.ParseFloat(f[len(f)-1], 64)
-		if err != nil {
-			continue
-		}
-		out[verb+" "+res] += n
+		out[verb+" "+res] += s.Value
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading kube-apiserver metrics: %w", err)
 	}
-	return out, sc.Err()
+	return out, nil
 }
 
 // reportRequests prints the requests the API server served since before, most first: where
@@ -489,7 +403,8 @@ func profile(ctx context.Context, cfg *rest.Config, url, path string) error {
 
 // runFloor times the API writes alone in both shapes, with no hub: what the API server of this
 // machine needs whatever the scheduler does.
-func runFloor(ctx context.Context, cp *environment.ControlPlane, c client.Client, clusters, small, large int) (string, error) {
+func runFloor(ctx context.Context, cp *benchenv.ControlPlane, clusters, small, large int) (string, error) {
+	c := cp.Client
 	fmt.Fprintf(os.Stderr, "creating %d clusters with their scores\n", clusters)
 	if err := fleet(ctx, c, clusters); err != nil {
 		return "", err
@@ -520,7 +435,7 @@ func runFloor(ctx context.Context, cp *environment.ControlPlane, c client.Client
 // PlacementDecision's create and its status (ten clusters), the placement's status. The time
 // is what the API server alone needs on this machine.
 func floor(ctx context.Context, c client.Client, ns string, n int) (time.Duration, error) {
-	if err := namespaceWithBinding(ctx, c, ns); err != nil {
+	if err := benchenv.Bind(ctx, c, ns, setName); err != nil {
 		return 0, err
 	}
 	start := time.Now()
@@ -554,7 +469,7 @@ func floor(ctx context.Context, c client.Client, ns string, n int) (time.Duratio
 				}
 				orig := d.DeepCopy()
 				for j := range 10 {
-					d.Status.Decisions = append(d.Status.Decisions, clusterv1beta1.ClusterDecision{ClusterName: fmt.Sprintf("cluster-%04d", j), Score: int64(j)})
+					d.Status.Decisions = append(d.Status.Decisions, clusterv1beta1.ClusterDecision{ClusterName: benchenv.ClusterName(j), Score: int64(j)})
 				}
 				if err := c.Status().Patch(gctx, d, client.MergeFrom(orig)); err != nil {
 					return err

@@ -11,9 +11,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
-	"os/signal"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -27,6 +25,7 @@ import (
 
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
 	"github.com/flotilla-dev/flotilla/core/environment"
+	"github.com/flotilla-dev/flotilla/e2e/internal/benchenv"
 	"github.com/flotilla-dev/flotilla/hub/admin"
 	"github.com/flotilla-dev/flotilla/hub/manager"
 	"github.com/flotilla-dev/flotilla/hub/registration/bootstrap"
@@ -39,23 +38,17 @@ func main() {
 	timeout := flag.Duration("timeout", 20*time.Minute, "give up after this long")
 	verbose := flag.Bool("v", false, "log hub and agent errors to stderr")
 	flag.Parse()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	ctx, cancel := benchenv.Context(*timeout)
 	defer cancel()
 	secs, err := run(ctx, *n, *verbose)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench-registration:", err)
-		os.Exit(1)
+		benchenv.Exit("bench-registration", err)
 	}
 	fmt.Printf("registration-%d seconds=%.2f\n", *n, secs)
 }
 
 func run(ctx context.Context, n int, verbose bool) (secs float64, err error) {
-	var logw io.Writer = io.Discard
-	if verbose {
-		logw = os.Stderr
-	}
+	logw := benchenv.Log(verbose)
 	logger := funcr.New(func(prefix, args string) { fmt.Fprintln(logw, prefix, args) }, funcr.Options{})
 	ctrllog.SetLogger(logger)
 	fmt.Fprintf(os.Stderr, "starting hub and one managed control plane\n")

@@ -11,10 +11,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -33,6 +31,7 @@ import (
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
 	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
 	"github.com/flotilla-dev/flotilla/core/environment"
+	"github.com/flotilla-dev/flotilla/e2e/internal/benchenv"
 	"github.com/flotilla-dev/flotilla/hub/admin"
 	"github.com/flotilla-dev/flotilla/hub/manager"
 	"github.com/flotilla-dev/flotilla/hub/registration/bootstrap"
@@ -47,31 +46,21 @@ func main() {
 	timeout := flag.Duration("timeout", 20*time.Minute, "give up after this long")
 	verbose := flag.Bool("v", false, "log hub and agent output to stderr")
 	flag.Parse()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	ctx, cancel := benchenv.Context(*timeout)
 	defer cancel()
-	if *binary == "" {
-		b, err := environment.FlotillaBinary()
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "bench-work:", err)
-			os.Exit(1)
-		}
-		*binary = b
-	}
-	line, err := run(ctx, *binary, *sequential, *fanout, *verbose)
+	bin, err := benchenv.Binary(*binary)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench-work:", err)
-		os.Exit(1)
+		benchenv.Exit("bench-work", err)
+	}
+	line, err := run(ctx, bin, *sequential, *fanout, *verbose)
+	if err != nil {
+		benchenv.Exit("bench-work", err)
 	}
 	fmt.Println(line)
 }
 
 func run(ctx context.Context, binary string, sequential, fanout int, verbose bool) (line string, err error) {
-	var logw io.Writer = io.Discard
-	if verbose {
-		logw = os.Stderr
-	}
+	logw := benchenv.Log(verbose)
 	logger := funcr.New(func(prefix, args string) { fmt.Fprintln(logw, prefix, args) }, funcr.Options{})
 	ctrllog.SetLogger(logger)
 	fmt.Fprintln(os.Stderr, "starting hub and one managed control plane")

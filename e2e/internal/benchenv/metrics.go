@@ -1,0 +1,85 @@
+package benchenv
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// Sample is one sample of Prometheus text: `name{labels} value`.
+type Sample struct {
+	Name   string
+	Value  float64
+	labels string
+}
+
+// Label is the value of label name, "" when the sample has none.
+func (s Sample) Label(name string) string {
+	_, v, ok := strings.Cut(","+s.labels, ","+name+`="`)
+	if !ok {
+		return ""
+	}
+	v, _, _ = strings.Cut(v, `"`)
+	return v
+}
+
+// parseSample reads a line of Prometheus text; comments, blank lines and lines whose value is
+// not a number are not samples.
+func parseSample(line string) (Sample, bool) {
+	if line == "" || line[0] == '#' {
+		return Sample{}, false
+	}
+	var s Sample
+	rest := line
+	if i := strings.IndexByte(line, '{'); i >= 0 {
+		j := strings.LastIndexByte(line, '}')
+		if j < i {
+			return Sample{}, false
+		}
+		s.Name, s.labels, rest = line[:i], line[i+1:j], line[j+1:]
+	} else {
+		s.Name, rest, _ = strings.Cut(line, " ")
+	}
+	f := strings.Fields(rest)
+	if len(f) == 0 {
+		return Sample{}, false
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		return Sample{}, false
+	}
+	s.Value = v
+	return s, true
+}
+
+// Metrics calls each with every sample of the Prometheus text hc reads from url.
+func Metrics(ctx context.Context, hc *http.Client, url string, each func(Sample)) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if s, ok := parseSample(sc.Text()); ok {
+			each(s)
+		}
+	}
+	return sc.Err()
+}
+
+// Metrics calls each with every sample of the metrics the hub serves (HubOptions.Metrics).
+func (h *Hub) Metrics(ctx context.Context, each func(Sample)) error {
+	if err := Metrics(ctx, http.DefaultClient, "http://"+h.MetricsAddr+"/metrics", each); err != nil {
+		return fmt.Errorf("reading the hub's metrics: %w", err)
+	}
+	return nil
+}
