@@ -17,6 +17,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -101,8 +102,11 @@ func (l *Loader) SetupWithManager(mgr ctrl.Manager) error {
 	isPolicy := func(o client.Object) bool {
 		return o.GetNamespace() == l.Namespace && o.GetLabels()[policy.ConfigMapLabel] == policy.ConfigMapLabelValue
 	}
+	every := false
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("admission-policies").
+		// Every hub replica serves the webhook, so every replica loads the policies.
+		WithOptions(controller.Options{NeedLeaderElection: &every}).
 		WatchesMetadata(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 			return []reconcile.Request{loaderKey}
 		}), builder.WithPredicates(predicate.Funcs{

@@ -12,6 +12,9 @@ import (
 
 	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -92,7 +95,49 @@ type Options struct {
 	// Components are further controllers added to the same manager (the WasmPlugin
 	// controller, the plugin installer, later issues' hub controllers).
 	Components []Component
-	Logger     logr.Logger
+	// LeaderElection lets several hub replicas run: one (the holder of a Lease) runs the
+	// controllers, every replica serves the webhooks with the policies loaded.
+	LeaderElection LeaderElection
+	Logger         logr.Logger
+}
+
+// LeaderElection configures the hub replicas' election. Zero durations take OCM's controller
+// defaults (137 s lease, 107 s renew deadline, 26 s retry), which ride out an API server
+// restart without a change of leader.
+type LeaderElection struct {
+	Enabled bool
+	// Namespace and Name of the Lease; defaults DefaultLeaderElectionNamespace and
+	// DefaultLeaderElectionName.
+	Namespace, Name                           string
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+}
+
+// Defaults of LeaderElection.
+const (
+	DefaultLeaderElectionNamespace = "open-cluster-management-hub"
+	DefaultLeaderElectionName      = "flotilla-hub-lock"
+	DefaultLeaseDuration           = 137 * time.Second
+	DefaultRenewDeadline           = 107 * time.Second
+	DefaultRetryPeriod             = 26 * time.Second
+)
+
+func (l LeaderElection) withDefaults() LeaderElection {
+	if l.Namespace == "" {
+		l.Namespace = DefaultLeaderElectionNamespace
+	}
+	if l.Name == "" {
+		l.Name = DefaultLeaderElectionName
+	}
+	if l.LeaseDuration == 0 {
+		l.LeaseDuration = DefaultLeaseDuration
+	}
+	if l.RenewDeadline == 0 {
+		l.RenewDeadline = DefaultRenewDeadline
+	}
+	if l.RetryPeriod == 0 {
+		l.RetryPeriod = DefaultRetryPeriod
+	}
+	return l
 }
 
 // The hub's client rate when its config sets none.
@@ -167,10 +212,19 @@ func New(opts Options) (*Hub, error) {
 		return nil, fmt.Errorf("hub: scheme: %w", err)
 	}
 	skip := true
+	le := opts.LeaderElection.withDefaults()
+	opts.LeaderElection = le
 	mgr, err := ctrl.NewManager(opts.Config, ctrl.Options{
-		Scheme:  scheme,
-		Logger:  opts.Logger,
-		Metrics: metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		LeaderElection:                le.Enabled,
+		LeaderElectionNamespace:       le.Namespace,
+		LeaderElectionID:              le.Name,
+		LeaseDuration:                 &le.LeaseDuration,
+		RenewDeadline:                 &le.RenewDeadline,
+		RetryPeriod:                   &le.RetryPeriod,
+		LeaderElectionReleaseOnCancel: true, // a replica stopping hands over at once
+		Scheme:                        scheme,
+		Logger:                        opts.Logger,
+		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsBindAddress},
 		// Several hubs may share a process (tests, benchmarks): controller names repeat.
 		Controller:             config.Controller{SkipNameValidation: &skip},
 		HealthProbeBindAddress: "0",
@@ -282,6 +336,13 @@ func (h *Hub) Prepare(ctx context.Context) error {
 	c, err := client.New(h.opts.Config, client.Options{Scheme: h.mgr.GetScheme()})
 	if err != nil {
 		return fmt.Errorf("hub: client: %w", err)
+	}
+	if le := h.opts.LeaderElection; le.Enabled {
+		// The election's Lease lives there: it must exist before the manager starts.
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: le.Namespace}}
+		if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("hub: leader election namespace %s: %w", le.Namespace, err)
+		}
 	}
 	if err := bootstrap.Ensure(ctx, c); err != nil {
 		return fmt.Errorf("hub: %w", err)
