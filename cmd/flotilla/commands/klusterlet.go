@@ -6,6 +6,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"k8s.io/component-base/featuregate"
 
 	"github.com/flotilla-dev/flotilla/core/apis/featuregates"
 	"github.com/flotilla-dev/flotilla/klusterlet"
@@ -20,7 +21,7 @@ func newKlusterletCommand() *cobra.Command {
 		bootstrapKubeconfig string
 		verbosity           int
 	)
-	gate, gateErr := featuregates.NewGate(featuregates.DefaultSpokeWorkFeatureGates())
+	gate, gateErr := featuregates.NewGate(klusterletFeatureGates())
 	cmd := &cobra.Command{
 		Use:   "klusterlet",
 		Short: "Run the agent on a managed cluster: register it with a hub and apply its ManifestWorks",
@@ -58,7 +59,11 @@ ServerSideApply, ReadOnly), records what it applied in an AppliedManifestWork na
 hub, and deletes what a work no longer declares (unless orphaned). A work with
 spec.executor is applied only where that ServiceAccount may (SubjectAccessReview on this
 cluster). Its --feature-gates: ExecutorValidatingCaches caches those checks until RBAC
-changes; RawFeedbackJsonString allows JsonRaw feedback values.`,
+changes; RawFeedbackJsonString allows JsonRaw feedback values; AddonManagement (default on)
+runs the add-on agent: for each add-on enabled on the cluster it requests the add-on agent's
+hub credentials (a CSR per registration the hub declares in the ManagedClusterAddOn's status)
+and keeps them in the Secret <addon>-hub-kubeconfig in the add-on's namespace, with the
+bootstrap kubeconfig's proxy, and reports the add-on's Lease health.`,
 		Example: `  # Join the cluster of ~/.kube/config using a bootstrap kubeconfig file
   flotilla klusterlet --cluster-name cluster1 --bootstrap-kubeconfig bootstrap.kubeconfig
 
@@ -71,6 +76,7 @@ changes; RawFeedbackJsonString allows JsonRaw feedback values.`,
 			}
 			opts.Work.ExecutorValidatingCaches = gate.Enabled(featuregates.ExecutorValidatingCaches)
 			opts.Work.RawFeedbackJSON = gate.Enabled(featuregates.RawFeedbackJsonString)
+			opts.AddOn.Disabled = !gate.Enabled(featuregates.AddonManagement)
 			cfg, err := loadRESTConfig(managedKubeconfig)
 			if err != nil {
 				return err
@@ -129,4 +135,12 @@ changes; RawFeedbackJsonString allows JsonRaw feedback values.`,
 		return nil
 	}
 	return cmd
+}
+
+// klusterletFeatureGates are the work agent's gates and, from the registration agent's,
+// AddonManagement (the add-on agent).
+func klusterletFeatureGates() map[featuregate.Feature]featuregate.FeatureSpec {
+	gates := featuregates.DefaultSpokeWorkFeatureGates()
+	gates[featuregates.AddonManagement] = featuregates.DefaultSpokeRegistrationFeatureGates()[featuregates.AddonManagement]
+	return gates
 }
