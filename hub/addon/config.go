@@ -196,7 +196,7 @@ func (r *ConfigReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		})
 	}
 	_ = g.Wait()
-	if err := r.writeCMA(ctx, cma, rd, placements, results, mcas, targets); err != nil {
+	if err := r.writeCMA(ctx, cma, rd, placements, assigned, results, mcas, targets); err != nil {
 		errs = append(errs, err)
 	}
 	return reconcile.Result{RequeueAfter: recheck}, joinErrs(errs)
@@ -285,7 +285,7 @@ func (r *ConfigReconciler) writeMCA(ctx context.Context, cma *addonv1alpha1.Clus
 // writeCMA writes the ClusterManagementAddOn's defaultconfigReferences and
 // installProgressions.
 func (r *ConfigReconciler) writeCMA(ctx context.Context, cma *addonv1alpha1.ClusterManagementAddOn, rd *configReader, placements []*decisions.Placement,
-	results []rollout.Result, mcas map[string]*addonv1alpha1.ManagedClusterAddOn, targets map[string]*target) error {
+	assigned map[string]int, results []rollout.Result, mcas map[string]*addonv1alpha1.ManagedClusterAddOn, targets map[string]*target) error {
 	var defs []addonv1alpha1.DefaultConfigReference
 	if resolved, err := rd.resolve(ctx, defaults(cma)); err == nil {
 		for _, rc := range resolved {
@@ -299,14 +299,19 @@ func (r *ConfigReconciler) writeCMA(ctx context.Context, cma *addonv1alpha1.Clus
 		prev := previousProgression(cma, ps.PlacementRef)
 		prog := addonv1alpha1.InstallProgression{PlacementRef: ps.PlacementRef}
 		resolved, rerr := rd.resolve(ctx, placementConfigs(cma, ps))
-		total, done, failed, timedOut := 0, 0, 0, len(results[i].TimedOut)
+		// As OCM counts: every cluster the placement rolls out to (an add-on not created yet
+		// included), and "n/total upgrading" with n the clusters updating or updated.
+		total, done, progressing, failed, timedOut := 0, 0, 0, 0, len(results[i].TimedOut)
 		upgrade := false
 		for _, c := range p.Clusters() {
-			t := targets[c]
-			if t == nil || t.placement != i {
+			if assigned[c] != i {
 				continue
 			}
 			total++
+			t := targets[c]
+			if t == nil {
+				continue
+			}
 			mca := mcas[c]
 			for _, ref := range mca.Status.ConfigReferences {
 				if ref.LastAppliedConfig != nil && (ref.DesiredConfig == nil || *ref.LastAppliedConfig != *ref.DesiredConfig) {
@@ -319,6 +324,8 @@ func (r *ConfigReconciler) writeCMA(ctx context.Context, cma *addonv1alpha1.Clus
 			switch st := clusterState(mca, t.want); st.Status {
 			case rollout.Succeeded:
 				done++
+			case rollout.Progressing:
+				progressing++
 			case rollout.Failed:
 				failed++
 			}
@@ -351,12 +358,12 @@ func (r *ConfigReconciler) writeCMA(ctx context.Context, cma *addonv1alpha1.Clus
 		switch {
 		case rerr != nil:
 			cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, addonv1alpha1.ProgressingReasonConfigurationUnsupported, rerr.Error()
-		case complete || total == 0:
+		case complete:
 			cond.Status, cond.Reason = metav1.ConditionFalse, reasonDone
 			cond.Message = fmt.Sprintf("%d/%d completed with no errors, %d failed %d timeout.", done, total, failed, timedOut)
 		default:
 			cond.Status, cond.Reason = metav1.ConditionTrue, reasonRun
-			cond.Message = fmt.Sprintf("%d/%d %s..., %d failed %d timeout.", total-done, total, verb, failed, timedOut)
+			cond.Message = fmt.Sprintf("%d/%d %s..., %d failed %d timeout.", progressing+done, total, verb, failed, timedOut)
 			if results[i].Phase == rollout.PhaseStopped {
 				cond.Message += " Rollout stopped: " + results[i].Message
 				if prev == nil || !stopped(prev.Conditions) {
