@@ -385,6 +385,9 @@ func (cp *ControlPlane) start(ctx context.Context) error {
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-cluster-ip-range=" + serviceCIDR,
 		"--authorization-mode=Node,RBAC",
+		// Kubernetes bootstrap tokens (kube-system bootstrap-token-<id> Secrets), one of the
+		// credentials a managed cluster may join a hub with, as with clusteradm.
+		"--enable-bootstrap-token-auth=true",
 		"--requestheader-client-ca-file=" + pki("front-proxy-ca.crt"),
 		"--requestheader-allowed-names=front-proxy-client",
 		"--requestheader-username-headers=X-Remote-User",

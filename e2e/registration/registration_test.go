@@ -9,6 +9,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -38,10 +39,13 @@ import (
 	"github.com/flotilla-dev/flotilla/hub/admin"
 	"github.com/flotilla-dev/flotilla/hub/manager"
 	"github.com/flotilla-dev/flotilla/hub/plugininstall"
+	"github.com/flotilla-dev/flotilla/hub/registration/bootstrap"
 	"github.com/flotilla-dev/flotilla/hub/registration/csr"
 	"github.com/flotilla-dev/flotilla/hub/registration/lease"
 	"github.com/flotilla-dev/flotilla/hub/registration/managedcluster"
 	"github.com/flotilla-dev/flotilla/hub/registration/rbac"
+	"github.com/flotilla-dev/flotilla/klusterlet"
+	"github.com/flotilla-dev/flotilla/klusterlet/registration"
 )
 
 const (
@@ -847,7 +851,73 @@ var _ = Describe("Registration", Ordered, func() {
 		Expect(bc.Get(suiteCtx, client.ObjectKey{Namespace: "kube-public", Name: "kube-root-ca.crt"}, &corev1.ConfigMap{})).To(Satisfy(apierrors.IsForbidden))
 		Expect(bc.List(suiteCtx, &corev1.SecretList{})).To(Satisfy(apierrors.IsForbidden))
 	})
+
+	It("joins a cluster whose agent bootstraps with a Kubernetes bootstrap token, once the hub admin accepts it", func() {
+		kc, err := bootstrap.BootstrapTokenKubeconfig(suiteCtx, fleet.Hub.Config, time.Hour)
+		Expect(err).NotTo(HaveOccurred())
+		cfg, err := clientcmd.RESTConfigFromKubeConfig(kc)
+		Expect(err).NotTo(HaveOccurred())
+		id, _, ok := strings.Cut(cfg.BearerToken, ".")
+		Expect(ok).To(BeTrue(), "token %q is not <id>.<secret>", cfg.BearerToken)
+		s := &corev1.Secret{}
+		Expect(hubClient.Get(suiteCtx, client.ObjectKey{Namespace: "kube-system", Name: "bootstrap-token-" + id}, s)).To(Succeed())
+		Expect(s.Type).To(BeEquivalentTo("bootstrap.kubernetes.io/token"))
+		Expect(s.Data).To(And(HaveKeyWithValue("usage-bootstrap-authentication", []byte("true")),
+			HaveKeyWithValue("auth-extra-groups", []byte(rbac.BootstrapGroup)), HaveKey("expiration")))
+
+		joinWithBootstrapKubeconfig("token-joined", kc, func(g Gomega, r certificatesv1.CertificateSigningRequest) {
+			g.Expect(r.Spec.Username).To(Equal(rbac.BootstrapTokenUserPrefix + id))
+			g.Expect(r.Spec.Groups).To(ContainElement(rbac.BootstrapGroup))
+		})
+	})
+
+	It("still joins a cluster whose agent bootstraps as the legacy cluster-bootstrap ServiceAccount", func() {
+		kc, err := bootstrap.ServiceAccountKubeconfig(suiteCtx, fleet.Hub.Config, rbac.LegacyBootstrapServiceAccount, time.Hour)
+		Expect(err).NotTo(HaveOccurred())
+		joinWithBootstrapKubeconfig("legacy-joined", kc, func(g Gomega, r certificatesv1.CertificateSigningRequest) {
+			g.Expect(r.Spec.Username).To(Equal(rbac.LegacyBootstrapUser()))
+		})
+	})
 })
+
+// joinWithBootstrapKubeconfig runs an agent for cluster name (on cluster1's API server, in its
+// own namespace) with bootstrap kubeconfig kc, accepts it with admin.Accept, checks its
+// registration CSR (requester checked by requester, approved by the admin) and that it
+// joins, then stops the agent and deletes the cluster.
+func joinWithBootstrapKubeconfig(name string, kc []byte, requester func(Gomega, certificatesv1.CertificateSigningRequest)) {
+	GinkgoHelper()
+	m := fleet.Managed[0]
+	ns := "agent-" + name
+	Expect(managedClient(m.Config).Create(suiteCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	a := env.StartKlusterlet(klusterlet.Options{Registration: registration.Config{
+		ClusterName:          name,
+		ManagedConfig:        m.Config,
+		AgentNamespace:       ns,
+		BootstrapKubeconfig:  kc,
+		LeaseDurationSeconds: leaseSeconds,
+	}})
+	DeferCleanup(func() {
+		a.Stop()
+		Expect(client.IgnoreNotFound(hubClient.Delete(suiteCtx, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name}}))).To(Succeed())
+	})
+	Eventually(func(g Gomega) {
+		_, err := admin.Accept(suiteCtx, hubClient, hubKube, []string{name})
+		g.Expect(err).NotTo(HaveOccurred())
+	}).Should(Succeed())
+	Eventually(condition(name, clusterv1.ManagedClusterConditionJoined)).Should(haveStatus(metav1.ConditionTrue))
+	Eventually(condition(name, clusterv1.ManagedClusterConditionAvailable)).Should(haveStatus(metav1.ConditionTrue))
+	Eventually(func(g Gomega) {
+		var first *certificatesv1.CertificateSigningRequest
+		for _, r := range csrsFor(g, name) {
+			if !r.CreationTimestamp.IsZero() && (first == nil || r.CreationTimestamp.Before(&first.CreationTimestamp)) {
+				first = &r
+			}
+		}
+		g.Expect(first).NotTo(BeNil())
+		requester(g, *first)
+		g.Expect(csrCondition(*first, certificatesv1.CertificateApproved)).To(HaveField("Reason", admin.ReasonAdminApproved))
+	}).Should(Succeed())
+}
 
 // isolationWork is a ManifestWork with one ConfigMap (the hub's webhook refuses an empty one).
 func isolationWork(ns, name string) *workv1.ManifestWork {

@@ -20,6 +20,7 @@ import (
 
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
 	"github.com/flotilla-dev/flotilla/hub/registration/csr"
+	"github.com/flotilla-dev/flotilla/hub/registration/rbac"
 )
 
 // ReasonAdminApproved is the Approved reason on CSRs approved through Accept.
@@ -30,6 +31,9 @@ type AcceptResult struct {
 	Cluster string
 	// ApprovedCSRs are the pending CSRs Accept approved.
 	ApprovedCSRs []string
+	// SkippedCSRs are pending registration CSRs Accept left alone: their requester is neither
+	// a bootstrap identity nor the cluster's own agent (see Approvable).
+	SkippedCSRs []string
 	// AlreadyAccepted is true when spec.hubAcceptsClient was already true.
 	AlreadyAccepted bool
 }
@@ -37,9 +41,19 @@ type AcceptResult struct {
 // ErrNoCSR is returned (wrapped) when a cluster has no registration CSR to approve yet.
 var ErrNoCSR = errors.New("no registration CertificateSigningRequest yet")
 
+// Approvable reports whether Accept may approve the registration CSR r of cluster: as with
+// `clusteradm accept`, its requester must be a bootstrap identity (rbac.IsBootstrapIdentity:
+// either bootstrap ServiceAccount or a bootstrap token in system:bootstrappers:managedcluster);
+// a request by the cluster's own agent (a rotation that waited while the cluster was not
+// accepted) is approvable too.
+func Approvable(r *certificatesv1.CertificateSigningRequest, cluster string) bool {
+	return rbac.IsBootstrapIdentity(r.Spec.Username, r.Spec.Groups) ||
+		csr.RequesterCluster(r.Spec.Username, r.Spec.Groups) == cluster
+}
+
 // Accept is the hub admin's half of the double opt-in for each cluster: approve its pending
-// registration CSRs and set spec.hubAcceptsClient. Every cluster is attempted; the returned
-// error joins the failures, each naming its cluster.
+// registration CSRs (those Approvable) and set spec.hubAcceptsClient. Every cluster is
+// attempted; the returned error joins the failures, each naming its cluster.
 func Accept(ctx context.Context, c client.Client, kube kubernetes.Interface, clusters []string) ([]AcceptResult, error) {
 	var results []AcceptResult
 	var errs []error
@@ -77,13 +91,20 @@ func acceptOne(ctx context.Context, c client.Client, kube kubernetes.Interface, 
 		if !csr.IsRegistrationCSR(r) {
 			continue
 		}
-		if csr.IsPending(r) {
+		switch {
+		case csr.IsPending(r) && !Approvable(r, name):
+			res.SkippedCSRs = append(res.SkippedCSRs, r.Name)
+		case csr.IsPending(r):
 			pending = append(pending, r)
-		} else {
+		default:
 			approvedBefore = approvedBefore || isApproved(r)
 		}
 	}
 	if len(pending) == 0 && !approvedBefore && !joined(mc) {
+		if len(res.SkippedCSRs) > 0 {
+			return res, fmt.Errorf("cluster %q: %w from a bootstrap identity (pending CSRs %v were requested by someone else and are left alone)",
+				name, ErrNoCSR, res.SkippedCSRs)
+		}
 		return res, fmt.Errorf("cluster %q: %w", name, ErrNoCSR)
 	}
 	// Accept before approving: the agent acts as soon as it has its certificate, and the hub

@@ -55,9 +55,13 @@ func BuiltinPrioritizerPlugin(builtIn string) (name string, ok bool) {
 }
 
 // AutoApprove configures csr-autoapprove: first-time CSRs of clusters whose name matches one
-// of ClusterNamePatterns (path.Match globs), requested by one of Users, are approved.
+// of ClusterNamePatterns (path.Match globs), requested by one of Users or by a member of one of
+// Groups, are approved. With neither Users nor Groups set, the requesters are the bootstrap
+// identities: both bootstrap ServiceAccounts (rbac.BootstrapUsers) and the group of bootstrap
+// tokens (rbac.BootstrapGroup).
 type AutoApprove struct {
 	Users               []string
+	Groups              []string
 	ClusterNamePatterns []string
 }
 
@@ -87,11 +91,18 @@ func Install(ctx context.Context, c client.Client, auto AutoApprove) error {
 				}
 				continue
 			}
-			users := auto.Users
-			if len(users) == 0 {
-				users = []string{rbac.BootstrapUser()}
+			users, groups := auto.Users, auto.Groups
+			if len(users) == 0 && len(groups) == 0 {
+				users, groups = rbac.BootstrapUsers(), []string{rbac.BootstrapGroup}
 			}
-			config, err = json.Marshal(map[string][]string{"clusterNamePatterns": auto.ClusterNamePatterns, "users": users})
+			cfg := map[string][]string{"clusterNamePatterns": auto.ClusterNamePatterns}
+			if len(users) > 0 {
+				cfg["users"] = users
+			}
+			if len(groups) > 0 {
+				cfg["groups"] = groups
+			}
+			config, err = json.Marshal(cfg)
 			if err != nil {
 				return fmt.Errorf("installing plugin %s: encoding pluginConfig: %w", p.Name, err)
 			}

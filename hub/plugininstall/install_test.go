@@ -117,3 +117,41 @@ func TestInstallBuiltinPrioritizers(t *testing.T) {
 		t.Errorf("%s installed although auto-approval is off", AutoApprovePlugin)
 	}
 }
+
+// TestInstallAutoApproveConfig checks csr-autoapprove's pluginConfig: by default every
+// bootstrap identity (both ServiceAccounts and the bootstrap-token group), else what was given.
+func TestInstallAutoApproveConfig(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := flotillav1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		auto AutoApprove
+		want string
+	}{
+		{AutoApprove{ClusterNamePatterns: []string{"dev-*"}},
+			`{"clusterNamePatterns":["dev-*"],"groups":["system:bootstrappers:managedcluster"],` +
+				`"users":["system:serviceaccount:open-cluster-management:agent-registration-bootstrap","system:serviceaccount:open-cluster-management:cluster-bootstrap"]}`},
+		{AutoApprove{ClusterNamePatterns: []string{"*"}, Users: []string{"u"}}, `{"clusterNamePatterns":["*"],"users":["u"]}`},
+		{AutoApprove{ClusterNamePatterns: []string{"*"}, Groups: []string{"g"}}, `{"clusterNamePatterns":["*"],"groups":["g"]}`},
+	} {
+		var got string
+		c := fake.NewClientBuilder().WithScheme(scheme).WithInterceptorFuncs(interceptor.Funcs{
+			Patch: func(_ context.Context, _ client.WithWatch, obj client.Object, _ client.Patch, _ ...client.PatchOption) error {
+				if wp, ok := obj.(*flotillav1alpha1.WasmPlugin); ok && wp.Name == AutoApprovePlugin && wp.Spec.PluginConfig != nil {
+					got = string(wp.Spec.PluginConfig.Raw)
+				}
+				return nil
+			},
+		}).Build()
+		if err := Install(context.Background(), c, tc.auto); err != nil {
+			t.Fatal(err)
+		}
+		if got != tc.want {
+			t.Errorf("%+v: pluginConfig %s, want %s", tc.auto, got, tc.want)
+		}
+	}
+}

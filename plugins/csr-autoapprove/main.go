@@ -1,14 +1,19 @@
 // Command csr-autoapprove is a CSRApproval plugin that approves first-time
 // registrations of clusters whose name matches a glob, requested by a listed
-// bootstrap user — the "auto approve" of OCM's cluster manager, scoped by name.
+// bootstrap user or a member of a listed group — the "auto approve" of OCM's
+// cluster manager, scoped by name.
 //
 // pluginConfig:
 //
-//	{"clusterNamePatterns": ["dev-*"], "users": ["system:serviceaccount:open-cluster-management:cluster-bootstrap"]}
+//	{"clusterNamePatterns": ["dev-*"],
+//	 "users": ["system:serviceaccount:open-cluster-management:agent-registration-bootstrap"],
+//	 "groups": ["system:bootstrappers:managedcluster"]}
 //
-// Patterns use path.Match syntax (*, ?, [a-z]); both lists must be non-empty.
-// It approves a CSR when renewal is false, clusterName matches a pattern, the
-// requester is listed and the subject names that cluster's agent; it abstains
+// Patterns use path.Match syntax (*, ?, [a-z]); clusterNamePatterns must be
+// non-empty, and so must users or groups (groups match the requester's groups,
+// e.g. the group of Kubernetes bootstrap tokens). It approves a CSR when
+// renewal is false, clusterName matches a pattern, the requester is listed (by
+// name or group) and the subject names that cluster's agent; it abstains
 // otherwise (renewals are csr-renewal's job).
 package main
 
@@ -30,6 +35,7 @@ const identityPrefix = "system:open-cluster-management:"
 type config struct {
 	ClusterNamePatterns []string
 	Users               []string
+	Groups              []string
 }
 
 // parseConfig decodes and checks pluginConfig; unknown fields are rejected so a
@@ -37,7 +43,7 @@ type config struct {
 func parseConfig(raw []byte) (config, error) {
 	var c config
 	if len(raw) == 0 {
-		return c, errors.New("pluginConfig is required: {\"clusterNamePatterns\": [...], \"users\": [...]}")
+		return c, errors.New("pluginConfig is required: {\"clusterNamePatterns\": [...], \"users\": [...], \"groups\": [...]}")
 	}
 	r := jsonlite.NewReader(raw)
 	if r.Peek() != jsonlite.Object {
@@ -62,8 +68,10 @@ func parseConfig(raw []byte) (config, error) {
 			c.ClusterNamePatterns, err = list(key)
 		case "users":
 			c.Users, err = list(key)
+		case "groups":
+			c.Groups, err = list(key)
 		default:
-			return errors.New("pluginConfig: unknown field " + strconv.Quote(key) + " (known: clusterNamePatterns, users)")
+			return errors.New("pluginConfig: unknown field " + strconv.Quote(key) + " (known: clusterNamePatterns, users, groups)")
 		}
 		if err != nil && !strings.HasPrefix(err.Error(), "pluginConfig.") {
 			err = errors.New("pluginConfig." + key + ": " + err.Error())
@@ -87,12 +95,17 @@ func parseConfig(raw []byte) (config, error) {
 			return c, errors.New("pluginConfig.clusterNamePatterns[" + strconv.Itoa(i) + "]: " + strconv.Quote(p) + " is not a valid pattern")
 		}
 	}
-	if len(c.Users) == 0 {
-		return c, errors.New("pluginConfig.users: must list at least one user")
+	if len(c.Users) == 0 && len(c.Groups) == 0 {
+		return c, errors.New("pluginConfig.users, pluginConfig.groups: must list at least one user or group")
 	}
-	for i, u := range c.Users {
-		if u == "" {
-			return c, errors.New("pluginConfig.users[" + strconv.Itoa(i) + "]: must not be empty")
+	for _, l := range []struct {
+		field string
+		items []string
+	}{{"users", c.Users}, {"groups", c.Groups}} {
+		for i, u := range l.items {
+			if u == "" {
+				return c, errors.New("pluginConfig." + l.field + "[" + strconv.Itoa(i) + "]: must not be empty")
+			}
 		}
 	}
 	return c, nil
@@ -127,8 +140,10 @@ func (a *autoApprove) ReviewCSR(h sdk.Host, r *abi.CSRReview) (abi.CSRDecision, 
 	if r.Renewal {
 		return abstain("renewals are not auto-approved by this plugin")
 	}
-	if !slices.Contains(a.cfg.Users, r.Username) {
-		return abstain("requester " + r.Username + " is not in pluginConfig.users")
+	if !slices.Contains(a.cfg.Users, r.Username) && !slices.ContainsFunc(r.Groups, func(g string) bool {
+		return slices.Contains(a.cfg.Groups, g)
+	}) {
+		return abstain("requester " + r.Username + " is not in pluginConfig.users, nor in one of pluginConfig.groups")
 	}
 	matched := false
 	for _, p := range a.cfg.ClusterNamePatterns {

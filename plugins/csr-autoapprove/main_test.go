@@ -13,8 +13,9 @@ import (
 )
 
 const (
-	bootstrap = "system:serviceaccount:open-cluster-management:cluster-bootstrap"
-	cfg       = `{"clusterNamePatterns": ["dev-*", "lab-[0-9]"], "users": ["` + bootstrap + `"]}`
+	bootstrap      = "system:serviceaccount:open-cluster-management:agent-registration-bootstrap"
+	bootstrapGroup = "system:bootstrappers:managedcluster"
+	cfg            = `{"clusterNamePatterns": ["dev-*", "lab-[0-9]"], "users": ["` + bootstrap + `"], "groups": ["` + bootstrapGroup + `"]}`
 )
 
 func registrationOf(cluster string) abi.CSRReview {
@@ -42,6 +43,18 @@ var cases = []struct {
 	{"unlisted user", func() abi.CSRReview {
 		r := registrationOf("dev-eu1")
 		r.Username = "system:serviceaccount:default:someone"
+		return r
+	}, abi.CSRAbstain, "is not in pluginConfig.users, nor in one of pluginConfig.groups"},
+	{"bootstrap token in a listed group", func() abi.CSRReview {
+		r := registrationOf("dev-eu1")
+		r.Username = "system:bootstrap:abc123"
+		r.Groups = []string{"system:bootstrappers", bootstrapGroup, "system:authenticated"}
+		return r
+	}, abi.CSRApprove, "registered by system:bootstrap:abc123"},
+	{"bootstrap token in no listed group", func() abi.CSRReview {
+		r := registrationOf("dev-eu1")
+		r.Username = "system:bootstrap:abc123"
+		r.Groups = []string{"system:bootstrappers", "system:authenticated"}
 		return r
 	}, abi.CSRAbstain, "is not in pluginConfig.users"},
 	{"renewal", func() abi.CSRReview {
@@ -76,7 +89,10 @@ func TestValidateConfig(t *testing.T) {
 		{"", "pluginConfig is required"},
 		{`"dev-*"`, "must be a JSON object"},
 		{`{"clusterNamePatterns": [], "users": ["u"]}`, "pluginConfig.clusterNamePatterns: must list at least one pattern"},
-		{`{"clusterNamePatterns": ["dev-*"]}`, "pluginConfig.users: must list at least one user"},
+		{`{"clusterNamePatterns": ["dev-*"]}`, "must list at least one user or group"},
+		{`{"clusterNamePatterns": ["dev-*"], "users": [], "groups": []}`, "must list at least one user or group"},
+		{`{"clusterNamePatterns": ["dev-*"], "groups": ["g"]}`, ""},
+		{`{"clusterNamePatterns": ["a"], "groups": ["g", ""]}`, "pluginConfig.groups[1]: must not be empty"},
 		{`{"clusterNamePatterns": ["dev-["], "users": ["u"]}`, `pluginConfig.clusterNamePatterns[0]: "dev-[" is not a valid pattern`},
 		{`{"clusterNamePatterns": ["a", ""], "users": ["u"]}`, "pluginConfig.clusterNamePatterns[1]: must not be empty"},
 		{`{"clusterNamePatterns": ["a"], "users": [""]}`, "pluginConfig.users[0]: must not be empty"},

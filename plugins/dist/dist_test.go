@@ -57,7 +57,7 @@ func TestArtifactsLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	configs := map[string]string{
-		"csr-autoapprove":     `{"clusterNamePatterns":["dev-*"],"users":["system:serviceaccount:open-cluster-management:cluster-bootstrap"]}`,
+		"csr-autoapprove":     `{"clusterNamePatterns":["dev-*"],"users":["system:serviceaccount:open-cluster-management:agent-registration-bootstrap"]}`,
 		"prioritizer-builtin": `{"prioritizer":"Balance"}`,
 	}
 	for _, p := range plugins {

@@ -22,7 +22,11 @@ func newAcceptCommand() *cobra.Command {
 		Short: "Accept managed clusters: approve their pending CSRs and set hubAcceptsClient",
 		Long: `Complete the hub admin's half of the double opt-in for each cluster: approve the pending
 registration CertificateSigningRequests of its agent and set spec.hubAcceptsClient=true on its
-ManagedCluster. Requires the rights to approve CSRs and to update managedclusters/accept.`,
+ManagedCluster. As with clusteradm accept, only CSRs requested by a bootstrap identity are
+approved (the ServiceAccount open-cluster-management/agent-registration-bootstrap, its legacy
+alias cluster-bootstrap, or a bootstrap token system:bootstrap:<id> in the group
+system:bootstrappers:managedcluster), besides those of the cluster's own agent. Requires the
+rights to approve CSRs and to update managedclusters/accept.`,
 		Example: `  flotilla accept --clusters cluster1,cluster2 --kubeconfig hub.kubeconfig`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -35,6 +39,9 @@ ManagedCluster. Requires the rights to approve CSRs and to update managedcluster
 			}
 			results, err := admin.Accept(cmd.Context(), c, kube, clusters)
 			for _, r := range results {
+				if len(r.SkippedCSRs) > 0 {
+					fmt.Fprintf(cmd.ErrOrStderr(), "cluster %s: left CSRs %v pending: not requested by a bootstrap identity\n", r.Cluster, r.SkippedCSRs)
+				}
 				switch {
 				case r.AlreadyAccepted && len(r.ApprovedCSRs) == 0:
 					fmt.Fprintf(cmd.OutOrStdout(), "cluster %s is already accepted\n", r.Cluster)

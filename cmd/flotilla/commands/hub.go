@@ -36,9 +36,10 @@ func newHubCommand() *cobra.Command {
 		Short: "Run the hub: registration, cluster sets, placement, work, ManifestWorkReplicaSets, admission policies, Wasm plugins",
 		Long: `Run the Flotilla hub against the hub API server of --kubeconfig until interrupted.
 
-On start the hub installs the CRDs, the bootstrap identity (ServiceAccount
-open-cluster-management/cluster-bootstrap bound to system:open-cluster-management:bootstrap),
-the shared agent roles and its own Wasm plugins: csr-renewal always, csr-autoapprove when
+On start the hub installs the CRDs, the bootstrap identities bound to
+system:open-cluster-management:bootstrap (OCM's ServiceAccount
+open-cluster-management/agent-registration-bootstrap, the earlier cluster-bootstrap as an alias,
+and Kubernetes bootstrap tokens in group system:bootstrappers:managedcluster), the shared agent roles and its own Wasm plugins: csr-renewal always, csr-autoapprove when
 --autoapprove-cluster-patterns is set.
 
 Admission: every gate (execute-as, accepting clusters, joining and binding cluster sets) is a
@@ -163,7 +164,7 @@ is in Flotilla
 	f.StringVar(&placementDebugAddr, "placement-debug-bind-address", "0",
 		"address serving the placement debug endpoint over HTTPS, e.g. :8443 as OCM (0 disables)")
 	f.StringSliceVar(&autoUsers, "autoapprove-users", nil,
-		"users whose first-time cluster CSRs csr-autoapprove approves (default: the bootstrap ServiceAccount); OCM's --cluster-auto-approval-users")
+		"users whose first-time cluster CSRs csr-autoapprove approves (default: both bootstrap ServiceAccounts and, unless users are given, bootstrap tokens); OCM's --cluster-auto-approval-users")
 	f.StringSliceVar(&autoPatterns, "autoapprove-cluster-patterns", nil,
 		"cluster name globs (path.Match) whose first-time CSRs are auto-approved; enables csr-autoapprove")
 	webhookFlags.AddFlags(f)

@@ -25,3 +25,17 @@ func TestTokenKubeconfig(t *testing.T) {
 		t.Errorf("no CA: want an error, got %v", err)
 	}
 }
+
+func TestRandomToken(t *testing.T) {
+	seen := map[string]bool{}
+	for range 100 {
+		tok := randomToken(16)
+		if len(tok) != 16 || strings.Trim(tok, tokenChars) != "" {
+			t.Fatalf("token %q: want 16 characters of [a-z0-9]", tok)
+		}
+		seen[tok] = true
+	}
+	if len(seen) != 100 {
+		t.Errorf("%d distinct tokens of 100", len(seen))
+	}
+}

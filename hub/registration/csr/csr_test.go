@@ -45,7 +45,7 @@ func newCSR(t *testing.T, cluster, user string, groups []string, cn string, orgs
 }
 
 const (
-	bootstrapUser = "system:serviceaccount:open-cluster-management:cluster-bootstrap"
+	bootstrapUser = "system:serviceaccount:open-cluster-management:agent-registration-bootstrap"
 	c1Group       = "system:open-cluster-management:c1"
 	c1Agent       = "system:open-cluster-management:c1:agent1"
 )

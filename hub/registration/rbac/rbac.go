@@ -4,6 +4,9 @@
 package rbac
 
 import (
+	"slices"
+	"strings"
+
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -21,10 +24,24 @@ const (
 	BootstrapClusterRoleName = "system:open-cluster-management:bootstrap"
 	// BootstrapNamespace holds the bootstrap ServiceAccount.
 	BootstrapNamespace = "open-cluster-management"
-	// BootstrapServiceAccount is the identity in the bootstrap kubeconfig.
-	BootstrapServiceAccount = "cluster-bootstrap"
-	// BootstrapGroup is the group OCM binds the bootstrap role to (for token-based bootstrappers).
+	// BootstrapServiceAccount is the identity in the bootstrap kubeconfig, named as on current
+	// OCM hubs.
+	BootstrapServiceAccount = "agent-registration-bootstrap"
+	// LegacyBootstrapServiceAccount is the bootstrap ServiceAccount of earlier Flotilla (and
+	// OCM) hubs. It is kept, bound to the same role, so clusters still holding its tokens join.
+	LegacyBootstrapServiceAccount = "cluster-bootstrap"
+	// BootstrapGroup is the group OCM binds the bootstrap role to: the extra group of the
+	// Kubernetes bootstrap tokens issued for joining (auth-extra-groups).
 	BootstrapGroup = "system:bootstrappers:managedcluster"
+	// BootstrapTokenUserPrefix starts the user name of a Kubernetes bootstrap token
+	// (system:bootstrap:<token-id>).
+	BootstrapTokenUserPrefix = "system:bootstrap:"
+
+	// BootstrapSABindingName binds the bootstrap role to BootstrapServiceAccount, and
+	// BootstrapGroupBindingName to BootstrapGroup: OCM's binding names. The legacy
+	// ServiceAccount keeps Flotilla's earlier binding, BootstrapClusterRoleName.
+	BootstrapSABindingName    = "open-cluster-management:bootstrap:agent-registration"
+	BootstrapGroupBindingName = "open-cluster-management:bootstrap:managedcluster"
 
 	identityPrefix = "system:open-cluster-management:"
 	rolePrefix     = "open-cluster-management:managedcluster:"
@@ -53,6 +70,25 @@ func AgentUser(cluster, agent string) string { return identityPrefix + cluster +
 // BootstrapUser is the user name the API server gives the bootstrap ServiceAccount.
 func BootstrapUser() string {
 	return "system:serviceaccount:" + BootstrapNamespace + ":" + BootstrapServiceAccount
+}
+
+// LegacyBootstrapUser is the user name of the legacy bootstrap ServiceAccount.
+func LegacyBootstrapUser() string {
+	return "system:serviceaccount:" + BootstrapNamespace + ":" + LegacyBootstrapServiceAccount
+}
+
+// BootstrapUsers are the user names of both bootstrap ServiceAccounts, the current one first.
+func BootstrapUsers() []string { return []string{BootstrapUser(), LegacyBootstrapUser()} }
+
+// IsBootstrapIdentity reports whether username and groups (as on a CSR's spec) are a bootstrap
+// identity: either bootstrap ServiceAccount, or a Kubernetes bootstrap token
+// (system:bootstrap:<token-id>) in BootstrapGroup. These are the requesters `clusteradm accept`
+// approves registrations of.
+func IsBootstrapIdentity(username string, groups []string) bool {
+	if slices.Contains(BootstrapUsers(), username) {
+		return true
+	}
+	return strings.HasPrefix(username, BootstrapTokenUserPrefix) && slices.Contains(groups, BootstrapGroup)
 }
 
 func labels(cluster string) map[string]string { return map[string]string{ClusterNameLabel: cluster} }
@@ -225,15 +261,20 @@ func BootstrapClusterRole() *rbacv1.ClusterRole {
 	}
 }
 
-// BootstrapClusterRoleBinding binds the bootstrap role to the bootstrap ServiceAccount and to
-// the OCM bootstrap group.
-func BootstrapClusterRoleBinding() *rbacv1.ClusterRoleBinding {
-	return &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: BootstrapClusterRoleName},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: BootstrapClusterRoleName},
-		Subjects: []rbacv1.Subject{
-			{Kind: rbacv1.ServiceAccountKind, Name: BootstrapServiceAccount, Namespace: BootstrapNamespace},
-			{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: BootstrapGroup},
-		},
+// BootstrapClusterRoleBindings bind the bootstrap role to its identities: OCM's two bindings
+// (the bootstrap ServiceAccount, and the group of bootstrap tokens) plus Flotilla's earlier
+// binding, which now names only the legacy ServiceAccount.
+func BootstrapClusterRoleBindings() []*rbacv1.ClusterRoleBinding {
+	binding := func(name string, s rbacv1.Subject) *rbacv1.ClusterRoleBinding {
+		return &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: BootstrapClusterRoleName},
+			Subjects:   []rbacv1.Subject{s},
+		}
+	}
+	return []*rbacv1.ClusterRoleBinding{
+		binding(BootstrapSABindingName, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: BootstrapServiceAccount, Namespace: BootstrapNamespace}),
+		binding(BootstrapGroupBindingName, rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: BootstrapGroup}),
+		binding(BootstrapClusterRoleName, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: LegacyBootstrapServiceAccount, Namespace: BootstrapNamespace}),
 	}
 }

@@ -40,12 +40,60 @@ func TestBindingsAndNames(t *testing.T) {
 	if got := AgentUser("c1", "a"); got != "system:open-cluster-management:c1:a" {
 		t.Errorf("agent user %q", got)
 	}
-	if BootstrapUser() != "system:serviceaccount:open-cluster-management:cluster-bootstrap" {
-		t.Errorf("bootstrap user %q", BootstrapUser())
+	if BootstrapUser() != "system:serviceaccount:open-cluster-management:agent-registration-bootstrap" ||
+		LegacyBootstrapUser() != "system:serviceaccount:open-cluster-management:cluster-bootstrap" {
+		t.Errorf("bootstrap users %q, %q", BootstrapUser(), LegacyBootstrapUser())
 	}
 	for _, r := range BootstrapClusterRole().Rules {
 		if slices.Contains(r.Resources, "certificatesigningrequests/approval") || slices.Contains(r.Verbs, "update") {
 			t.Errorf("the bootstrap identity must not approve CSRs or update clusters: %+v", r)
+		}
+	}
+}
+
+func TestIsBootstrapIdentity(t *testing.T) {
+	tokenGroups := []string{"system:bootstrappers", "system:bootstrappers:managedcluster", "system:authenticated"}
+	for _, tc := range []struct {
+		user   string
+		groups []string
+		want   bool
+	}{
+		{"system:serviceaccount:open-cluster-management:agent-registration-bootstrap", nil, true},
+		{"system:serviceaccount:open-cluster-management:cluster-bootstrap", nil, true},
+		{"system:bootstrap:abc123", tokenGroups, true},
+		{"system:bootstrap:abc123", []string{"system:bootstrappers", "system:authenticated"}, false},
+		{"someone", tokenGroups, false},
+		{"system:serviceaccount:default:agent-registration-bootstrap", nil, false},
+		{"system:open-cluster-management:c1:a", []string{"system:open-cluster-management:c1"}, false},
+	} {
+		if got := IsBootstrapIdentity(tc.user, tc.groups); got != tc.want {
+			t.Errorf("IsBootstrapIdentity(%q, %v) = %v, want %v", tc.user, tc.groups, got, tc.want)
+		}
+	}
+}
+
+// TestBootstrapClusterRoleBindings checks OCM's binding names and subjects, and the legacy
+// ServiceAccount's binding.
+func TestBootstrapClusterRoleBindings(t *testing.T) {
+	got := map[string]rbacv1.Subject{}
+	for _, b := range BootstrapClusterRoleBindings() {
+		if b.RoleRef.Name != BootstrapClusterRoleName || b.RoleRef.Kind != "ClusterRole" || len(b.Subjects) != 1 {
+			t.Errorf("binding %s: %+v %+v", b.Name, b.RoleRef, b.Subjects)
+			continue
+		}
+		got[b.Name] = b.Subjects[0]
+	}
+	want := map[string]rbacv1.Subject{
+		"open-cluster-management:bootstrap:agent-registration": {Kind: "ServiceAccount", Name: "agent-registration-bootstrap", Namespace: "open-cluster-management"},
+		"open-cluster-management:bootstrap:managedcluster":     {APIGroup: "rbac.authorization.k8s.io", Kind: "Group", Name: "system:bootstrappers:managedcluster"},
+		"system:open-cluster-management:bootstrap":             {Kind: "ServiceAccount", Name: "cluster-bootstrap", Namespace: "open-cluster-management"},
+	}
+	if len(got) != len(want) {
+		t.Errorf("bindings %v, want %v", got, want)
+	}
+	for name, s := range want {
+		if got[name] != s {
+			t.Errorf("binding %s: subject %+v, want %+v", name, got[name], s)
 		}
 	}
 }
