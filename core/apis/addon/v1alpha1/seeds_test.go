@@ -2,13 +2,11 @@ package v1alpha1_test
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"sigs.k8s.io/yaml"
 
 	addonv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/addon/v1alpha1"
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1alpha1"
@@ -30,30 +28,10 @@ func newValidator(t *testing.T) *seedcheck.Validator {
 // TestSeedsDecodeStrictly decodes every addon seed strictly into the Go types and
 // validates it against the generated CRD as the API server would.
 func TestSeedsDecodeStrictly(t *testing.T) {
-	paths, err := filepath.Glob(filepath.Join(seedDir, "addon-*.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	v := newValidator(t)
-	seen := map[string]int{}
-	for _, path := range paths {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Run(filepath.Base(path), func(t *testing.T) {
-			var tm metav1.TypeMeta
-			if err := yaml.Unmarshal(data, &tm); err != nil {
-				t.Fatalf("reading apiVersion/kind: %v", err)
-			}
-			if tm.APIVersion != addonv1alpha1.GroupVersion.String() {
-				t.Fatalf("apiVersion %q, want %s", tm.APIVersion, addonv1alpha1.GroupVersion)
-			}
-			seen[seedcheck.CheckSeed(t, v, path, data)]++
-		})
-	}
+	kinds := seedcheck.CheckSeeds(t, v, filepath.Join(seedDir, "addon-*.yaml"), addonv1alpha1.GroupVersion)
 	for _, k := range seedKinds {
-		if seen[k] == 0 {
+		if kinds[k] == 0 {
 			t.Errorf("no seed document of kind %s", k)
 		}
 	}

@@ -6,7 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 )
 
@@ -78,4 +80,39 @@ func DecodeSeed[T any](t testing.TB, dir, name string, obj *T) *T {
 		t.Fatalf("%s: %v", name, err)
 	}
 	return obj
+}
+
+// CheckSeeds checks every seed document matching glob (a filepath pattern) of API version gv
+// with CheckSeed, each as a subtest of t, and returns how many documents of each kind it
+// checked. Documents of another version of gv's group are left to that version's package; a
+// document of another group, or one without apiVersion/kind, fails t.
+func CheckSeeds(t *testing.T, v *Validator, glob string, gv schema.GroupVersion) map[string]int {
+	t.Helper()
+	paths, err := filepath.Glob(glob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]int{}
+	for _, path := range paths {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tm metav1.TypeMeta
+		if err := yaml.Unmarshal(data, &tm); err != nil {
+			t.Errorf("%s: reading apiVersion/kind: %v", path, err)
+			continue
+		}
+		switch got := tm.GroupVersionKind(); {
+		case got.Group != gv.Group:
+			t.Errorf("%s: apiVersion %q is not in group %s", path, tm.APIVersion, gv.Group)
+			continue
+		case got.Version != gv.Version:
+			continue
+		}
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			kinds[CheckSeed(t, v, path, data)]++
+		})
+	}
+	return kinds
 }

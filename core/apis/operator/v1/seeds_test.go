@@ -2,13 +2,11 @@ package v1_test
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-dev/flotilla/core/apis/internal/seedcheck"
@@ -35,30 +33,10 @@ func newValidator(t *testing.T, exact bool) *seedcheck.Validator {
 // snippets of OCM's documentation) strictly into the Go types and validates it against
 // the generated CRD as the API server would on create plus a status update.
 func TestSeedsDecodeStrictly(t *testing.T) {
-	paths, err := filepath.Glob(filepath.Join(seedDir, "operator-*.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	v := newValidator(t, true)
-	seen := map[string]int{}
-	for _, path := range paths {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Run(filepath.Base(path), func(t *testing.T) {
-			var tm metav1.TypeMeta
-			if err := yaml.Unmarshal(data, &tm); err != nil {
-				t.Fatalf("reading apiVersion/kind: %v", err)
-			}
-			if tm.APIVersion != operatorv1.GroupVersion.String() {
-				t.Fatalf("apiVersion %q, want %s", tm.APIVersion, operatorv1.GroupVersion)
-			}
-			seen[seedcheck.CheckSeed(t, v, path, data)]++
-		})
-	}
+	kinds := seedcheck.CheckSeeds(t, v, filepath.Join(seedDir, "operator-*.yaml"), operatorv1.GroupVersion)
 	for _, k := range seedKinds {
-		if seen[k] == 0 {
+		if kinds[k] == 0 {
 			t.Errorf("no seed document of kind %s", k)
 		}
 	}

@@ -26,33 +26,8 @@ func newValidator(t *testing.T) *seedcheck.Validator {
 // strictly into the Go types and validates it against the generated CRD as the
 // API server would.
 func TestSeedsDecodeStrictly(t *testing.T) {
-	paths, err := filepath.Glob(filepath.Join(seedDir, "work-*.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	v := newValidator(t)
-	kinds := map[string]int{}
-	for _, path := range paths {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var tm metav1.TypeMeta
-		if err := yaml.Unmarshal(data, &tm); err != nil {
-			t.Errorf("%s: reading apiVersion/kind: %v", path, err)
-			continue
-		}
-		if tm.GroupVersionKind().Group != workv1.GroupVersion.Group {
-			t.Errorf("%s: apiVersion %q is not in group %s", path, tm.APIVersion, workv1.GroupVersion.Group)
-			continue
-		}
-		if tm.APIVersion != workv1.GroupVersion.String() {
-			continue // other versions of the group are checked by their own package's test
-		}
-		t.Run(filepath.Base(path), func(t *testing.T) {
-			kinds[seedcheck.CheckSeed(t, v, path, data)]++
-		})
-	}
+	kinds := seedcheck.CheckSeeds(t, v, filepath.Join(seedDir, "work-*.yaml"), workv1.GroupVersion)
 	if kinds["ManifestWork"] == 0 {
 		t.Fatalf("no ManifestWork seed found in %s", seedDir)
 	}

@@ -1,13 +1,10 @@
 package v1alpha1_test
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"sigs.k8s.io/yaml"
 
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1alpha1"
 	"github.com/flotilla-dev/flotilla/core/apis/internal/seedcheck"
@@ -26,31 +23,9 @@ func newValidator(t *testing.T) *seedcheck.Validator {
 // TestSeedsDecodeStrictly decodes every work.open-cluster-management.io/v1alpha1
 // seed strictly into the Go types and validates it against the generated CRD.
 func TestSeedsDecodeStrictly(t *testing.T) {
-	paths, err := filepath.Glob(filepath.Join(seedDir, "work-*.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	v := newValidator(t)
-	checked := 0
-	for _, path := range paths {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var tm metav1.TypeMeta
-		if err := yaml.Unmarshal(data, &tm); err != nil {
-			t.Errorf("%s: reading apiVersion/kind: %v", path, err)
-			continue
-		}
-		if tm.APIVersion != workv1alpha1.GroupVersion.String() {
-			continue // work/v1 seeds are checked by that package
-		}
-		t.Run(filepath.Base(path), func(t *testing.T) {
-			seedcheck.CheckSeed(t, v, path, data)
-		})
-		checked++
-	}
-	if checked == 0 {
+	kinds := seedcheck.CheckSeeds(t, v, filepath.Join(seedDir, "work-*.yaml"), workv1alpha1.GroupVersion)
+	if len(kinds) == 0 {
 		t.Fatalf("no %s seed found in %s", workv1alpha1.GroupVersion, seedDir)
 	}
 }
