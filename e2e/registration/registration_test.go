@@ -509,10 +509,13 @@ var _ = Describe("Registration", Ordered, func() {
 		err = uc.Patch(suiteCtx, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name}}, accept)
 		Expect(err).To(And(Satisfy(apierrors.IsForbidden), MatchError(ContainSubstring(
 			"policy accept: user "+user+" cannot accept the ManagedCluster "+name+` (spec.hubAcceptsClient: true): needs "update" on managedclusters/accept.register.open-cluster-management.io named `+name))))
-		// A full update is checked as a patch is.
-		mc := managedCluster(name)
-		mc.Spec.HubAcceptsClient = true
-		Expect(uc.Update(suiteCtx, mc)).To(And(Satisfy(apierrors.IsForbidden), MatchError(ContainSubstring("managedclusters/accept"))))
+		// A full update is checked as a patch is (read again after a conflict: the hub's
+		// controllers write the cluster too).
+		Eventually(func() error {
+			mc := managedCluster(name)
+			mc.Spec.HubAcceptsClient = true
+			return uc.Update(suiteCtx, mc)
+		}).Should(And(Satisfy(apierrors.IsForbidden), MatchError(ContainSubstring("managedclusters/accept"))))
 		Expect(managedCluster(name).Spec.HubAcceptsClient).To(BeFalse())
 
 		// With update on managedclusters/accept for this cluster, the same patch is allowed.
