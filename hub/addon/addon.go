@@ -277,8 +277,19 @@ func specHash(obj *unstructured.Unstructured) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("hashing spec: %w", err)
 	}
+	return hashBytes(data), nil
+}
+
+// hashJSON is the hex SHA-256 of v as JSON (map keys sorted): the one hash of the add-on
+// manager, for configuration specs and rendered work specs alike.
+func hashJSON(v any) string {
+	data, _ := json.Marshal(v)
+	return hashBytes(data)
+}
+
+func hashBytes(data []byte) string {
 	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:]), nil
+	return hex.EncodeToString(sum[:])
 }
 
 // sameDesired reports whether an MCA's status.configReferences desire exactly want.

@@ -2,8 +2,6 @@ package addon
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -502,12 +500,6 @@ func hashJSONSpec(spec workv1.ManifestWorkSpec) string {
 // renderedSpecAnnotation records the hash of the spec the deploy reconciler rendered for a
 // work, so an unchanged rendering is not applied again.
 const renderedSpecAnnotation = "addon.flotilla.dev/rendered-spec-hash"
-
-func hashJSON(v any) string {
-	data, _ := json.Marshal(v)
-	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:])
-}
 
 func findWork(ws []workv1.ManifestWork, name string) *workv1.ManifestWork {
 	for i := range ws {
