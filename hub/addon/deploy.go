@@ -205,6 +205,7 @@ func (r *DeployReconciler) render(ctx context.Context, mca *addonv1alpha1.Manage
 	in := render.Input{AddOnName: mca.Name, InstallNamespace: mca.Spec.InstallNamespace}
 	hashMap := map[string]string{}
 	var tmplRef *addonv1alpha1.ConfigSpecHash
+	var tmpl *addonv1alpha1.AddOnTemplate
 	for _, ref := range mca.Status.ConfigReferences {
 		if ref.DesiredConfig == nil {
 			continue
@@ -228,6 +229,14 @@ func (r *DeployReconciler) render(ctx context.Context, mca *addonv1alpha1.Manage
 		case kind:
 			d := *ref.DesiredConfig
 			tmplRef = &d
+			if kind == AddOnTemplateResource {
+				// The object just read (and hashed) is the template: no second, cached read
+				// that may not have seen a template created a moment ago.
+				tmpl = &addonv1alpha1.AddOnTemplate{}
+				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, tmpl); err != nil {
+					return out, "", fmt.Errorf("AddOnTemplate %s: %w", d.Name, err), false
+				}
+			}
 		case AddOnDeploymentConfigResource:
 			adc := &addonv1alpha1.AddOnDeploymentConfig{}
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, adc); err != nil {
@@ -257,11 +266,7 @@ func (r *DeployReconciler) render(ctx context.Context, mca *addonv1alpha1.Manage
 	data, _ := json.Marshal(hashMap)
 	hashes = string(data)
 
-	if kind == AddOnTemplateResource {
-		t := &addonv1alpha1.AddOnTemplate{}
-		if err := r.Client.Get(ctx, client.ObjectKey{Name: tmplRef.Name}, t); err != nil {
-			return out, "", fmt.Errorf("ManagedClusterAddOn %s/%s: reading AddOnTemplate %s: %w", mca.Namespace, mca.Name, tmplRef.Name, err), false
-		}
+	if t := tmpl; t != nil {
 		rendered, err := render.Template(t, in)
 		if err != nil {
 			return out, "", fmt.Errorf("AddOnTemplate %s for cluster %s: %w", t.Name, mca.Namespace, err), false
