@@ -134,8 +134,9 @@ var _ = Describe("Cascade deletion", func() {
 		deleteRS(ctx, "mwrs-bg")
 		Eventually(rsGone(ctx, "mwrs-bg")).Should(BeTrue())
 		Eventually(workState(ctx, cs[1])).Should(Equal("gone"))
-		// The held work is being deleted, but the replica set did not wait for it.
-		Expect(workState(ctx, cs[0])()).To(Equal("deleting"))
+		// The held work is being deleted (the controller deletes works one after another, in no
+		// set order), but the replica set did not wait for it.
+		Eventually(workState(ctx, cs[0])).Should(Equal("deleting"))
 		release(ctx, cs[0], "app")
 		Eventually(workState(ctx, cs[0])).Should(Equal("gone"))
 	})
@@ -144,7 +145,8 @@ var _ = Describe("Cascade deletion", func() {
 		cs := setup(ctx, "mwrs-fg", "Foreground")
 		deleteRS(ctx, "mwrs-fg")
 		Eventually(workState(ctx, cs[1])).Should(Equal("gone"))
-		Expect(workState(ctx, cs[0])()).To(Equal("deleting"))
+		// Works are deleted one after another in no set order: the held one may come second.
+		Eventually(workState(ctx, cs[0])).Should(Equal("deleting"))
 		Consistently(func(g Gomega) {
 			r := getRS(ctx, "mwrs-fg", "app")
 			g.Expect(r.DeletionTimestamp.IsZero()).To(BeFalse())
