@@ -8,13 +8,35 @@ KWOK := $(BIN)/kwok
 CONTROLPLANE := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kube-scheduler $(KWOK)
 CONTROLLER_GEN := $(BIN)/controller-gen
 
-.PHONY: all build generate verify-generate controlplane kwok test test-argocd run clean
+.PHONY: all build generate chart-crds verify-generate controlplane kwok test test-argocd run clean
 
 all: build
 
 ## build: the flotilla binary in bin/
 build:
 	$(GO) build -o $(BIN)/flotilla ./cmd/flotilla
+
+## image: the container image $(IMAGE) from the Dockerfile (a static binary on distroless,
+## hub or klusterlet by subcommand), built with the first of $(CONTAINER_TOOLS) whose engine
+## works; it fails, naming the tools tried, when none does
+IMAGE ?= ghcr.io/flotilla-dev/flotilla:0.1.0
+CONTAINER_TOOLS ?= docker podman buildah
+.PHONY: image
+image:
+	@tool=; tried=; \
+	for t in $(CONTAINER_TOOLS); do \
+		if ! command -v $$t >/dev/null 2>&1; then tried="$$tried\n  $$t: not installed"; continue; fi; \
+		if $$t info >/dev/null 2>&1; then tool=$$t; break; fi; \
+		tried="$$tried\n  $$t: installed, but '$$t info' fails (no running engine)"; \
+	done; \
+	if [ -z "$$tool" ]; then \
+		printf 'make image: no working container engine to build %s; tried:%b\n' "$(IMAGE)" "$$tried" >&2; \
+		printf "Start the docker daemon, or install podman or buildah (or set CONTAINER_TOOLS).\n" >&2; \
+		exit 1; \
+	fi; \
+	echo "building $(IMAGE) with $$tool"; \
+	if [ "$$tool" = buildah ]; then buildah bud -f Dockerfile -t $(IMAGE) .; \
+	else $$tool build -f Dockerfile -t $(IMAGE) .; fi
 
 ## controlplane: etcd, kube-apiserver, kube-controller-manager and kube-scheduler built from source
 ## (tools/controlplane) into bin/, and kwok (tools/kwok) for the managed clusters' simulated Nodes.
@@ -51,14 +73,31 @@ $(KWOK): tools/kwok/go.mod tools/kwok/go.sum
 $(CONTROLLER_GEN): tools/codegen/go.mod tools/codegen/go.sum
 	cd tools/codegen && $(GO) build -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen
 
-## generate: deepcopy functions and CRD manifests from core/apis
+## generate: deepcopy functions and CRD manifests from core/apis, and the charts' CRD copies
 generate: $(CONTROLLER_GEN)
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./core/apis/...
 	$(CONTROLLER_GEN) crd paths=./core/apis/... output:crd:artifacts:config=core/crds/bases
+	$(MAKE) --no-print-directory chart-crds
 
-## verify-generate: fail when deepcopy or CRD files differ from what controller-gen generates now
+# The CRDs a managed cluster serves (core/environment ManagedClusterCRDs), by file name.
+KLUSTERLET_CRDS := cluster.open-cluster-management.io_clusterclaims.yaml \
+	work.open-cluster-management.io_appliedmanifestworks.yaml \
+	operator.open-cluster-management.io_klusterlets.yaml \
+	flotilla.dev_wasmplugins.yaml
+
+## chart-crds: copy core/crds/bases into the charts' crds/ (the hub chart gets all of them, the
+## klusterlet chart the managed cluster's); core/install's tests fail when a copy is stale
+chart-crds:
+	rm -f charts/flotilla-hub/crds/*.yaml charts/flotilla-klusterlet/crds/*.yaml
+	mkdir -p charts/flotilla-hub/crds charts/flotilla-klusterlet/crds
+	cp core/crds/bases/*.yaml charts/flotilla-hub/crds/
+	cp $(addprefix core/crds/bases/,$(KLUSTERLET_CRDS)) charts/flotilla-klusterlet/crds/
+
+## verify-generate: fail when deepcopy or CRD files (and the charts' CRD copies) differ from what
+## make generate makes now
 verify-generate: $(CONTROLLER_GEN)
 	$(GO) test -count=1 -run TestGeneratedFilesAreCurrent ./core/crds/
+	$(GO) test -count=1 -run TestChartCRDsAreCurrent ./core/install/
 
 ## test: every unit and API-server-backed suite
 test: $(CONTROLPLANE) $(CONTROLLER_GEN) plugins-examples

@@ -8,6 +8,7 @@ package klusterlet
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"sync/atomic"
 	"time"
@@ -39,6 +40,17 @@ type Options struct {
 	Plugins PluginOptions
 	// AddOn configures add-on registration and health (klusterlet/addon).
 	AddOn AddOnOptions
+	// LeaderElection lets several replicas run for the cluster: the holder of a Lease on the
+	// managed cluster runs the agents (runtime.go).
+	LeaderElection LeaderElection
+	// MetricsBindAddress serves Prometheus metrics at /metrics (controller-runtime's
+	// registry); HealthProbeBindAddress serves /healthz and /readyz. Both run on every
+	// replica, leader or not; empty or "0" disables them.
+	MetricsBindAddress, HealthProbeBindAddress string
+	// OnRun, when set, runs beside the agents while they run (with leader election, in the
+	// leader only), with a context that ends when they stop: klusterlet/operator reports the
+	// Klusterlet's status from it.
+	OnRun func(ctx context.Context, a *Agent)
 }
 
 // AddOnOptions configures the add-on agent: the hub credentials of add-on agents (a CSR per
@@ -79,6 +91,10 @@ type Agent struct {
 	plugins *plugins.Config
 	// loader is the running plugin loader, whose FeedbackExtractors the work agent uses.
 	loader atomic.Pointer[plugins.Loader]
+	// life runs the election and the endpoints around the agents.
+	life *lifecycle
+	// onRun is Options.OnRun.
+	onRun func(ctx context.Context, a *Agent)
 }
 
 // New validates opts and builds the agent without contacting any server.
@@ -91,7 +107,7 @@ func New(opts Options) (*Agent, error) {
 		}
 		cfg.BootstrapKubeconfig = data
 	}
-	a := &Agent{plugins: pluginConfig(opts)}
+	a := &Agent{plugins: pluginConfig(opts), onRun: opts.OnRun}
 	if !opts.Work.Disabled || !opts.AddOn.Disabled {
 		cfg.OnAccepted = a.session(opts)
 	}
@@ -100,6 +116,10 @@ func New(opts Options) (*Agent, error) {
 		return nil, fmt.Errorf("klusterlet: %w", err)
 	}
 	a.Registration = reg
+	if a.life, err = newLifecycle(opts); err != nil {
+		return nil, fmt.Errorf("klusterlet: %w", err)
+	}
+	a.life.kubeconfigLoaded = func() bool { return reg.State().KubeconfigLoaded }
 	return a, nil
 }
 
@@ -190,19 +210,53 @@ func ensureNamespace(ctx context.Context, cfg *rest.Config, name string) error {
 	return nil
 }
 
-// Run runs the agent until ctx ends; it returns nil then. The plugin loader starts first and
-// stops last: it needs no hub.
+// Run runs the agent until ctx ends; it returns nil then. The metrics and health endpoints
+// serve throughout; with leader election the agents run only while this replica holds the
+// Lease, and losing it stops them and returns ErrLeaderElectionLost. An Agent runs once.
 func (a *Agent) Run(ctx context.Context) error {
+	return a.life.run(ctx, a.runAgents)
+}
+
+// Leading reports whether the agents run: with leader election, whether this replica holds
+// the Lease and has started them.
+func (a *Agent) Leading() bool { return a.life.running.Load() }
+
+// MetricsAddr is the address the metrics endpoint listens on, nil before Run listens or when
+// disabled; HealthProbeAddr the health endpoints'.
+func (a *Agent) MetricsAddr() net.Addr {
+	a.life.mu.Lock()
+	defer a.life.mu.Unlock()
+	return a.life.metricsLn
+}
+
+// HealthProbeAddr: see MetricsAddr.
+func (a *Agent) HealthProbeAddr() net.Addr {
+	a.life.mu.Lock()
+	defer a.life.mu.Unlock()
+	return a.life.probeLn
+}
+
+// runAgents runs the plugin loader and the registration agent (which runs the others) until
+// ctx ends. The loader starts first and stops last: it needs no hub.
+func (a *Agent) runAgents(ctx context.Context) error {
 	release, err := a.startPlugins()
 	if err != nil {
 		return fmt.Errorf("klusterlet: %w", err)
 	}
 	defer release()
+	if a.onRun != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); a.onRun(ctx, a) }()
+		defer func() { cancel(); <-done }()
+	}
 	return a.Registration.Run(ctx)
 }
 
-// Run builds an agent from opts and runs it until ctx ends. Only invalid
-// options make it return an error; an unreachable or refusing hub does not.
+// Run builds an agent from opts and runs it until ctx ends. Only invalid options, an
+// endpoint that cannot listen and a lost leader election (ErrLeaderElectionLost) make it
+// return an error; an unreachable or refusing hub does not.
 func Run(ctx context.Context, opts Options) error {
 	a, err := New(opts)
 	if err != nil {

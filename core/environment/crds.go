@@ -8,12 +8,13 @@ import (
 )
 
 // CRDs a managed cluster serves: ClusterClaim and AppliedManifestWork (the OCM klusterlet
-// installs them there) and Klusterlet (OCM's klusterlet operator API, which describes the
-// agent of that cluster).
+// installs them there), Klusterlet (OCM's klusterlet operator API, which describes the
+// agent of that cluster) and WasmPlugin (the klusterlet's status-feedback plugins).
 const (
 	ClusterClaimCRD        = "clusterclaims.cluster.open-cluster-management.io"
 	AppliedManifestWorkCRD = "appliedmanifestworks.work.open-cluster-management.io"
 	KlusterletCRD          = "klusterlets.operator.open-cluster-management.io"
+	WasmPluginCRD          = "wasmplugins.flotilla.dev"
 )
 
 // ClusterManagerCRD is OCM's cluster manager operator API. It belongs to the hub, which
@@ -21,7 +22,7 @@ const (
 const ClusterManagerCRD = "clustermanagers.operator.open-cluster-management.io"
 
 // ManagedClusterCRDs are the CRDs Start installs on every managed cluster by default.
-var ManagedClusterCRDs = []string{ClusterClaimCRD, AppliedManifestWorkCRD, KlusterletCRD}
+var ManagedClusterCRDs = []string{ClusterClaimCRD, AppliedManifestWorkCRD, KlusterletCRD, WasmPluginCRD}
 
 // installCRDs installs the CRDs the options ask for and waits until they are established.
 func (cp *ControlPlane) installCRDs(ctx context.Context) error {

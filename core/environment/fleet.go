@@ -49,6 +49,9 @@ type Options struct {
 	SimulatedNodeCapacity corev1.ResourceList
 	// Log receives progress messages, one line each. Default: discarded.
 	Log io.Writer
+	// Bare starts the control planes without any Flotilla CRD, for installing Flotilla on
+	// them as on real clusters (flotilla init and join).
+	Bare bool
 }
 
 // Fleet is a hub and its managed clusters.
@@ -88,11 +91,11 @@ func Start(ctx context.Context, opts Options) (*Fleet, error) {
 		log = &lockedWriter{w: opts.Log}
 	}
 	managedCRDs := opts.ManagedCRDs
-	if managedCRDs == nil {
+	if managedCRDs == nil && !opts.Bare {
 		managedCRDs = ManagedClusterCRDs
 	}
 	planeOpts := make([]ControlPlaneOptions, 0, 1+opts.ManagedClusters)
-	planeOpts = append(planeOpts, ControlPlaneOptions{Name: HubName, AllCRDs: true})
+	planeOpts = append(planeOpts, ControlPlaneOptions{Name: HubName, AllCRDs: !opts.Bare})
 	for i := range opts.ManagedClusters {
 		planeOpts = append(planeOpts, ControlPlaneOptions{Name: ManagedClusterName(i), CRDs: managedCRDs,
 			Workloads: true, SimulatedNodes: opts.SimulatedNodes, SimulatedNodeCapacity: opts.SimulatedNodeCapacity})

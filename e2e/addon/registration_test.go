@@ -105,13 +105,13 @@ var _ = Describe("add-on registration and Lease health", Ordered, func() {
 		var raw []byte
 		Eventually(func(g Gomega) { cfg, raw = agentKubeconfig(g, cluster2, name) }).Should(Succeed())
 		Expect(string(raw)).To(ContainSubstring("proxy-url: " + proxy.URL))
-		before := proxy.tunnels.Load()
+		before := proxy.Tunnels()
 		cfg.DisableCompression = true
 		Eventually(func() error {
 			_, err := kubernetes.NewForConfigOrDie(cfg).CoreV1().ConfigMaps(cluster2).List(suiteCtx, metav1.ListOptions{})
 			return err
 		}).Should(Succeed())
-		Expect(proxy.tunnels.Load()).To(BeNumerically(">", before))
+		Expect(proxy.Tunnels()).To(BeNumerically(">", before))
 	})
 
 	It("reports Lease health: available while the agent renews its Lease, not once it stops", func() {

@@ -7,13 +7,8 @@ package addon
 
 import (
 	"context"
-	"io"
-	"net"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,6 +31,7 @@ import (
 	clusterv1beta2 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta2"
 	"github.com/flotilla-dev/flotilla/core/environment"
 	"github.com/flotilla-dev/flotilla/e2e/internal/fleettest"
+	"github.com/flotilla-dev/flotilla/e2e/internal/testproxy"
 	"github.com/flotilla-dev/flotilla/hub/manager"
 	"github.com/flotilla-dev/flotilla/klusterlet"
 	"github.com/flotilla-dev/flotilla/klusterlet/registration"
@@ -63,7 +59,7 @@ var (
 	hubClient   client.Client
 	scheme      *runtime.Scheme
 	managed     = map[string]clusterClients{}
-	proxy       *connectProxy
+	proxy       *testproxy.Proxy
 )
 
 type clusterClients struct {
@@ -93,7 +89,7 @@ var _ = BeforeSuite(func() {
 
 	// cluster2 reaches the hub through an HTTP CONNECT proxy named in its bootstrap
 	// kubeconfig (seeds, scenarios §9): its add-ons' hub kubeconfigs must carry it too.
-	proxy = startProxy()
+	proxy = testproxy.Start()
 	DeferCleanup(proxy.Close)
 	env := fleettest.Start(suiteCtx, fleettest.Options{
 		Environment: environment.Options{ManagedClusters: 2, SimulatedNodes: 1},
@@ -265,42 +261,6 @@ func placement(ns, name, key string, groups ...string) {
 		})
 	}
 	create(p)
-}
-
-// connectProxy is an HTTP CONNECT proxy counting the tunnels it opened.
-type connectProxy struct {
-	*httptest.Server
-	tunnels atomic.Int64
-}
-
-func startProxy() *connectProxy {
-	p := &connectProxy{}
-	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodConnect {
-			http.Error(w, "CONNECT only", http.StatusMethodNotAllowed)
-			return
-		}
-		upstream, err := net.Dial("tcp", r.Host)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		hj, ok := w.(http.Hijacker)
-		if !ok {
-			upstream.Close()
-			return
-		}
-		conn, buf, err := hj.Hijack()
-		if err != nil {
-			upstream.Close()
-			return
-		}
-		p.tunnels.Add(1)
-		_, _ = conn.Write([]byte("HTTP/1.1 200 Connection established\r\n\r\n"))
-		go func() { _, _ = io.Copy(upstream, buf); upstream.Close() }()
-		go func() { _, _ = io.Copy(conn, upstream); conn.Close() }()
-	}))
-	return p
 }
 
 // withProxy returns kubeconfig with proxy-url set on its clusters.

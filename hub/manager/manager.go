@@ -29,6 +29,7 @@ import (
 	"github.com/flotilla-dev/flotilla/core/apis/featuregates"
 	apischeme "github.com/flotilla-dev/flotilla/core/apis/scheme"
 	"github.com/flotilla-dev/flotilla/core/crds"
+	"github.com/flotilla-dev/flotilla/core/leaderelection"
 	"github.com/flotilla-dev/flotilla/core/wasm"
 	"github.com/flotilla-dev/flotilla/core/wasmplugin"
 	"github.com/flotilla-dev/flotilla/hub/addon"
@@ -61,6 +62,9 @@ type Options struct {
 	SkipCRDInstall bool
 	// MetricsBindAddress serves Prometheus metrics; empty or "0" disables the endpoint.
 	MetricsBindAddress string
+	// HealthProbeBindAddress serves /healthz (alive) and /readyz (caches synced, webhooks
+	// serving) on every replica, leader or not; empty or "0" disables the endpoint.
+	HealthProbeBindAddress string
 	// PlacementDebugBindAddress serves OCM's placement debug endpoint over HTTPS
 	// (placement.DebugServer: GET /debug/placements/<namespace>/<name>; OCM serves it on
 	// :8443); empty or "0" disables it.
@@ -116,9 +120,9 @@ type LeaderElection struct {
 const (
 	DefaultLeaderElectionNamespace = "open-cluster-management-hub"
 	DefaultLeaderElectionName      = "flotilla-hub-lock"
-	DefaultLeaseDuration           = 137 * time.Second
-	DefaultRenewDeadline           = 107 * time.Second
-	DefaultRetryPeriod             = 26 * time.Second
+	DefaultLeaseDuration           = leaderelection.DefaultLeaseDuration
+	DefaultRenewDeadline           = leaderelection.DefaultRenewDeadline
+	DefaultRetryPeriod             = leaderelection.DefaultRetryPeriod
 )
 
 func (l LeaderElection) withDefaults() LeaderElection {
@@ -207,6 +211,9 @@ func New(opts Options) (*Hub, error) {
 	if opts.MetricsBindAddress == "" {
 		opts.MetricsBindAddress = "0"
 	}
+	if opts.HealthProbeBindAddress == "" {
+		opts.HealthProbeBindAddress = "0"
+	}
 	scheme, err := NewScheme()
 	if err != nil {
 		return nil, fmt.Errorf("hub: scheme: %w", err)
@@ -227,7 +234,7 @@ func New(opts Options) (*Hub, error) {
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsBindAddress},
 		// Several hubs may share a process (tests, benchmarks): controller names repeat.
 		Controller:             config.Controller{SkipNameValidation: &skip},
-		HealthProbeBindAddress: "0",
+		HealthProbeBindAddress: opts.HealthProbeBindAddress,
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			// Only cluster heartbeats, not node or leader-election leases.
 			&coordinationv1.Lease{}: {Field: fields.OneTermEqualSelector("metadata.name", lease.Name)},
@@ -245,6 +252,9 @@ func New(opts Options) (*Hub, error) {
 		h.engine, h.ownEngine = e, true
 	}
 	if err := h.setup(); err != nil {
+		return nil, errors.Join(err, h.closeEngine())
+	}
+	if err := h.addHealthChecks(); err != nil {
 		return nil, errors.Join(err, h.closeEngine())
 	}
 	return h, nil

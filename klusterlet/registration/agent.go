@@ -52,6 +52,9 @@ type State struct {
 	Accepted bool
 	// Joined is true once the agent has reported ManagedClusterJoined.
 	Joined bool
+	// KubeconfigLoaded is true once the agent has read a usable hub kubeconfig: the stored
+	// one of the hub kubeconfig secret or the bootstrap one. It stays true.
+	KubeconfigLoaded bool
 	// CertificateNotAfter is when the current hub client certificate expires.
 	CertificateNotAfter time.Time
 	// Rotations counts certificates renewed by this process.
@@ -314,11 +317,13 @@ func (a *Agent) storedConnection(id Identity, sec *HubSecret) (*HubConnection, e
 	if err != nil {
 		return nil, err
 	}
-	conn, err := NewHubConnection(ep, creds)
+	conn, err := newHubConnection(ep, creds, a.cfg.HubDial)
 	if err != nil {
 		return nil, err
 	}
-	a.update(func(s *State) { s.Phase, s.CertificateNotAfter = PhaseConnected, creds.Leaf.NotAfter })
+	a.update(func(s *State) {
+		s.Phase, s.CertificateNotAfter, s.KubeconfigLoaded = PhaseConnected, creds.Leaf.NotAfter, true
+	})
 	return conn, nil
 }
 

@@ -53,7 +53,11 @@ func (a *Agent) bootstrap(ctx context.Context, id Identity, sec *HubSecret) (*Hu
 	if err != nil {
 		return nil, err
 	}
+	a.update(func(s *State) { s.KubeconfigLoaded = true })
 	restCfg.UserAgent = userAgent
+	if a.cfg.HubDial != nil {
+		restCfg.Dial = a.cfg.HubDial
+	}
 	hubKube, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
 		return nil, fmt.Errorf("hub client from %s: %w", source, err)
@@ -73,7 +77,7 @@ func (a *Agent) bootstrap(ctx context.Context, id Identity, sec *HubSecret) (*Hu
 	if err := a.storeCredentials(ctx, sec, ep, creds); err != nil {
 		return nil, err
 	}
-	conn, err := NewHubConnection(ep, creds)
+	conn, err := newHubConnection(ep, creds, a.cfg.HubDial)
 	if err != nil {
 		return nil, err
 	}

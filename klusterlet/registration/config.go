@@ -58,6 +58,12 @@ type Config struct {
 	// HubKubeconfigSecret is where the signed credentials are stored. Default
 	// DefaultHubKubeconfigSecret.
 	HubKubeconfigSecret string
+	// HubDial, when set, opens every connection to the hub (bootstrap and signed identity,
+	// so also the work and add-on agents' hub clients, which share the latter's transport);
+	// the TLS server name stays the kubeconfig's. OCM's Klusterlet hubApiServerHostAlias
+	// (klusterlet/operator) uses it to send a host name DNS does not know to an IP address.
+	// Default: a plain net.Dialer.
+	HubDial DialFunc
 
 	// MaxCustomClusterClaims limits the custom (non-reserved) claims reported.
 	// 0 means clusterv1alpha1.DefaultMaxCustomClusterClaims; negative means none.

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/util/retry"
@@ -397,5 +398,45 @@ func (s *session) renewLease(ctx context.Context) error {
 		return s.hubError(what+" Lease "+ns+"/"+LeaseName+" on the hub", err)
 	}
 	s.hubOK()
+	return nil
+}
+
+// ReportRemoved tells the hub that the agent of cluster is gone for good (flotilla unjoin): with
+// the agent's own hub identity (hubKubeconfig, the hub kubeconfig Secret's), its Available
+// condition becomes Unknown at once, as the hub would set it once the lease went stale. The
+// hub then stops waiting for the agent: deleting the ManagedCluster releases its works.
+func ReportRemoved(ctx context.Context, hubKubeconfig []byte, cluster string) error {
+	cfg, err := RESTConfigFromKubeconfig(hubKubeconfig, "hub kubeconfig secret")
+	if err != nil {
+		return err
+	}
+	scheme := runtime.NewScheme()
+	if err := clusterv1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return fmt.Errorf("hub client: %w", err)
+	}
+	mc := &clusterv1.ManagedCluster{}
+	if err := c.Get(ctx, client.ObjectKey{Name: cluster}, mc); err != nil {
+		return fmt.Errorf("reading ManagedCluster %s on the hub: %w", cluster, err)
+	}
+	// An update, not an apply with the agent's field manager: an apply of this one condition
+	// would drop the agent's other conditions, which it owns.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(ctx, client.ObjectKey{Name: cluster}, mc); err != nil {
+			return err
+		}
+		meta.SetStatusCondition(&mc.Status.Conditions, metav1.Condition{
+			Type: clusterv1.ManagedClusterConditionAvailable, Status: metav1.ConditionUnknown,
+			Reason:  clusterv1.ConditionReasonManagedClusterLeaseUpdateStopped,
+			Message: "Registration agent stopped updating its lease: the klusterlet was removed from the cluster (unjoin).",
+		})
+		return c.Status().Update(ctx, mc)
+	})
+	if err != nil {
+		return fmt.Errorf("ManagedCluster %s: %w", cluster, err)
+	}
 	return nil
 }

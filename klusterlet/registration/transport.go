@@ -1,7 +1,9 @@
 package registration
 
 import (
+	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"sync/atomic"
@@ -18,8 +20,13 @@ import (
 // already in flight finish on the old transport.
 type HubConnection struct {
 	endpoint HubEndpoint
-	current  atomic.Pointer[connState]
+	// dial, when set, opens the connections to the hub (Config.HubDial).
+	dial    DialFunc
+	current atomic.Pointer[connState]
 }
+
+// DialFunc opens a network connection, as net.Dialer.DialContext does.
+type DialFunc func(ctx context.Context, network, address string) (net.Conn, error)
 
 type connState struct {
 	creds     *Credentials
@@ -28,7 +35,12 @@ type connState struct {
 
 // NewHubConnection connects to endpoint with creds.
 func NewHubConnection(endpoint HubEndpoint, creds *Credentials) (*HubConnection, error) {
-	h := &HubConnection{endpoint: endpoint}
+	return newHubConnection(endpoint, creds, nil)
+}
+
+// newHubConnection connects to endpoint with creds, opening connections with dial when set.
+func newHubConnection(endpoint HubEndpoint, creds *Credentials, dial DialFunc) (*HubConnection, error) {
+	h := &HubConnection{endpoint: endpoint, dial: dial}
 	if err := h.SetCredentials(creds); err != nil {
 		return nil, err
 	}
@@ -91,6 +103,10 @@ func (h *HubConnection) newTransport(creds *Credentials) (*http.Transport, error
 		return nil, fmt.Errorf("TLS configuration for hub %s: %w", h.endpoint.Server, err)
 	}
 	t := &http.Transport{TLSClientConfig: tlsCfg}
+	if h.dial != nil {
+		// Through a proxy this dials the proxy, which resolves the hub's host itself.
+		t.DialContext = h.dial
+	}
 	if h.endpoint.ProxyURL != "" {
 		u, err := url.Parse(h.endpoint.ProxyURL)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/flotilla-dev/flotilla/core/environment"
+	"github.com/flotilla-dev/flotilla/core/install"
 	"github.com/flotilla-dev/flotilla/hub/admin"
 	"github.com/flotilla-dev/flotilla/hub/manager"
 	"github.com/flotilla-dev/flotilla/hub/registration/bootstrap"
@@ -60,6 +62,7 @@ func newDevCommand(components ...DevComponent) *cobra.Command {
 		keep            bool
 		simulatedNodes  int
 		verbose         bool
+		bare            bool
 	)
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -92,6 +95,13 @@ and kube-controller-manager.log: the hub controllers to <dir>/hub/flotilla-hub.l
 klusterlet to <dir>/<cluster>/klusterlet.log. --verbose also streams those logs, and the
 control planes' start-up progress, to standard error.
 
+With --bare the control planes start with nothing of Flotilla on them: no CRDs, no hub, no
+klusterlets. Install it as on real clusters (README "Install on real clusters"): flotilla
+init on the hub, flotilla join on each managed cluster. No kubelet runs the Deployments the
+charts create, so dev runs them itself, as processes of this binary started the way a
+kubelet starts the container (its args and env, authenticated as its ServiceAccount; logs
+in <dir>/<cluster>/deployments/<namespace>/<pod>/log), restarted when their spec changes.
+
 The control-plane binaries come from $FLOTILLA_BIN_DIR or the checkout's bin/ directory
 (make controlplane).`,
 		Example: `  flotilla dev --managed-clusters 2
@@ -111,7 +121,11 @@ The control-plane binaries come from $FLOTILLA_BIN_DIR or the checkout's bin/ di
 			if err != nil {
 				return fmt.Errorf("--dir %q: %w", dir, err)
 			}
+			if bare {
+				components = []DevComponent{bareDevComponent()}
+			}
 			return runDev(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), environment.Options{
+				Bare:            bare,
 				ManagedClusters: managed,
 				SigningDuration: signingDuration,
 				StartTimeout:    startTimeout,
@@ -129,6 +143,8 @@ The control-plane binaries come from $FLOTILLA_BIN_DIR or the checkout's bin/ di
 	f.BoolVar(&keep, "keep", false, "keep the cluster directories (logs, etcd data) after exit")
 	f.IntVar(&simulatedNodes, "simulated-nodes", 1,
 		"Nodes created on each managed cluster, run by KWOK (no kubelet): Pods are scheduled onto them and report Running, and their capacity is reported (0: none, Pods stay Pending)")
+	f.BoolVar(&bare, "bare", false,
+		"start the control planes with nothing of Flotilla on them, to install it as on real clusters (flotilla init, get token, join): the hub and klusterlet Deployments the charts create run here as processes of this binary")
 	f.BoolVarP(&verbose, "verbose", "v", false,
 		"also stream the component logs and the control planes' start-up progress to standard error")
 	return cmd
@@ -218,6 +234,30 @@ func runComponents(ctx context.Context, s *DevSession, components []DevComponent
 	cancel(nil)
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// bareDevComponent is the kubelet of `flotilla dev --bare`: it runs the hub and klusterlet
+// Deployments that flotilla init and join create, on every control plane, as processes of
+// this binary.
+func bareDevComponent() DevComponent {
+	return DevComponent{Name: "Flotilla Deployments", Run: func(ctx context.Context, s *DevSession) error {
+		bin, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(s.Out, "\nNothing of Flotilla runs yet: install it with flotilla init (hub) and flotilla join (managed clusters).\n")
+		var wg sync.WaitGroup
+		for _, cp := range s.Fleet.ControlPlanes() {
+			logf := func(format string, args ...any) {
+				fmt.Fprintf(s.Out, "  %s: %s\n", cp.Name, fmt.Sprintf(format, args...))
+			}
+			wg.Go(func() {
+				_ = cp.RunDeployments(ctx, bin, []string{install.HubChart, install.KlusterletChart}, defaultWasmCacheDir(), logf)
+			})
+		}
+		wg.Wait()
+		return nil
+	}}
 }
 
 // registrationDevComponent runs the hub controllers and one in-process klusterlet per managed

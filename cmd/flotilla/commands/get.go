@@ -51,5 +51,6 @@ func newGetCommand() *cobra.Command {
 	cmd.AddCommand(newGetPlacementsCommand(&kubeconfig))
 	cmd.AddCommand(newGetMWRSCommand(&kubeconfig))
 	cmd.AddCommand(newGetAddonsCommand(&kubeconfig))
+	cmd.AddCommand(newGetTokenCommand(&kubeconfig))
 	return cmd
 }

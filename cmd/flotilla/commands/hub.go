@@ -7,9 +7,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flotilla-dev/flotilla/core/apis/featuregates"
+	operatorv1 "github.com/flotilla-dev/flotilla/core/apis/operator/v1"
 	"github.com/flotilla-dev/flotilla/core/policy"
 	"github.com/flotilla-dev/flotilla/hub/admission"
 	"github.com/flotilla-dev/flotilla/hub/manager"
+	"github.com/flotilla-dev/flotilla/hub/operator"
 	"github.com/flotilla-dev/flotilla/hub/plugininstall"
 	"github.com/flotilla-dev/flotilla/hub/webhook"
 	"github.com/flotilla-dev/flotilla/hub/webhook/manifestwork"
@@ -18,6 +20,7 @@ import (
 func newHubCommand() *cobra.Command {
 	var (
 		kubeconfig, pluginCacheDir, metricsAddr string
+		healthProbeAddr                         string
 		autoUsers, autoPatterns                 []string
 		verbosity                               int
 		webhookFlags                            webhook.Flags
@@ -29,6 +32,7 @@ func newHubCommand() *cobra.Command {
 		pprofAddr                               string
 		placementDebugAddr                      string
 		leader                                  manager.LeaderElection
+		clusterManagerName                      string
 	)
 	gate, gateErr := manager.NewFeatureGate()
 	cmd := &cobra.Command{
@@ -54,6 +58,10 @@ admission gate off.
 replica holding the Lease runs the controllers and hands over within --leader-elect-lease-duration
 when it dies (at once when it stops cleanly); every replica serves the admission webhooks
 and loads the policies. The defaults are OCM's (137 s, 107 s, 26 s).
+
+--health-probe-bind-address serves /healthz (the process runs) and /readyz (the caches have
+synced and the webhook server completes TLS handshakes) on every replica, a standby too;
+--metrics-bind-address serves Prometheus metrics at /metrics.
 
 --work-max-size caps the total size of a ManifestWork's manifests (OCM's --manifestLimit).
 
@@ -130,28 +138,30 @@ is in Flotilla
 				}
 			}
 			setLibraryLoggers(logger)
-			h, err := manager.New(manager.Options{
-				Config:                    cfg,
-				FeatureGates:              gate,
-				PluginCacheDir:            pluginCacheDir,
-				MetricsBindAddress:        metricsAddr,
-				PlacementDebugBindAddress: placementDebugAddr,
-				AutoApprove:               plugininstall.AutoApprove{Users: autoUsers, ClusterNamePatterns: autoPatterns},
-				Webhook:                   webhookOpts,
-				WorkMaxSize:               workMaxSize,
-				PolicyEvalTimeout:         policyTimeout,
-				PolicyNamespace:           policyNamespace,
-				LeaderElection:            leader,
-				Logger:                    logger,
-			})
-			if err != nil {
-				return err
-			}
-			return h.Start(cmd.Context())
+			return operator.RunHub(cmd.Context(), operator.Options{
+				ClusterManagerName: clusterManagerName,
+				Deployment:         operator.DeploymentFromEnv(),
+				Hub: manager.Options{
+					Config:                    cfg,
+					FeatureGates:              gate,
+					PluginCacheDir:            pluginCacheDir,
+					MetricsBindAddress:        metricsAddr,
+					HealthProbeBindAddress:    healthProbeAddr,
+					PlacementDebugBindAddress: placementDebugAddr,
+					AutoApprove:               plugininstall.AutoApprove{Users: autoUsers, ClusterNamePatterns: autoPatterns},
+					Webhook:                   webhookOpts,
+					WorkMaxSize:               workMaxSize,
+					PolicyEvalTimeout:         policyTimeout,
+					PolicyNamespace:           policyNamespace,
+					LeaderElection:            leader,
+					Logger:                    logger,
+				}})
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the hub API server (default: $KUBECONFIG or ~/.kube/config)")
+	f.StringVar(&clusterManagerName, "cluster-manager-name", operatorv1.ClusterManagerName,
+		"the ClusterManager (operator.open-cluster-management.io/v1) the hub takes its feature gates from and reports its status in; \"\" ignores it")
 	f.BoolVar(&leader.Enabled, "leader-elect", false,
 		"run as one of several hub replicas: the holder of Lease --leader-elect-namespace/--leader-elect-name runs the controllers, every replica serves the webhooks")
 	f.StringVar(&leader.Namespace, "leader-elect-namespace", manager.DefaultLeaderElectionNamespace, "namespace of the leader election Lease")
@@ -161,6 +171,8 @@ is in Flotilla
 	f.DurationVar(&leader.RetryPeriod, "leader-elect-retry-period", manager.DefaultRetryPeriod, "how often replicas try to acquire or renew the Lease")
 	f.StringVar(&pluginCacheDir, "plugin-cache-dir", "", "directory caching compiled Wasm plugins across restarts (default: no cache)")
 	f.StringVar(&metricsAddr, "metrics-bind-address", "0", "address serving Prometheus metrics, e.g. :8080 (0 disables)")
+	f.StringVar(&healthProbeAddr, "health-probe-bind-address", "0",
+		"address serving /healthz and /readyz (ready once the caches have synced and the webhooks serve, on every replica), e.g. :8081 (0 disables)")
 	f.StringVar(&placementDebugAddr, "placement-debug-bind-address", "0",
 		"address serving the placement debug endpoint over HTTPS, e.g. :8443 as OCM (0 disables)")
 	f.StringSliceVar(&autoUsers, "autoapprove-users", nil,

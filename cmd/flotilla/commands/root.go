@@ -29,6 +29,10 @@ prioritizers, CSR approval, status feedback, add-on templates) are sandboxed Was
 		newPolicyCommand(),
 		newRolloutCommand(),
 		newAddonCommand(),
+		newInitCommand(),
+		newTokenCommand(),
+		newJoinCommand(),
+		newUnjoinCommand(),
 	)
 	return root
 }

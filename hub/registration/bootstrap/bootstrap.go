@@ -13,7 +13,6 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -101,30 +100,11 @@ func BootstrapTokenKubeconfig(ctx context.Context, hub *rest.Config, ttl time.Du
 	if err != nil {
 		return nil, fmt.Errorf("bootstrap token: hub client: %w", err)
 	}
-	for attempt := 0; ; attempt++ {
-		id, secret := randomToken(6), randomToken(16)
-		s := &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: TokenSecretPrefix + id, Namespace: TokenSecretNamespace,
-				Labels: map[string]string{"app.kubernetes.io/managed-by": "flotilla"}},
-			Type: TokenSecretType,
-			StringData: map[string]string{
-				"description":                    "Flotilla bootstrap token for joining managed clusters",
-				"token-id":                       id,
-				"token-secret":                   secret,
-				"expiration":                     time.Now().Add(ttl).UTC().Format(time.RFC3339),
-				"usage-bootstrap-authentication": "true",
-				"auth-extra-groups":              rbac.BootstrapGroup,
-			},
-		}
-		_, err := kube.CoreV1().Secrets(TokenSecretNamespace).Create(ctx, s, metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) && attempt < 3 {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("bootstrap token: creating Secret %s/%s: %w", TokenSecretNamespace, s.Name, err)
-		}
-		return TokenKubeconfig(hub, id+"."+secret)
+	token, _, err := issueBootstrapToken(ctx, kube, ttl)
+	if err != nil {
+		return nil, err
 	}
+	return TokenKubeconfig(hub, token)
 }
 
 // randomToken returns n characters of [a-z0-9], the alphabet of bootstrap token ids and secrets.
@@ -153,18 +133,37 @@ func TokenKubeconfig(hub *rest.Config, token string) ([]byte, error) {
 		}
 		ca = b
 	}
-	if len(ca) == 0 && !hub.Insecure {
-		return nil, fmt.Errorf("bootstrap kubeconfig: hub config for %s has no CA data", hub.Host)
+	return BuildKubeconfig(KubeconfigParams{Server: hub.Host, CA: ca, Token: token, TLSServerName: hub.ServerName, Insecure: hub.Insecure})
+}
+
+// KubeconfigParams describe a bootstrap kubeconfig.
+type KubeconfigParams struct {
+	Server string
+	// CA verifies the hub's serving certificate; with an HTTPS proxy it also holds the proxy's
+	// CA (seeds: "Register a cluster to hub through proxy server").
+	CA            []byte
+	Token         string
+	ProxyURL      string
+	TLSServerName string
+	Insecure      bool
+}
+
+// BuildKubeconfig renders a bootstrap kubeconfig: cluster "hub" (with proxy-url when set),
+// user "bootstrap" with the token.
+func BuildKubeconfig(p KubeconfigParams) ([]byte, error) {
+	if len(p.CA) == 0 && !p.Insecure {
+		return nil, fmt.Errorf("bootstrap kubeconfig: hub %s has no CA data", p.Server)
 	}
 	const name = "hub"
 	cfg := clientcmdapi.Config{
 		Clusters: map[string]*clientcmdapi.Cluster{name: {
-			Server:                   hub.Host,
-			CertificateAuthorityData: ca,
-			TLSServerName:            hub.ServerName,
-			InsecureSkipTLSVerify:    hub.Insecure,
+			Server:                   p.Server,
+			CertificateAuthorityData: p.CA,
+			TLSServerName:            p.TLSServerName,
+			InsecureSkipTLSVerify:    p.Insecure,
+			ProxyURL:                 p.ProxyURL,
 		}},
-		AuthInfos:      map[string]*clientcmdapi.AuthInfo{"bootstrap": {Token: token}},
+		AuthInfos:      map[string]*clientcmdapi.AuthInfo{"bootstrap": {Token: p.Token}},
 		Contexts:       map[string]*clientcmdapi.Context{name: {Cluster: name, AuthInfo: "bootstrap"}},
 		CurrentContext: name,
 	}

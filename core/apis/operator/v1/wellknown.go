@@ -54,3 +54,57 @@ const (
 	// ConditionWorkDesiredDegraded: the work agent does not serve.
 	ConditionWorkDesiredDegraded = "WorkDesiredDegraded"
 )
+
+// Reasons of ClusterManager conditions, as OCM names them.
+const (
+	// ReasonClusterManagerApplied: ConditionClusterManagerApplied True, every resource applied.
+	ReasonClusterManagerApplied = "ClusterManagerApplied"
+	// ReasonRegistrationFunctional: ConditionHubRegistrationDegraded False.
+	ReasonRegistrationFunctional = "RegistrationFunctional"
+	// ReasonPlacementFunctional: ConditionHubPlacementDegraded False.
+	ReasonPlacementFunctional = "PlacementFunctional"
+	// ReasonDeploymentRolling: ConditionProgressing True, a Deployment still rolls out.
+	ReasonDeploymentRolling = "ClusterManagerDeploymentRolling"
+	// ReasonUpToDate: ConditionProgressing False, every Deployment rolled out.
+	ReasonUpToDate = "ClusterManagerUpToDate"
+)
+
+// Reasons of Klusterlet conditions, as OCM names them.
+const (
+	// ReasonKlusterletApplied: ConditionKlusterletApplied True, every resource applied.
+	ReasonKlusterletApplied = "KlusterletApplied"
+	// ReasonKlusterletAvailable: ConditionKlusterletAvailable True.
+	ReasonKlusterletAvailable = "KlusterletAvailable"
+
+	// ReasonHubConnectionFunctional: ConditionHubConnectionDegraded False, the hub identity works.
+	ReasonHubConnectionFunctional = "HubConnectionFunctional"
+	// ReasonHubKubeConfigSecretMissing: the hub kubeconfig Secret cannot be read.
+	ReasonHubKubeConfigSecretMissing = "HubKubeConfigSecretMissing"
+	// ReasonHubKubeConfigMissing: the hub kubeconfig Secret has no kubeconfig (no signed
+	// certificate yet).
+	ReasonHubKubeConfigMissing = "HubKubeConfigMissing"
+	// ReasonHubKubeConfigError: the hub kubeconfig does not work.
+	ReasonHubKubeConfigError = "HubKubeConfigError"
+	// ReasonClusterNameMissing: the hub kubeconfig Secret names no cluster.
+	ReasonClusterNameMissing = "ClusterNameMissing"
+	// ReasonHubKubeConfigUnauthorized: the hub identity may not do what an accepted cluster's
+	// may.
+	ReasonHubKubeConfigUnauthorized = "HubKubeConfigUnauthorized"
+)
+
+// Condition and reasons OCM's operator writes on ClusterManager and Klusterlet status beyond
+// those its API names (its helpers and Klusterlet status controller spell them).
+const (
+	// ConditionValidFeatureGates: every featureGates entry names a gate the component implements.
+	ConditionValidFeatureGates = "ValidFeatureGates"
+	// ReasonFeatureGatesAllValid: ConditionValidFeatureGates True.
+	ReasonFeatureGatesAllValid = "FeatureGatesAllValid"
+	// ReasonInvalidFeatureGatesExisting: ConditionValidFeatureGates False; the message names them.
+	ReasonInvalidFeatureGatesExisting = "InvalidFeatureGatesExisting"
+
+	// The bootstrap kubeconfig's state, put before a ConditionHubConnectionDegraded reason
+	// ("BootstrapSecretFunctional,HubKubeConfigMissing") while the agent has no hub identity.
+	ReasonBootstrapSecretFunctional = "BootstrapSecretFunctional"
+	ReasonBootstrapSecretMissing    = "BootstrapSecretMissing"
+	ReasonBootstrapSecretError      = "BootstrapSecretError"
+)

@@ -1,0 +1,74 @@
+{{/* Name of the chart, the app.kubernetes.io/name label. */}}
+{{- define "flotilla-hub.name" -}}
+{{- .Chart.Name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Chart name and version, the helm.sh/chart label. */}}
+{{- define "flotilla-hub.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Labels the Deployment's selector matches; they never change after install. */}}
+{{- define "flotilla-hub.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "flotilla-hub.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: hub
+{{- end }}
+
+{{/* Labels of every object of the chart. */}}
+{{- define "flotilla-hub.labels" -}}
+helm.sh/chart: {{ include "flotilla-hub.chart" . }}
+{{ include "flotilla-hub.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{/* The image: <registry>/<repository>:<tag>, or @<digest> when the tag is one. */}}
+{{- define "flotilla-hub.image" -}}
+{{- $repo := .Values.image.repository }}
+{{- if .Values.image.registry }}
+{{- $repo = printf "%s/%s" (trimSuffix "/" .Values.image.registry) $repo }}
+{{- end }}
+{{- $tag := .Values.image.tag | default .Chart.AppVersion }}
+{{- if hasPrefix "sha256:" $tag }}
+{{- printf "%s@%s" $repo $tag }}
+{{- else }}
+{{- printf "%s:%s" $repo $tag }}
+{{- end }}
+{{- end }}
+
+{{/* "true" when the hub runs with --leader-elect: leaderElection.enabled, else replicas > 1. */}}
+{{- define "flotilla-hub.leaderElect" -}}
+{{- $enabled := .Values.leaderElection.enabled }}
+{{- if kindIs "invalid" $enabled }}
+{{- $enabled = gt (int .Values.replicas) 1 }}
+{{- end }}
+{{- ternary "true" "false" $enabled }}
+{{- end }}
+
+{{/* One value of .Values.flags as its command-line form: lists comma-joined, maps
+(feature-gates) as Name=value sorted by name, whole numbers without an exponent. */}}
+{{- define "flotilla-hub.flagValue" -}}
+{{- if kindIs "slice" . }}
+{{- join "," . }}
+{{- else if kindIs "map" . }}
+{{- $pairs := list }}
+{{- range $k, $v := . }}
+{{- $pairs = append $pairs (printf "%s=%v" $k $v) }}
+{{- end }}
+{{- join "," $pairs }}
+{{- else if or (kindIs "float64" .) (kindIs "float32" .) }}
+{{- if eq (float64 .) (float64 (int64 .)) }}{{ int64 . }}{{ else }}{{ . }}{{ end }}
+{{- else }}
+{{- . }}
+{{- end }}
+{{- end }}
+
+{{/* The args of .Values.flags, one "- --name=value" line each, empty values left out. */}}
+{{- define "flotilla-hub.flagArgs" -}}
+{{- range $name, $value := .Values.flags }}
+{{- if not (or (kindIs "invalid" $value) (and (kindIs "string" $value) (eq $value "")) (and (or (kindIs "slice" $value) (kindIs "map" $value)) (empty $value))) }}
+- {{ printf "--%s=%s" $name (include "flotilla-hub.flagValue" $value) | quote }}
+{{- end }}
+{{- end }}
+{{- end }}

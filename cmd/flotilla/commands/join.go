@@ -1,0 +1,180 @@
+package commands
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flotilla-dev/flotilla/core/install"
+	"github.com/flotilla-dev/flotilla/klusterlet/join"
+)
+
+func newJoinCommand() *cobra.Command {
+	var (
+		o                                       join.Options
+		kubeconfig, caData, caFile, proxyCAFile string
+		mode                                    string
+		wait, dryRun                            bool
+		timeout                                 time.Duration
+		vals                                    valuesFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "join",
+		Short: "Join the cluster of --kubeconfig to a hub: install its klusterlet with a bootstrap token",
+		Long: `Install the klusterlet on this managed cluster, as clusteradm join does, with the command
+flotilla get token (or flotilla init) printed on the hub.
+
+join checks the token against the hub first (an expired or revoked token fails here, with
+nothing installed), then renders the chart charts/flotilla-klusterlet (carried by this
+binary; --values/--set override its values) and applies it: the Secret
+bootstrap-hub-kubeconfig, the agent's ServiceAccount and RBAC, the agent Deployment and the
+Klusterlet --klusterlet-name, all in --agent-namespace. It waits until the agent has
+requested its certificate on the hub; the hub's admin then runs flotilla accept.
+
+Through a forward proxy (HTTP CONNECT), --proxy-url goes into the bootstrap kubeconfig as
+proxy-url and an HTTPS proxy's CA (--proxy-ca-file) is appended to its CA data; the agent
+keeps both in the kubeconfigs it writes later, for itself and its add-ons.
+
+A cluster joins a second hub with a Klusterlet of another name in another namespace
+(--klusterlet-name klusterlet-hub2 --agent-namespace open-cluster-management-agent-hub2):
+each hub's agent applies only its own hub's work. --mode Hosted (the agent on another
+cluster) is not available yet. helm install klusterlet charts/flotilla-klusterlet -n
+open-cluster-management-agent --create-namespace --set clusterName=... --set-file
+bootstrapHubKubeconfig=... installs the same manifests.`,
+		Example: `  flotilla join --hub-token <token> --hub-apiserver https://hub.example.com:6443 --hub-ca-data <base64> --cluster-name cluster1
+  flotilla join ... --proxy-url https://proxy.example.com:3129 --proxy-ca-file proxy-ca.pem
+  flotilla join ... --klusterlet-name klusterlet-hub2 --agent-namespace open-cluster-management-agent-hub2`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch mode {
+			case "Default", "default", "":
+			case "Hosted", "hosted":
+				return fmt.Errorf("--mode Hosted (the agent on a hosting cluster) is not available yet: join in Default mode")
+			default:
+				return fmt.Errorf("--mode %q: Default or Hosted", mode)
+			}
+			var err error
+			switch {
+			case caData != "" && caFile != "":
+				return fmt.Errorf("--hub-ca-data and --ca-file: give one")
+			case caData != "":
+				if o.HubCA, err = join.DecodeCA(caData); err != nil {
+					return err
+				}
+			case caFile != "":
+				if o.HubCA, err = os.ReadFile(caFile); err != nil {
+					return fmt.Errorf("--ca-file: %w", err)
+				}
+			}
+			if proxyCAFile != "" {
+				if o.ProxyCA, err = os.ReadFile(proxyCAFile); err != nil {
+					return fmt.Errorf("--proxy-ca-file: %w", err)
+				}
+			}
+			if o.Values, err = vals.values(); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			boot, err := o.BootstrapKubeconfig()
+			if err != nil {
+				return err
+			}
+			objs, err := join.Render(o, boot)
+			if err != nil {
+				return err
+			}
+			if dryRun {
+				return install.WriteYAML(cmd.OutOrStdout(), objs)
+			}
+			progress := func(s string) { fmt.Fprintln(cmd.ErrOrStderr(), s) }
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			progress("checking the token with the hub at " + o.HubAPIServer)
+			if err := join.Preflight(ctx, boot); err != nil {
+				return err
+			}
+			cfg, err := loadRESTConfig(kubeconfig)
+			if err != nil {
+				return err
+			}
+			progress(fmt.Sprintf("applying %d objects of chart %s (Klusterlet %s, namespace %s) to %s", len(objs), install.KlusterletChart, o.KlusterletName, o.AgentNamespace, cfg.Host))
+			if err := install.Apply(ctx, cfg, objs); err != nil {
+				return err
+			}
+			if !wait {
+				fmt.Fprintf(cmd.OutOrStdout(), "klusterlet installed; on the hub: flotilla accept --clusters %s\n", o.ClusterName)
+				return nil
+			}
+			csr, err := join.WaitForCSR(ctx, boot, o.ClusterName, progress)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "cluster %s requested to join (CSR %s); on the hub: flotilla accept --clusters %s\n", o.ClusterName, csr, o.ClusterName)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the managed cluster (default: $KUBECONFIG or ~/.kube/config)")
+	f.StringVar(&o.Token, "hub-token", "", "the bootstrap token flotilla get token printed")
+	f.StringVar(&o.HubAPIServer, "hub-apiserver", "", "the hub API server URL, https://host:port")
+	f.StringVar(&caData, "hub-ca-data", "", "the hub's CA bundle, base64 of PEM as flotilla get token prints it")
+	f.StringVar(&caFile, "ca-file", "", "the hub's CA bundle as a PEM file, instead of --hub-ca-data")
+	f.StringVar(&o.ClusterName, "cluster-name", "", "name of the ManagedCluster on the hub: a DNS label, unique on the hub")
+	f.StringVar(&o.KlusterletName, "klusterlet-name", join.DefaultKlusterletName, "name of the Klusterlet: another name (and --agent-namespace) per further hub")
+	f.StringVar(&o.AgentNamespace, "agent-namespace", install.AgentNamespace, "namespace of the agent, its Secrets and the bootstrap kubeconfig")
+	f.StringVar(&o.ProxyURL, "proxy-url", "", "HTTP(S) forward proxy (HTTP CONNECT) between the agent and the hub")
+	f.StringVar(&proxyCAFile, "proxy-ca-file", "", "CA bundle (PEM) of an HTTPS proxy, appended to the bootstrap kubeconfig's CA data")
+	f.StringVar(&mode, "mode", "Default", "Default (the agent on this cluster); Hosted is not available yet")
+	f.BoolVar(&wait, "wait", true, "wait until the agent has requested its certificate on the hub")
+	f.DurationVar(&timeout, "timeout", 5*time.Minute, "how long join waits for the hub and the agent")
+	f.BoolVar(&dryRun, "dry-run", false, "print the manifests instead of applying them (the bootstrap Secret holds the token)")
+	vals.add(cmd, install.KlusterletChart)
+	return cmd
+}
+
+func newUnjoinCommand() *cobra.Command {
+	var (
+		o          join.UnjoinOptions
+		kubeconfig string
+		timeout    time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "unjoin",
+		Short: "Remove a klusterlet from the cluster of --kubeconfig, with everything it applied",
+		Long: `Remove the klusterlet --klusterlet-name from this managed cluster: its agent stops, every
+resource its hub's ManifestWorks applied is deleted (AppliedManifestWorks and what they own,
+except what a work orphaned), then the agent namespace with its Secrets and the klusterlet's
+RBAC and Klusterlet. When no other Klusterlet remains, the add-on namespace
+open-cluster-management-agent-addon and the klusterlet CRDs go too.
+
+The hub keeps the ManagedCluster (unavailable) until its admin deletes it:
+  kubectl delete managedcluster <cluster_name>`,
+		Example: `  flotilla unjoin --kubeconfig managed.kubeconfig
+  flotilla unjoin --klusterlet-name klusterlet-hub2 --agent-namespace open-cluster-management-agent-hub2`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadRESTConfig(kubeconfig)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			if err := join.Unjoin(ctx, cfg, o, func(s string) { fmt.Fprintln(cmd.ErrOrStderr(), s) }); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "klusterlet %s removed\n", o.KlusterletName)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the managed cluster (default: $KUBECONFIG or ~/.kube/config)")
+	f.StringVar(&o.KlusterletName, "klusterlet-name", join.DefaultKlusterletName, "the Klusterlet to remove")
+	f.StringVar(&o.AgentNamespace, "agent-namespace", install.AgentNamespace, "its agent namespace, when the Klusterlet object is gone")
+	f.DurationVar(&timeout, "timeout", 5*time.Minute, "how long unjoin waits for deletions")
+	return cmd
+}

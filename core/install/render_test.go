@@ -1,0 +1,815 @@
+package install_test
+
+import (
+	"bytes"
+	"encoding/base64"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/flotilla-dev/flotilla/core/environment"
+	"github.com/flotilla-dev/flotilla/core/install"
+)
+
+// A hub and a klusterlet release as `flotilla init` and `flotilla join` make them.
+const (
+	hubRelease          = "flotilla-hub"
+	klusterletRelease   = "klusterlet"
+	bootstrapKubeconfig = `apiVersion: v1
+kind: Config
+clusters:
+- name: hub
+  cluster:
+    server: https://hub.example:6443
+contexts:
+- name: bootstrap
+  context: {cluster: hub, user: bootstrap}
+current-context: bootstrap
+users:
+- name: bootstrap
+  user: {token: not-a-real-token}
+`
+)
+
+// nonDefaultHub and nonDefaultKlusterlet change a value of every kind: the tests check each
+// lands where it should, and Lint that the charts stay clean with them.
+func nonDefaultHub() map[string]any {
+	return map[string]any{
+		"replicas":         3,
+		"image":            map[string]any{"registry": "registry.example/team/", "repository": "flotilla-dev", "tag": "v9.9.9", "pullPolicy": "Always"},
+		"imagePullSecrets": []any{map[string]any{"name": "regcred"}},
+		"resources": map[string]any{
+			"requests": map[string]any{"cpu": "250m", "memory": "256Mi"},
+			"limits":   map[string]any{"cpu": "2", "memory": "1Gi"},
+		},
+		"nodeSelector":   map[string]any{"node-role.kubernetes.io/control-plane": ""},
+		"tolerations":    []any{map[string]any{"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"}},
+		"affinity":       map[string]any{"podAntiAffinity": map[string]any{"preferredDuringSchedulingIgnoredDuringExecution": []any{map[string]any{"weight": 1, "podAffinityTerm": map[string]any{"topologyKey": "kubernetes.io/hostname", "labelSelector": map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/name": "flotilla-hub"}}}}}}},
+		"podAnnotations": map[string]any{"example.com/team": "fleet"},
+		"metrics":        map[string]any{"port": 9090},
+		"health":         map[string]any{"port": 9091},
+		"webhook":        map[string]any{"port": 10443},
+		"clusterManager": map[string]any{
+			"name": "hub-config",
+			"spec": map[string]any{"workConfiguration": map[string]any{"featureGates": []any{map[string]any{"feature": "ManifestWorkReplicaSet", "mode": "Enable"}}}},
+		},
+		"flags": map[string]any{
+			"kube-api-qps":                 50,
+			"kube-api-burst":               100,
+			"autoapprove-cluster-patterns": []any{"dev-*", "test-*"},
+			"policy-eval-timeout":          "2s",
+			"pprof-bind-address":           "127.0.0.1:6060",
+			"feature-gates":                map[string]any{"ManagedClusterAutoApproval": true, "DefaultClusterSet": false},
+		},
+	}
+}
+
+func nonDefaultKlusterlet() map[string]any {
+	return map[string]any{
+		"clusterName":            "cluster1",
+		"bootstrapHubKubeconfig": bootstrapKubeconfig,
+		"klusterlet": map[string]any{
+			"name": "klusterlet-hub2",
+			"spec": map[string]any{
+				"hubApiServerHostAlias": map[string]any{"ip": "10.0.0.7", "hostname": "hub.example"},
+				"workConfiguration":     map[string]any{"featureGates": []any{map[string]any{"feature": "RawFeedbackJsonString", "mode": "Enable"}}},
+			},
+		},
+		"rbac":         map[string]any{"workClusterRole": "flotilla-work"},
+		"replicas":     2,
+		"image":        map[string]any{"registry": "", "repository": "localhost/flotilla", "tag": "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"},
+		"nodeSelector": map[string]any{"kubernetes.io/os": "linux"},
+		"tolerations":  []any{map[string]any{"key": "dedicated", "operator": "Equal", "value": "agents", "effect": "NoExecute"}},
+		"resources":    map[string]any{"requests": map[string]any{"cpu": "50m", "memory": "64Mi"}},
+		"flags": map[string]any{
+			"status-sync-interval": "10s",
+			"disable-work-agent":   true,
+			"feature-gates":        map[string]any{"RawFeedbackJsonString": true, "AddonManagement": false},
+			"agent-name":           "agent-a",
+		},
+	}
+}
+
+func TestLint(t *testing.T) {
+	for _, tc := range []struct {
+		name, chart string
+		values      map[string]any
+	}{
+		{"hub defaults", install.HubChart, nil},
+		{"hub non-default values", install.HubChart, nonDefaultHub()},
+		{"hub without ClusterManager", install.HubChart, map[string]any{"clusterManager": map[string]any{"create": false}}},
+		// Helm's linter renders in lint mode, where the chart's required clusterName only warns
+		// in the log; defaults are linted as `helm lint` would.
+		{"klusterlet defaults", install.KlusterletChart, nil},
+		{"klusterlet with cluster name", install.KlusterletChart, map[string]any{"clusterName": "cluster1"}},
+		{"klusterlet non-default values", install.KlusterletChart, nonDefaultKlusterlet()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := install.Lint(tc.chart, tc.values); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	t.Run("findings are errors", func(t *testing.T) {
+		err := install.Lint(install.HubChart, map[string]any{"replicas": "three"})
+		if err == nil || !strings.Contains(err.Error(), "/replicas") {
+			t.Fatalf("got %v, want a lint error naming /replicas", err)
+		}
+	})
+}
+
+func render(t *testing.T, chart, release, namespace string, values map[string]any) []*unstructured.Unstructured {
+	t.Helper()
+	objs, err := install.Render(chart, release, namespace, values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs
+}
+
+// find returns the one rendered object of kind and name.
+func find(t *testing.T, objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
+	t.Helper()
+	var found *unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetKind() == kind && o.GetName() == name {
+			if found != nil {
+				t.Fatalf("two %s %s rendered", kind, name)
+			}
+			found = o
+		}
+	}
+	if found == nil {
+		t.Fatalf("no %s %s rendered; got %s", kind, name, summary(objs))
+	}
+	return found
+}
+
+func has(objs []*unstructured.Unstructured, kind string) bool {
+	return slices.ContainsFunc(objs, func(o *unstructured.Unstructured) bool { return o.GetKind() == kind })
+}
+
+func summary(objs []*unstructured.Unstructured) string {
+	s := make([]string, 0, len(objs))
+	for _, o := range objs {
+		s = append(s, o.GetKind()+"/"+o.GetName())
+	}
+	return strings.Join(s, " ")
+}
+
+// container is the Deployment's only container.
+func container(t *testing.T, deploy *unstructured.Unstructured) map[string]any {
+	t.Helper()
+	cs, _, _ := unstructured.NestedSlice(deploy.Object, "spec", "template", "spec", "containers")
+	if len(cs) != 1 {
+		t.Fatalf("Deployment %s has %d containers, want 1", deploy.GetName(), len(cs))
+	}
+	return cs[0].(map[string]any)
+}
+
+func args(t *testing.T, deploy *unstructured.Unstructured) []string {
+	t.Helper()
+	a, _, _ := unstructured.NestedStringSlice(container(t, deploy), "args")
+	return a
+}
+
+func field(t *testing.T, obj map[string]any, path ...string) any {
+	t.Helper()
+	v, ok, err := unstructured.NestedFieldNoCopy(obj, path...)
+	if err != nil || !ok {
+		t.Fatalf("no %s in %v (%v)", strings.Join(path, "."), obj, err)
+	}
+	return v
+}
+
+// equalJSON compares as YAML text, which prints maps sorted.
+func equalJSON(t *testing.T, what string, got, want any) {
+	t.Helper()
+	g, err := yaml.Marshal(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := yaml.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(g, w) {
+		t.Errorf("%s:\n got: %s\nwant: %s", what, g, w)
+	}
+}
+
+func TestRenderHubDefaults(t *testing.T) {
+	ns := install.HubNamespace
+	objs := render(t, install.HubChart, hubRelease, ns, nil)
+
+	// The order: the release Namespace, every CRD of core/crds, then Helm's install order.
+	bases, err := filepath.Glob("../crds/bases/*.yaml")
+	if err != nil || len(bases) == 0 {
+		t.Fatalf("core/crds/bases: %v (%d files)", err, len(bases))
+	}
+	var kinds []string
+	for _, o := range objs {
+		if k := o.GetKind(); len(kinds) == 0 || kinds[len(kinds)-1] != k {
+			kinds = append(kinds, k)
+		}
+	}
+	wantKinds := []string{"Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Service", "Deployment", "ClusterManager"}
+	if !slices.Equal(kinds, wantKinds) {
+		t.Errorf("kinds in order %v, want %v", kinds, wantKinds)
+	}
+	if objs[0].GetName() != ns {
+		t.Errorf("first object is Namespace %s, want %s", objs[0].GetName(), ns)
+	}
+	crds := 0
+	for _, o := range objs {
+		if o.GetKind() == "CustomResourceDefinition" {
+			crds++
+		}
+	}
+	if crds != len(bases) {
+		t.Errorf("%d CRDs rendered, core/crds/bases has %d", crds, len(bases))
+	}
+
+	// Namespaced objects are in the release namespace, cluster-scoped ones in none.
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "ServiceAccount", "Service", "Deployment":
+			if o.GetNamespace() != ns {
+				t.Errorf("%s %s in namespace %q, want %q", o.GetKind(), o.GetName(), o.GetNamespace(), ns)
+			}
+		default:
+			if o.GetNamespace() != "" {
+				t.Errorf("cluster-scoped %s %s has namespace %q", o.GetKind(), o.GetName(), o.GetNamespace())
+			}
+		}
+	}
+
+	deploy := find(t, objs, "Deployment", "flotilla-hub")
+	wantLabels := map[string]string{
+		"app.kubernetes.io/name":       "flotilla-hub",
+		"app.kubernetes.io/instance":   hubRelease,
+		"app.kubernetes.io/version":    "0.1.0",
+		"app.kubernetes.io/managed-by": "Helm",
+		"app.kubernetes.io/component":  "hub",
+		"helm.sh/chart":                "flotilla-hub-0.1.0",
+	}
+	for _, o := range objs[1:] {
+		if o.GetKind() == "CustomResourceDefinition" {
+			continue
+		}
+		for k, v := range wantLabels {
+			if o.GetLabels()[k] != v {
+				t.Errorf("%s %s label %s=%q, want %q", o.GetKind(), o.GetName(), k, o.GetLabels()[k], v)
+			}
+		}
+	}
+	wantArgs := []string{
+		"hub",
+		"--webhook-bind-address=:9443",
+		"--webhook-service=open-cluster-management-hub/flotilla-hub-webhook:443",
+		"--metrics-bind-address=:8080",
+		"--health-probe-bind-address=:8081",
+		"--cluster-manager-name=cluster-manager",
+		// values' flags, sorted, empty ones left out
+		"--kube-api-burst=400",
+		"--kube-api-qps=200",
+		"--leader-elect-lease-duration=2m17s",
+		"--leader-elect-name=flotilla-hub-lock",
+		"--leader-elect-namespace=open-cluster-management-hub",
+		"--leader-elect-renew-deadline=1m47s",
+		"--leader-elect-retry-period=26s",
+		"--placement-debug-bind-address=0",
+		"--policy-eval-timeout=3s",
+		"--policy-namespace=open-cluster-management-hub",
+		"--v=0",
+		"--work-max-size=512000",
+	}
+	equalJSON(t, "hub args", args(t, deploy), wantArgs)
+
+	c := container(t, deploy)
+	equalJSON(t, "image", field(t, c, "image"), "ghcr.io/flotilla-dev/flotilla:0.1.0")
+	equalJSON(t, "imagePullPolicy", field(t, c, "imagePullPolicy"), "IfNotPresent")
+	equalJSON(t, "ports", field(t, c, "ports"), []any{
+		map[string]any{"name": "webhook", "containerPort": 9443, "protocol": "TCP"},
+		map[string]any{"name": "metrics", "containerPort": 8080, "protocol": "TCP"},
+		map[string]any{"name": "health", "containerPort": 8081, "protocol": "TCP"},
+	})
+	equalJSON(t, "liveness", field(t, c, "livenessProbe", "httpGet"), map[string]any{"path": "/healthz", "port": "health"})
+	equalJSON(t, "readiness", field(t, c, "readinessProbe", "httpGet"), map[string]any{"path": "/readyz", "port": "health"})
+	equalJSON(t, "resources", field(t, c, "resources"), map[string]any{
+		"requests": map[string]any{"cpu": "100m", "memory": "128Mi"},
+		"limits":   map[string]any{"memory": "512Mi"},
+	})
+	equalJSON(t, "securityContext", field(t, c, "securityContext"), map[string]any{
+		"allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true,
+		"capabilities": map[string]any{"drop": []any{"ALL"}},
+	})
+	checkDownwardEnv(t, c, "flotilla-hub")
+	pod := field(t, deploy.Object, "spec", "template").(map[string]any)
+	equalJSON(t, "pod annotations", field(t, pod, "metadata", "annotations"), map[string]any{
+		"prometheus.io/scrape": "true", "prometheus.io/port": "8080", "prometheus.io/path": "/metrics",
+	})
+	equalJSON(t, "pod securityContext", field(t, pod, "spec", "securityContext"), map[string]any{
+		"runAsNonRoot": true, "seccompProfile": map[string]any{"type": "RuntimeDefault"},
+	})
+	equalJSON(t, "serviceAccountName", field(t, pod, "spec", "serviceAccountName"), "flotilla-hub")
+	equalJSON(t, "replicas", field(t, deploy.Object, "spec", "replicas"), 1)
+	for _, absent := range []string{"nodeSelector", "tolerations", "affinity", "imagePullSecrets"} {
+		if _, ok := pod["spec"].(map[string]any)[absent]; ok {
+			t.Errorf("pod spec has %s with default values", absent)
+		}
+	}
+	selector := field(t, deploy.Object, "spec", "selector", "matchLabels").(map[string]any)
+	for k, v := range selector {
+		if field(t, pod, "metadata", "labels", k) != v {
+			t.Errorf("pod template lacks selector label %s=%v", k, v)
+		}
+	}
+
+	webhook := find(t, objs, "Service", "flotilla-hub-webhook")
+	equalJSON(t, "webhook Service ports", field(t, webhook.Object, "spec", "ports"), []any{
+		map[string]any{"name": "webhook", "port": 443, "targetPort": "webhook", "protocol": "TCP"},
+	})
+	equalJSON(t, "webhook Service selector", field(t, webhook.Object, "spec", "selector"), selector)
+	metrics := find(t, objs, "Service", "flotilla-hub-metrics")
+	equalJSON(t, "metrics Service ports", field(t, metrics.Object, "spec", "ports"), []any{
+		map[string]any{"name": "metrics", "port": 8080, "targetPort": "metrics", "protocol": "TCP"},
+	})
+
+	find(t, objs, "ServiceAccount", "flotilla-hub")
+	crb := find(t, objs, "ClusterRoleBinding", "flotilla-hub")
+	equalJSON(t, "ClusterRoleBinding", map[string]any{"roleRef": crb.Object["roleRef"], "subjects": crb.Object["subjects"]}, map[string]any{
+		"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "flotilla-hub"},
+		"subjects": []any{map[string]any{"kind": "ServiceAccount", "name": "flotilla-hub", "namespace": ns}},
+	})
+	checkHubRules(t, find(t, objs, "ClusterRole", "flotilla-hub"))
+
+	cm := find(t, objs, "ClusterManager", "cluster-manager")
+	equalJSON(t, "ClusterManager apiVersion", cm.GetAPIVersion(), "operator.open-cluster-management.io/v1")
+	equalJSON(t, "ClusterManager spec", cm.Object["spec"], map[string]any{
+		"registrationConfiguration": map[string]any{"featureGates": []any{}},
+		"workConfiguration":         map[string]any{"featureGates": []any{}},
+		"addOnManagerConfiguration": map[string]any{"featureGates": []any{}},
+	})
+}
+
+// checkDownwardEnv checks POD_NAMESPACE and POD_NAME come from the downward API and
+// FLOTILLA_DEPLOYMENT_NAME names the Deployment.
+func checkDownwardEnv(t *testing.T, c map[string]any, deployment string) {
+	t.Helper()
+	equalJSON(t, "env", field(t, c, "env"), []any{
+		map[string]any{"name": "POD_NAMESPACE", "valueFrom": map[string]any{"fieldRef": map[string]any{"fieldPath": "metadata.namespace"}}},
+		map[string]any{"name": "POD_NAME", "valueFrom": map[string]any{"fieldRef": map[string]any{"fieldPath": "metadata.name"}}},
+		map[string]any{"name": "FLOTILLA_DEPLOYMENT_NAME", "value": deployment},
+	})
+}
+
+// checkHubRules checks the hub's ClusterRole grants what the hub does that an API server
+// checks: escalate and bind to hand out roles, CSR approval and signing, token requests.
+func checkHubRules(t *testing.T, role *unstructured.Unstructured) {
+	t.Helper()
+	type grant struct{ group, resource, verb string }
+	granted := map[grant]bool{}
+	rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
+	for _, r := range rules {
+		rule := r.(map[string]any)
+		str := func(k string) []string {
+			var out []string
+			for _, v := range rule[k].([]any) {
+				out = append(out, v.(string))
+			}
+			return out
+		}
+		for _, g := range str("apiGroups") {
+			for _, res := range str("resources") {
+				for _, v := range str("verbs") {
+					granted[grant{g, res, v}] = true
+				}
+			}
+		}
+	}
+	for _, want := range []grant{
+		{"rbac.authorization.k8s.io", "clusterroles", "escalate"},
+		{"rbac.authorization.k8s.io", "clusterroles", "bind"},
+		{"rbac.authorization.k8s.io", "roles", "escalate"},
+		{"rbac.authorization.k8s.io", "roles", "bind"},
+		{"certificates.k8s.io", "certificatesigningrequests/approval", "update"},
+		{"certificates.k8s.io", "certificatesigningrequests/status", "update"},
+		{"certificates.k8s.io", "signers", "approve"},
+		{"certificates.k8s.io", "signers", "sign"},
+		{"", "serviceaccounts/token", "create"},
+		{"authentication.k8s.io", "tokenreviews", "create"},
+		{"authorization.k8s.io", "subjectaccessreviews", "create"},
+		{"apiextensions.k8s.io", "customresourcedefinitions", "patch"},
+		{"admissionregistration.k8s.io", "validatingwebhookconfigurations", "patch"},
+		{"admissionregistration.k8s.io", "mutatingwebhookconfigurations", "patch"},
+		{"coordination.k8s.io", "leases", "update"},
+		{"apps", "controllerrevisions", "create"},
+		{"register.open-cluster-management.io", "*", "*"},
+		{"operator.open-cluster-management.io", "*", "*"},
+		{"flotilla.dev", "*", "*"},
+	} {
+		if !granted[want] {
+			t.Errorf("ClusterRole flotilla-hub does not grant %s on %s/%s", want.verb, want.group, want.resource)
+		}
+	}
+}
+
+func TestRenderHubValues(t *testing.T) {
+	ns := "flotilla-system"
+	objs := render(t, install.HubChart, "hub", ns, nonDefaultHub())
+	deploy := find(t, objs, "Deployment", "flotilla-hub")
+	a := args(t, deploy)
+	for _, want := range []string{
+		"--leader-elect", // replicas 3
+		"--webhook-bind-address=:10443",
+		"--webhook-service=flotilla-system/flotilla-hub-webhook:443",
+		"--metrics-bind-address=:9090",
+		"--health-probe-bind-address=:9091",
+		"--cluster-manager-name=hub-config",
+		"--kube-api-qps=50",
+		"--kube-api-burst=100",
+		"--autoapprove-cluster-patterns=dev-*,test-*",
+		"--policy-eval-timeout=2s",
+		"--pprof-bind-address=127.0.0.1:6060",
+		"--feature-gates=DefaultClusterSet=false,ManagedClusterAutoApproval=true",
+	} {
+		if !slices.Contains(a, want) {
+			t.Errorf("args lack %s: %v", want, a)
+		}
+	}
+	for _, arg := range a {
+		if strings.HasPrefix(arg, "--kube-api-qps=200") || strings.HasPrefix(arg, "--autoapprove-users") {
+			t.Errorf("args have %s", arg)
+		}
+	}
+	equalJSON(t, "replicas", field(t, deploy.Object, "spec", "replicas"), 3)
+	c := container(t, deploy)
+	equalJSON(t, "image", field(t, c, "image"), "registry.example/team/flotilla-dev:v9.9.9")
+	equalJSON(t, "imagePullPolicy", field(t, c, "imagePullPolicy"), "Always")
+	equalJSON(t, "resources", field(t, c, "resources"), nonDefaultHub()["resources"])
+	equalJSON(t, "webhook port", field(t, c, "ports"), []any{
+		map[string]any{"name": "webhook", "containerPort": 10443, "protocol": "TCP"},
+		map[string]any{"name": "metrics", "containerPort": 9090, "protocol": "TCP"},
+		map[string]any{"name": "health", "containerPort": 9091, "protocol": "TCP"},
+	})
+	pod := field(t, deploy.Object, "spec", "template").(map[string]any)
+	for _, k := range []string{"nodeSelector", "tolerations", "affinity", "imagePullSecrets"} {
+		equalJSON(t, k, field(t, pod, "spec", k), nonDefaultHub()[k])
+	}
+	equalJSON(t, "pod annotations", field(t, pod, "metadata", "annotations"), map[string]any{
+		"prometheus.io/scrape": "true", "prometheus.io/port": "9090", "prometheus.io/path": "/metrics",
+		"example.com/team": "fleet",
+	})
+	equalJSON(t, "metrics Service port", field(t, find(t, objs, "Service", "flotilla-hub-metrics").Object, "spec", "ports"), []any{
+		map[string]any{"name": "metrics", "port": 9090, "targetPort": "metrics", "protocol": "TCP"},
+	})
+	cm := find(t, objs, "ClusterManager", "hub-config")
+	equalJSON(t, "ClusterManager spec", cm.Object["spec"], map[string]any{
+		// values' spec is merged over the defaults, as Helm merges maps
+		"registrationConfiguration": map[string]any{"featureGates": []any{}},
+		"workConfiguration":         map[string]any{"featureGates": []any{map[string]any{"feature": "ManifestWorkReplicaSet", "mode": "Enable"}}},
+		"addOnManagerConfiguration": map[string]any{"featureGates": []any{}},
+	})
+	for _, o := range objs {
+		if ns := o.GetNamespace(); ns != "" && ns != "flotilla-system" {
+			t.Errorf("%s %s in namespace %s", o.GetKind(), o.GetName(), ns)
+		}
+	}
+
+	t.Run("leader election", func(t *testing.T) {
+		for _, tc := range []struct {
+			replicas int
+			enabled  any
+			want     bool
+		}{
+			{1, nil, false}, {2, nil, true}, {3, false, false}, {1, true, true},
+		} {
+			vals := map[string]any{"replicas": tc.replicas, "leaderElection": map[string]any{"enabled": tc.enabled}}
+			got := slices.Contains(args(t, find(t, render(t, install.HubChart, "hub", ns, vals), "Deployment", "flotilla-hub")), "--leader-elect")
+			if got != tc.want {
+				t.Errorf("replicas %d, leaderElection.enabled %v: --leader-elect %t, want %t", tc.replicas, tc.enabled, got, tc.want)
+			}
+		}
+	})
+	t.Run("no ClusterManager", func(t *testing.T) {
+		objs := render(t, install.HubChart, "hub", ns, map[string]any{"clusterManager": map[string]any{"create": false}})
+		if has(objs, "ClusterManager") {
+			t.Errorf("clusterManager.create false rendered a ClusterManager")
+		}
+		if !slices.Contains(args(t, find(t, objs, "Deployment", "flotilla-hub")), "--cluster-manager-name=cluster-manager") {
+			t.Errorf("the hub lost --cluster-manager-name")
+		}
+	})
+	t.Run("empty registry", func(t *testing.T) {
+		objs := render(t, install.HubChart, "hub", ns, map[string]any{"image": map[string]any{"registry": "", "repository": "flotilla", "tag": "dev"}})
+		equalJSON(t, "image", field(t, container(t, find(t, objs, "Deployment", "flotilla-hub")), "image"), "flotilla:dev")
+	})
+}
+
+func TestRenderKlusterlet(t *testing.T) {
+	ns := install.AgentNamespace
+	objs := render(t, install.KlusterletChart, klusterletRelease, ns, map[string]any{"clusterName": "cluster1"})
+	var kinds []string
+	for _, o := range objs {
+		if k := o.GetKind(); len(kinds) == 0 || kinds[len(kinds)-1] != k {
+			kinds = append(kinds, k)
+		}
+	}
+	wantKinds := []string{"Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRoleBinding", "Deployment", "Klusterlet"}
+	if !slices.Equal(kinds, wantKinds) {
+		t.Errorf("kinds in order %v, want %v", kinds, wantKinds)
+	}
+	var crds []string
+	for _, o := range objs {
+		if o.GetKind() == "CustomResourceDefinition" {
+			crds = append(crds, o.GetName())
+		}
+	}
+	equalJSON(t, "CRDs", sorted(crds), sorted(environment.ManagedClusterCRDs))
+	if has(objs, "Secret") {
+		t.Errorf("a bootstrap Secret without bootstrapHubKubeconfig")
+	}
+
+	deploy := find(t, objs, "Deployment", "klusterlet-agent")
+	equalJSON(t, "namespace", deploy.GetNamespace(), ns)
+	equalJSON(t, "klusterlet args", args(t, deploy), []string{
+		"klusterlet",
+		"--klusterlet-name=klusterlet",
+		"--agent-namespace=open-cluster-management-agent",
+		"--metrics-bind-address=:8080",
+		"--health-probe-bind-address=:8081",
+		"--appliedmanifestwork-eviction-grace-period=1h0m0s",
+		"--csr-expiration-seconds=0",
+		"--disable-work-agent=false",
+		"--hub-kubeconfig-secret=hub-kubeconfig-secret",
+		"--leader-elect-lease-duration=2m17s",
+		"--leader-elect-name=klusterlet-agent-lock",
+		"--leader-elect-renew-deadline=1m47s",
+		"--leader-elect-retry-period=26s",
+		"--lease-duration-seconds=60",
+		"--max-custom-cluster-claims=20",
+		"--max-feedback-watch=500",
+		"--max-retry-interval=10s",
+		"--status-sync-interval=30s",
+		"--status-sync-period=1m0s",
+		"--v=0",
+	})
+	c := container(t, deploy)
+	equalJSON(t, "image", field(t, c, "image"), "ghcr.io/flotilla-dev/flotilla:0.1.0")
+	equalJSON(t, "ports", field(t, c, "ports"), []any{
+		map[string]any{"name": "metrics", "containerPort": 8080, "protocol": "TCP"},
+		map[string]any{"name": "health", "containerPort": 8081, "protocol": "TCP"},
+	})
+	equalJSON(t, "liveness", field(t, c, "livenessProbe", "httpGet"), map[string]any{"path": "/healthz", "port": "health"})
+	equalJSON(t, "readiness", field(t, c, "readinessProbe", "httpGet"), map[string]any{"path": "/readyz", "port": "health"})
+	checkDownwardEnv(t, c, "klusterlet-agent")
+	pod := field(t, deploy.Object, "spec", "template").(map[string]any)
+	equalJSON(t, "serviceAccountName", field(t, pod, "spec", "serviceAccountName"), "klusterlet-agent")
+	equalJSON(t, "pod annotations", field(t, pod, "metadata", "annotations"), map[string]any{
+		"prometheus.io/scrape": "true", "prometheus.io/port": "8080", "prometheus.io/path": "/metrics",
+	})
+	equalJSON(t, "component label", deploy.GetLabels()["app.kubernetes.io/component"], "klusterlet")
+
+	find(t, objs, "ServiceAccount", "klusterlet-agent")
+	crb := find(t, objs, "ClusterRoleBinding", "flotilla:klusterlet:agent")
+	equalJSON(t, "ClusterRoleBinding", map[string]any{"roleRef": crb.Object["roleRef"], "subjects": crb.Object["subjects"]}, map[string]any{
+		"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+		"subjects": []any{map[string]any{"kind": "ServiceAccount", "name": "klusterlet-agent", "namespace": ns}},
+	})
+	k := find(t, objs, "Klusterlet", "klusterlet")
+	equalJSON(t, "Klusterlet", map[string]any{"apiVersion": k.GetAPIVersion(), "namespace": k.GetNamespace(), "spec": k.Object["spec"]}, map[string]any{
+		"apiVersion": "operator.open-cluster-management.io/v1", "namespace": "",
+		"spec": map[string]any{"clusterName": "cluster1", "namespace": ns},
+	})
+}
+
+func TestRenderKlusterletValues(t *testing.T) {
+	ns := "open-cluster-management-agent-hub2"
+	objs := render(t, install.KlusterletChart, "hub2", ns, nonDefaultKlusterlet())
+	deploy := find(t, objs, "Deployment", "klusterlet-hub2-agent")
+	a := args(t, deploy)
+	for _, want := range []string{
+		"--klusterlet-name=klusterlet-hub2",
+		"--agent-namespace=" + ns,
+		"--leader-elect", // replicas 2
+		"--leader-elect-namespace=" + ns,
+		"--status-sync-interval=10s",
+		"--disable-work-agent=true",
+		"--feature-gates=AddonManagement=false,RawFeedbackJsonString=true",
+		"--agent-name=agent-a",
+	} {
+		if !slices.Contains(a, want) {
+			t.Errorf("args lack %s: %v", want, a)
+		}
+	}
+	c := container(t, deploy)
+	equalJSON(t, "image", field(t, c, "image"), "localhost/flotilla@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef")
+	equalJSON(t, "resources", field(t, c, "resources"), map[string]any{
+		// values' requests replace the default's, limits stay (Helm merges maps)
+		"requests": map[string]any{"cpu": "50m", "memory": "64Mi"},
+		"limits":   map[string]any{"memory": "512Mi"},
+	})
+	pod := field(t, deploy.Object, "spec", "template").(map[string]any)
+	for _, k := range []string{"nodeSelector", "tolerations"} {
+		equalJSON(t, k, field(t, pod, "spec", k), nonDefaultKlusterlet()[k])
+	}
+	equalJSON(t, "serviceAccountName", field(t, pod, "spec", "serviceAccountName"), "klusterlet-hub2-agent")
+	find(t, objs, "ServiceAccount", "klusterlet-hub2-agent")
+	crb := find(t, objs, "ClusterRoleBinding", "flotilla:klusterlet-hub2:agent")
+	equalJSON(t, "roleRef", field(t, crb.Object, "roleRef", "name"), "flotilla-work")
+	equalJSON(t, "subject", field(t, crb.Object, "subjects"), []any{map[string]any{"kind": "ServiceAccount", "name": "klusterlet-hub2-agent", "namespace": ns}})
+	k := find(t, objs, "Klusterlet", "klusterlet-hub2")
+	equalJSON(t, "Klusterlet spec", k.Object["spec"], map[string]any{
+		"clusterName":           "cluster1",
+		"namespace":             ns,
+		"hubApiServerHostAlias": map[string]any{"ip": "10.0.0.7", "hostname": "hub.example"},
+		"workConfiguration":     map[string]any{"featureGates": []any{map[string]any{"feature": "RawFeedbackJsonString", "mode": "Enable"}}},
+	})
+	secret := find(t, objs, "Secret", "bootstrap-hub-kubeconfig")
+	equalJSON(t, "Secret namespace", secret.GetNamespace(), ns)
+	data, _, _ := unstructured.NestedStringMap(secret.Object, "data")
+	if len(data) != 1 || data["kubeconfig"] == "" {
+		t.Fatalf("Secret data %v, want key kubeconfig only", data)
+	}
+	decoded, err := base64.StdEncoding.DecodeString(data["kubeconfig"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	equalJSON(t, "bootstrap kubeconfig", string(decoded), bootstrapKubeconfig)
+}
+
+func TestValuesAreValidated(t *testing.T) {
+	for _, tc := range []struct {
+		name, chart string
+		values      map[string]any
+		want        []string // all in the error
+	}{
+		{"wrong type", install.HubChart, map[string]any{"replicas": "three"}, []string{"/replicas", "want integer"}},
+		{"wrong flag type", install.HubChart, map[string]any{"flags": map[string]any{"kube-api-qps": "fast"}}, []string{"/flags/kube-api-qps", "want number"}},
+		{"unknown flag", install.HubChart, map[string]any{"flags": map[string]any{"kube-api-qpz": 50}}, []string{"/flags", "'kube-api-qpz' not allowed"}},
+		{"chart-owned flag", install.HubChart, map[string]any{"flags": map[string]any{"leader-elect": true}}, []string{"/flags", "'leader-elect' not allowed"}},
+		{"unknown feature gate", install.HubChart, map[string]any{"flags": map[string]any{"feature-gates": map[string]any{"ClusterProfile": true}}}, []string{"/flags/feature-gates", "'ClusterProfile' not allowed"}},
+		{"bad duration", install.HubChart, map[string]any{"flags": map[string]any{"policy-eval-timeout": "3 seconds"}}, []string{"/flags/policy-eval-timeout"}},
+		{"unknown top-level key", install.HubChart, map[string]any{"replica": 2}, []string{"'replica' not allowed"}},
+		{"klusterlet unknown flag", install.KlusterletChart, map[string]any{"clusterName": "c1", "flags": map[string]any{"cluster-namespace": "x"}}, []string{"/flags", "'cluster-namespace' not allowed"}},
+		{"klusterlet bad cluster name", install.KlusterletChart, map[string]any{"clusterName": "Cluster_1"}, []string{"/clusterName"}},
+		{"klusterlet bad spec field", install.KlusterletChart, map[string]any{"clusterName": "c1", "klusterlet": map[string]any{"spec": map[string]any{"clusterName": "other"}}}, []string{"/klusterlet/spec", "'clusterName' not allowed"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := install.HubNamespace
+			if tc.chart == install.KlusterletChart {
+				ns = install.AgentNamespace
+			}
+			_, err := install.Render(tc.chart, "r", ns, tc.values)
+			if err == nil {
+				t.Fatalf("rendered with %v", tc.values)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error lacks %q:\n%v", w, err)
+				}
+			}
+		})
+	}
+}
+
+func TestKlusterletNeedsClusterNameAndAgentNamespace(t *testing.T) {
+	_, err := install.Render(install.KlusterletChart, klusterletRelease, install.AgentNamespace, nil)
+	if err == nil || !strings.Contains(err.Error(), "clusterName is required") {
+		t.Errorf("without clusterName: got %v, want an error saying clusterName is required", err)
+	}
+	_, err = install.Render(install.KlusterletChart, klusterletRelease, "default", map[string]any{"clusterName": "c1"})
+	if err == nil || !strings.Contains(err.Error(), `"default"`) || !strings.Contains(err.Error(), "open-cluster-management-") {
+		t.Errorf("in namespace default: got %v, want an error naming the namespace and the required prefix", err)
+	}
+}
+
+func TestTwoKlusterletsShareNoClusterScopedName(t *testing.T) {
+	a := render(t, install.KlusterletChart, "hub-a", "open-cluster-management-agent", map[string]any{"clusterName": "c1"})
+	b := render(t, install.KlusterletChart, "hub-b", "open-cluster-management-agent-b", map[string]any{"clusterName": "c1", "klusterlet": map[string]any{"name": "klusterlet-b"}})
+	// Cluster-scoped objects other than the CRDs, which both releases install alike, keyed by
+	// kind and name; namespaced ones must differ in namespace.
+	names := func(objs []*unstructured.Unstructured) map[string]bool {
+		m := map[string]bool{}
+		for _, o := range objs {
+			if o.GetKind() == "CustomResourceDefinition" {
+				continue
+			}
+			m[o.GetKind()+" "+o.GetNamespace()+"/"+o.GetName()] = true
+		}
+		return m
+	}
+	na, nb := names(a), names(b)
+	if len(na) < 5 || len(nb) < 5 {
+		t.Fatalf("too few objects: %v, %v", na, nb)
+	}
+	for k := range na {
+		if nb[k] {
+			t.Errorf("both klusterlets render %s", k)
+		}
+	}
+	if t.Failed() {
+		t.Logf("a: %v\nb: %v", slices.Sorted(maps.Keys(na)), slices.Sorted(maps.Keys(nb)))
+	}
+}
+
+func TestWriteYAML(t *testing.T) {
+	objs := render(t, install.KlusterletChart, klusterletRelease, install.AgentNamespace, map[string]any{"clusterName": "c1"})
+	var buf bytes.Buffer
+	if err := install.WriteYAML(&buf, objs); err != nil {
+		t.Fatal(err)
+	}
+	docs := strings.Split(buf.String(), "---\n")
+	if docs[0] != "" || len(docs)-1 != len(objs) {
+		t.Fatalf("%d documents for %d objects", len(docs)-1, len(objs))
+	}
+	for i, d := range docs[1:] {
+		var m map[string]any
+		if err := yaml.Unmarshal([]byte(d), &m); err != nil {
+			t.Fatalf("document %d: %v", i, err)
+		}
+		equalJSON(t, fmt.Sprintf("document %d", i), m, objs[i].Object)
+	}
+}
+
+func TestRenderNeedsReleaseAndNamespace(t *testing.T) {
+	if _, err := install.Render(install.HubChart, "Not_Valid", install.HubNamespace, nil); err == nil || !strings.Contains(err.Error(), `"Not_Valid"`) {
+		t.Errorf("invalid release name: got %v, want an error naming it", err)
+	}
+	if _, err := install.Render(install.HubChart, hubRelease, "", nil); err == nil {
+		t.Error("rendered without a namespace")
+	}
+}
+
+func TestLoadUnknownChart(t *testing.T) {
+	if _, err := install.Load("flotilla-operator"); err == nil || !strings.Contains(err.Error(), install.HubChart) {
+		t.Errorf("got %v, want an error listing the charts", err)
+	}
+}
+
+// TestChartCRDsAreCurrent fails when a chart's crds/ differs from core/crds/bases: the copies
+// are made by `make generate`.
+func TestChartCRDsAreCurrent(t *testing.T) {
+	bases, err := filepath.Glob("../crds/bases/*.yaml")
+	if err != nil || len(bases) == 0 {
+		t.Fatalf("core/crds/bases: %v (%d files)", err, len(bases))
+	}
+	hubWant := map[string][]byte{}
+	klusterletWant := map[string][]byte{}
+	for _, p := range bases {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var crd struct {
+			Metadata struct{ Name string } `json:"metadata"`
+		}
+		if err := yaml.Unmarshal(data, &crd); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		hubWant[filepath.Base(p)] = data
+		if slices.Contains(environment.ManagedClusterCRDs, crd.Metadata.Name) {
+			klusterletWant[filepath.Base(p)] = data
+		}
+	}
+	if len(klusterletWant) != len(environment.ManagedClusterCRDs) {
+		t.Fatalf("core/crds/bases lacks some of %v", environment.ManagedClusterCRDs)
+	}
+	for chart, want := range map[string]map[string][]byte{install.HubChart: hubWant, install.KlusterletChart: klusterletWant} {
+		dir := filepath.Join("..", "..", "charts", chart, "crds")
+		got, err := filepath.Glob(filepath.Join(dir, "*"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range got {
+			if _, ok := want[filepath.Base(p)]; !ok {
+				t.Errorf("charts/%s/crds/%s is not a CRD of core/crds/bases the chart needs: run make generate", chart, filepath.Base(p))
+			}
+		}
+		for name, data := range want {
+			have, err := os.ReadFile(filepath.Join(dir, name))
+			switch {
+			case os.IsNotExist(err):
+				t.Errorf("charts/%s/crds/%s is missing: run make generate", chart, name)
+			case err != nil:
+				t.Error(err)
+			case !bytes.Equal(have, data):
+				t.Errorf("charts/%s/crds/%s differs from core/crds/bases/%s: run make generate", chart, name, name)
+			}
+		}
+	}
+}
+
+func sorted(s []string) []string {
+	out := slices.Clone(s)
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,435 @@
+package install
+
+import (
+	"debug/elf"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
+	operatorv1 "github.com/flotilla-dev/flotilla/core/apis/operator/v1"
+	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
+	"github.com/flotilla-dev/flotilla/e2e/internal/testproxy"
+)
+
+const (
+	hubNS    = "open-cluster-management-hub"
+	agentNS  = "open-cluster-management-agent"
+	agentNS2 = "open-cluster-management-agent-hub2"
+	cluster  = "edge1"
+)
+
+// joinArgs turns the join command init or get token printed into CLI args for cluster.
+func joinArgs(line, cluster string, extra ...string) []string {
+	GinkgoHelper()
+	line = strings.TrimSpace(line)
+	Expect(line).To(HavePrefix("flotilla join "))
+	Expect(line).To(ContainSubstring("--cluster-name <cluster_name>"))
+	args := strings.Fields(strings.Replace(line, "<cluster_name>", cluster, 1))[2:]
+	return append(args, extra...)
+}
+
+// apply creates or updates an object given as YAML.
+func apply(c client.Client, doc string) {
+	GinkgoHelper()
+	u := &unstructured.Unstructured{}
+	Expect(yaml.Unmarshal([]byte(doc), &u.Object)).To(Succeed())
+	Expect(c.Patch(suiteCtx, u, client.Apply, client.FieldOwner("e2e-install"), client.ForceOwnership)).To(Succeed())
+}
+
+func work(name, configMap string) string {
+	return fmt.Sprintf(`apiVersion: work.open-cluster-management.io/v1
+kind: ManifestWork
+metadata: {name: %[1]s, namespace: %[3]s}
+spec:
+  workload:
+    manifests:
+    - {apiVersion: v1, kind: Namespace, metadata: {name: %[2]s}}
+    - {apiVersion: v1, kind: ConfigMap, metadata: {name: %[2]s, namespace: %[2]s}, data: {from: %[1]s}}
+    - apiVersion: rbac.authorization.k8s.io/v1
+      kind: ClusterRole
+      metadata: {name: %[2]s}
+      rules: [{apiGroups: [""], resources: [configmaps], verbs: [get]}]
+`, name, configMap, cluster)
+}
+
+func configMapPresent(ns string) func() error {
+	c := clientFor(spok)
+	return func() error {
+		return c.Get(suiteCtx, client.ObjectKey{Namespace: ns, Name: ns}, &corev1.ConfigMap{})
+	}
+}
+
+func clusterCondition(hub client.Client, t string) func() metav1.ConditionStatus {
+	return func() metav1.ConditionStatus {
+		mc := &clusterv1.ManagedCluster{}
+		if err := hub.Get(suiteCtx, client.ObjectKey{Name: cluster}, mc); err != nil {
+			return "missing"
+		}
+		if c := meta.FindStatusCondition(mc.Status.Conditions, t); c != nil {
+			return c.Status
+		}
+		return "none"
+	}
+}
+
+var _ = Describe("Install and join", Ordered, func() {
+	var (
+		hub1Client, hub2Client, spokeClient client.Client
+		joinLine1                           string
+		hub1Proc, agent1, agent2            *process
+		hub2Procs                           []*process
+		before                              struct{ hub1, spoke []string }
+		proxy                               *testproxy.Proxy
+	)
+	BeforeAll(func() {
+		hub1Client, hub2Client, spokeClient = clientFor(hub1), clientFor(hub2), clientFor(spok)
+		proxy = testproxy.Start()
+		DeferCleanup(proxy.Close)
+	})
+
+	It("the binary is static, as the distroless image needs", func() {
+		f, err := elf.Open(flotillaBin)
+		Expect(err).NotTo(HaveOccurred())
+		defer f.Close()
+		for _, p := range f.Progs {
+			Expect(p.Type).NotTo(BeElementOf(elf.PT_INTERP, elf.PT_DYNAMIC), "dynamically linked")
+		}
+		libs, err := f.ImportedLibraries()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(libs).To(BeEmpty())
+	})
+
+	It("flotilla init installs a hub that reports ready and prints the join command", func(ctx SpecContext) {
+		joinFile := GinkgoT().TempDir() + "/join.sh"
+		type result struct {
+			out, errOut string
+			err         error
+		}
+		done := make(chan result, 1)
+		go func() {
+			defer GinkgoRecover()
+			out, errOut, err := flotilla(ctx, "init", "--kubeconfig", hub1.KubeconfigPath, "--output-join-command-file", joinFile,
+				"--set", "flags.plugin-cache-dir="+wasmCache, "--timeout", "3m")
+			done <- result{out, errOut, err}
+		}()
+		// Nothing runs the Deployment here: run its container as a kubelet would.
+		waitForDeployment(hub1, hubNS, "flotilla-hub")
+		hub1Proc = runDeployment(hub1, hubNS, "flotilla-hub", 0, false)
+		var r result
+		Eventually(done).WithTimeout(3 * time.Minute).Should(Receive(&r))
+		Expect(r.err).NotTo(HaveOccurred(), r.errOut)
+		Expect(r.errOut).To(ContainSubstring("The hub is ready"))
+		joinLine1 = r.out
+		Expect(joinLine1).To(HavePrefix("flotilla join --hub-token "))
+		b, err := os.ReadFile(joinFile)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(b)).To(Equal(joinLine1))
+
+		cm := &operatorv1.ClusterManager{}
+		Expect(hub1Client.Get(ctx, client.ObjectKey{Name: "cluster-manager"}, cm)).To(Succeed())
+		Expect(cm.Status.ObservedGeneration).To(Equal(cm.Generation))
+		Expect(meta.IsStatusConditionTrue(cm.Status.Conditions, operatorv1.ConditionClusterManagerApplied)).To(BeTrue())
+		// The endpoints the chart names answer.
+		Eventually(func() int { code, _ := get(hub1Proc.health, "/readyz"); return code }).Should(Equal(200))
+		code, body := get(hub1Proc.metrics, "/metrics")
+		Expect(code).To(Equal(200))
+		Expect(body).To(ContainSubstring("go_goroutines"))
+		// Running init again is an in-place upgrade.
+		_, errOut, err := flotilla(ctx, "init", "--kubeconfig", hub1.KubeconfigPath, "--set", "flags.plugin-cache-dir="+wasmCache, "--timeout", "2m")
+		Expect(err).NotTo(HaveOccurred(), errOut)
+	})
+
+	It("flotilla init with two replicas runs them with leader election", func(ctx SpecContext) {
+		_, errOut, err := flotilla(ctx, "init", "--kubeconfig", hub2.KubeconfigPath, "--wait=false",
+			"--set", "replicas=2", "--set", "flags.plugin-cache-dir="+wasmCache,
+			"--set", "flags.leader-elect-lease-duration=4s", "--set", "flags.leader-elect-renew-deadline=3s",
+			"--set", "flags.leader-elect-retry-period=500ms")
+		Expect(err).NotTo(HaveOccurred(), errOut)
+		// The replicas share the webhook Service in a cluster; with no Service routing here and
+		// a URL per replica they would take the webhook configuration from each other, so they
+		// run without the webhook server (this spec is about the controllers).
+		hub2Procs = []*process{runDeployment(hub2, hubNS, "flotilla-hub", 0, true), runDeployment(hub2, hubNS, "flotilla-hub", 1, true)}
+		Expect(hub2Procs[0].Args).To(ContainElement("--leader-elect"))
+		Eventually(func() string { return leaseHolder(hub2Client) }).ShouldNot(BeEmpty())
+		Eventually(func() bool { return leads(hub2Procs[0]) != leads(hub2Procs[1]) }).Should(BeTrue(), "one leader")
+		for _, p := range hub2Procs {
+			Eventually(func() int { code, _ := get(p.health, "/readyz"); return code }).Should(Equal(200), "every replica serves")
+		}
+	})
+
+	It("join refuses an expired or revoked token with a clear error and installs nothing", func(ctx SpecContext) {
+		before.hub1, before.spoke = snapshot(hub1), snapshot(spok)
+
+		line, errOut, err := flotilla(ctx, "get", "token", "--kubeconfig", hub1.KubeconfigPath, "--use-bootstrap-token", "--duration", "2s")
+		Expect(err).NotTo(HaveOccurred(), errOut)
+		time.Sleep(3 * time.Second) // the token's life: nothing to watch but the clock
+		_, errOut, err = flotilla(ctx, append([]string{"join", "--kubeconfig", spok.KubeconfigPath}, joinArgs(line, cluster)...)...)
+		Expect(err).To(MatchError(ContainSubstring("expired or was revoked")), errOut)
+
+		line, errOut, err = flotilla(ctx, "get", "token", "--kubeconfig", hub1.KubeconfigPath)
+		Expect(err).NotTo(HaveOccurred(), errOut)
+		list, _, err := flotilla(ctx, "token", "list", "--kubeconfig", hub1.KubeconfigPath)
+		Expect(err).NotTo(HaveOccurred())
+		id := strings.Fields(errOut)[1] // "token <id> (<kind>) expires ..."
+		Expect(list).To(ContainSubstring(id))
+		out, _, err := flotilla(ctx, "token", "revoke", id, "--kubeconfig", hub1.KubeconfigPath)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(out).To(ContainSubstring("revoked"))
+		_, errOut, err = flotilla(ctx, append([]string{"join", "--kubeconfig", spok.KubeconfigPath}, joinArgs(line, cluster)...)...)
+		Expect(err).To(MatchError(ContainSubstring("expired or was revoked")), errOut)
+
+		Expect(apierrors.IsNotFound(spokeClient.Get(ctx, client.ObjectKey{Name: agentNS}, &corev1.Namespace{}))).To(BeTrue(), "nothing installed")
+	})
+
+	It("joins with a bootstrap token: join, the agent, accept, Joined and Available, work applied", func(ctx SpecContext) {
+		line, errOut, err := flotilla(ctx, "get", "token", "--kubeconfig", hub1.KubeconfigPath, "--use-bootstrap-token")
+		Expect(err).NotTo(HaveOccurred(), errOut)
+		done := make(chan error, 1)
+		var joinOut string
+		go func() {
+			defer GinkgoRecover()
+			out, errOut, err := flotilla(ctx, append([]string{"join", "--kubeconfig", spok.KubeconfigPath, "--timeout", "2m"}, joinArgs(line, cluster)...)...)
+			joinOut = out
+			if err != nil {
+				err = fmt.Errorf("%w: %s", err, errOut)
+			}
+			done <- err
+		}()
+		waitForDeployment(spok, agentNS, "klusterlet-agent")
+		agent1 = runDeployment(spok, agentNS, "klusterlet-agent", 0, false)
+		Eventually(done).WithTimeout(2 * time.Minute).Should(Receive(BeNil()))
+		Expect(joinOut).To(ContainSubstring("flotilla accept --clusters " + cluster))
+
+		out, errOut, err := flotilla(ctx, "accept", "--clusters", cluster, "--kubeconfig", hub1.KubeconfigPath)
+		Expect(err).NotTo(HaveOccurred(), errOut)
+		Expect(out).To(ContainSubstring("cluster " + cluster + " accepted"))
+		Eventually(clusterCondition(hub1Client, clusterv1.ManagedClusterConditionJoined)).Should(Equal(metav1.ConditionTrue))
+		Eventually(clusterCondition(hub1Client, clusterv1.ManagedClusterConditionAvailable)).Should(Equal(metav1.ConditionTrue))
+
+		apply(hub1Client, work("from-hub1", "from-hub1"))
+		Eventually(configMapPresent("from-hub1")).Should(Succeed())
+
+		k := &operatorv1.Klusterlet{}
+		Expect(spokeClient.Get(ctx, client.ObjectKey{Name: "klusterlet"}, k)).To(Succeed())
+		Expect(k.Spec.ClusterName).To(Equal(cluster))
+		Eventually(func() bool {
+			_ = spokeClient.Get(ctx, client.ObjectKey{Name: "klusterlet"}, k)
+			c := meta.FindStatusCondition(k.Status.Conditions, operatorv1.ConditionHubConnectionDegraded)
+			return c != nil && c.Status == metav1.ConditionFalse
+		}).Should(BeTrue(), "the Klusterlet reports its hub connection")
+		Eventually(func() int { code, _ := get(agent1.health, "/readyz"); return code }).Should(Equal(200))
+	})
+
+	It("joins the same cluster to a second hub through a forward proxy, each hub applying its own work", func(ctx SpecContext) {
+		line, errOut, err := flotilla(ctx, "get", "token", "--kubeconfig", hub2.KubeconfigPath)
+		Expect(err).NotTo(HaveOccurred(), errOut)
+		done := make(chan error, 1)
+		go func() {
+			defer GinkgoRecover()
+			_, errOut, err := flotilla(ctx, append([]string{"join", "--kubeconfig", spok.KubeconfigPath, "--timeout", "2m"},
+				joinArgs(line, cluster, "--klusterlet-name", "klusterlet-hub2", "--agent-namespace", agentNS2, "--proxy-url", proxy.URL)...)...)
+			if err != nil {
+				err = fmt.Errorf("%w: %s", err, errOut)
+			}
+			done <- err
+		}()
+		waitForDeployment(spok, agentNS2, "klusterlet-hub2-agent")
+		tunnels := proxy.Tunnels()
+		agent2 = runDeployment(spok, agentNS2, "klusterlet-hub2-agent", 0, false)
+		Eventually(done).WithTimeout(2 * time.Minute).Should(Receive(BeNil()))
+		_, errOut, err = flotilla(ctx, "accept", "--clusters", cluster, "--kubeconfig", hub2.KubeconfigPath)
+		Expect(err).NotTo(HaveOccurred(), errOut)
+		Eventually(clusterCondition(hub2Client, clusterv1.ManagedClusterConditionJoined)).Should(Equal(metav1.ConditionTrue))
+		Expect(proxy.Tunnels()).To(BeNumerically(">", tunnels), "the second agent reaches its hub through the proxy")
+		s := &corev1.Secret{}
+		Eventually(func() error {
+			return spokeClient.Get(ctx, client.ObjectKey{Namespace: agentNS2, Name: "hub-kubeconfig-secret"}, s)
+		}).Should(Succeed())
+		Expect(string(s.Data["kubeconfig"])).To(ContainSubstring("proxy-url: " + proxy.URL))
+
+		apply(hub2Client, work("from-hub2", "from-hub2"))
+		Eventually(configMapPresent("from-hub2")).Should(Succeed())
+		Expect(configMapPresent("from-hub1")()).To(Succeed())
+		Expect(clusterCondition(hub1Client, clusterv1.ManagedClusterConditionAvailable)()).To(Equal(metav1.ConditionTrue))
+	})
+
+	It("a second hub replica takes over when the leader dies, with nothing lost", func(ctx SpecContext) {
+		var leader, other *process
+		Eventually(func() int {
+			leader, other = nil, nil
+			for _, p := range hub2Procs {
+				if leads(p) {
+					leader = p
+				} else {
+					other = p
+				}
+			}
+			if leader == nil || other == nil {
+				return 0
+			}
+			return 1
+		}).Should(Equal(1), "exactly one replica leads")
+		holder := leaseHolder(hub2Client)
+		leader.Kill()
+		// Work made while nobody leads is applied once the other replica takes over.
+		apply(hub2Client, work("during-failover", "during-failover"))
+		Eventually(func() bool { return leads(other) }).WithTimeout(time.Minute).Should(BeTrue())
+		Expect(leaseHolder(hub2Client)).NotTo(Equal(holder))
+		Eventually(configMapPresent("during-failover")).Should(Succeed())
+	})
+
+	It("editing the ClusterManager turns ManifestWorkReplicaSet off and on without a restart", func(ctx SpecContext) {
+		setGate := func(mode string) {
+			apply(hub1Client, `apiVersion: operator.open-cluster-management.io/v1
+kind: ClusterManager
+metadata: {name: cluster-manager}
+spec:
+  workConfiguration:
+    featureGates: [{feature: ManifestWorkReplicaSet, mode: `+mode+`}]
+`)
+		}
+		setGate("Disable")
+		cm := &operatorv1.ClusterManager{}
+		Eventually(func() int64 {
+			_ = hub1Client.Get(ctx, client.ObjectKey{Name: "cluster-manager"}, cm)
+			return cm.Status.ObservedGeneration - cm.Generation
+		}).Should(BeZero())
+		apply(hub1Client, `apiVersion: cluster.open-cluster-management.io/v1beta2
+kind: ManagedClusterSetBinding
+metadata: {name: default, namespace: default}
+spec: {clusterSet: default}`)
+		apply(hub1Client, `apiVersion: cluster.open-cluster-management.io/v1beta1
+kind: Placement
+metadata: {name: all, namespace: default}
+spec: {clusterSets: [default]}`)
+		apply(hub1Client, `apiVersion: work.open-cluster-management.io/v1alpha1
+kind: ManifestWorkReplicaSet
+metadata: {name: rs, namespace: default}
+spec:
+  placementRefs: [{name: all}]
+  manifestWorkTemplate:
+    workload:
+      manifests:
+      - {apiVersion: v1, kind: ConfigMap, metadata: {name: from-rs, namespace: default}}
+`)
+		rsWork := func() error {
+			return hub1Client.Get(ctx, client.ObjectKey{Namespace: cluster, Name: "rs"}, &workv1.ManifestWork{})
+		}
+		Consistently(rsWork).WithTimeout(5*time.Second).ShouldNot(Succeed(), "the controller is off")
+		setGate("Enable")
+		Eventually(rsWork).Should(Succeed())
+		Eventually(func() error {
+			return spokeClient.Get(ctx, client.ObjectKey{Namespace: "default", Name: "from-rs"}, &corev1.ConfigMap{})
+		}).Should(Succeed())
+		Expect(hub1Proc.Exited()).NotTo(BeClosed(), "the same hub process")
+		Expect(hub1Client.Delete(ctx, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "work.open-cluster-management.io/v1alpha1", "kind": "ManifestWorkReplicaSet",
+			"metadata": map[string]any{"name": "rs", "namespace": "default"}}})).To(Succeed())
+		Eventually(rsWork).ShouldNot(Succeed())
+		for _, o := range []client.Object{
+			&unstructured.Unstructured{Object: map[string]any{"apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement", "metadata": map[string]any{"name": "all", "namespace": "default"}}},
+			&unstructured.Unstructured{Object: map[string]any{"apiVersion": "cluster.open-cluster-management.io/v1beta2", "kind": "ManagedClusterSetBinding", "metadata": map[string]any{"name": "default", "namespace": "default"}}},
+		} {
+			Expect(hub1Client.Delete(ctx, o)).To(Succeed())
+		}
+	})
+
+	It("unjoin of the second hub's klusterlet removes its work and keeps the first hub's", func(ctx SpecContext) {
+		Expect(agent2.Stop()).To(Succeed())
+		out, errOut, err := flotilla(ctx, "unjoin", "--kubeconfig", spok.KubeconfigPath, "--klusterlet-name", "klusterlet-hub2")
+		Expect(err).NotTo(HaveOccurred(), errOut)
+		Expect(out).To(ContainSubstring("klusterlet-hub2 removed"))
+		Expect(configMapPresent("from-hub2")()).NotTo(Succeed())
+		Expect(configMapPresent("during-failover")()).NotTo(Succeed())
+		Expect(apierrors.IsNotFound(spokeClient.Get(ctx, client.ObjectKey{Name: agentNS2}, &corev1.Namespace{}))).To(BeTrue())
+		Expect(configMapPresent("from-hub1")()).To(Succeed())
+		Consistently(clusterCondition(hub1Client, clusterv1.ManagedClusterConditionAvailable)).WithTimeout(3 * time.Second).Should(Equal(metav1.ConditionTrue))
+	})
+
+	It("unjoin of the last klusterlet, and deleting the cluster on the hub, leave nothing behind on either side", func(ctx SpecContext) {
+		Expect(agent1.Stop()).To(Succeed())
+		_, errOut, err := flotilla(ctx, "unjoin", "--kubeconfig", spok.KubeconfigPath)
+		Expect(err).NotTo(HaveOccurred(), errOut)
+		// The hub's half: its admin deletes the cluster (the hub removes the cluster
+		// namespace with its works, RBAC and lease).
+		Expect(hub1Client.Delete(ctx, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: cluster}})).To(Succeed())
+		Eventually(func() string {
+			if apierrors.IsNotFound(hub1Client.Get(ctx, client.ObjectKey{Name: cluster}, &corev1.Namespace{})) {
+				return ""
+			}
+			// What holds it up, for the failure message.
+			mc := &clusterv1.ManagedCluster{}
+			_ = hub1Client.Get(ctx, client.ObjectKey{Name: cluster}, mc)
+			works := &workv1.ManifestWorkList{}
+			_ = hub1Client.List(ctx, works, client.InNamespace(cluster))
+			var ws []string
+			for _, w := range works.Items {
+				ws = append(ws, fmt.Sprintf("%s%v", w.Name, w.Finalizers))
+			}
+			return fmt.Sprintf("namespace %s remains; ManagedCluster finalizers %v conditions %v; works %v", cluster, mc.Finalizers, mc.Status.Conditions, ws)
+		}).Should(BeEmpty())
+		Eventually(func() []string { return diff(before.spoke, snapshot(spok)) }).Should(BeEmpty(), "the managed cluster as before the join")
+		Eventually(func() []string { return diff(withoutTokens(before.hub1), withoutTokens(snapshot(hub1))) }).Should(BeEmpty(), "the hub as before the join")
+	})
+})
+
+// leaseHolder is the holder of the hub's leader election Lease.
+func leaseHolder(c client.Client) string {
+	l := &coordinationv1.Lease{}
+	if err := c.Get(suiteCtx, types.NamespacedName{Namespace: hubNS, Name: "flotilla-hub-lock"}, l); err != nil || l.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *l.Spec.HolderIdentity
+}
+
+// leads reports whether a hub replica holds the leader Lease, by its own metrics.
+func leads(p *process) bool {
+	_, body := get(p.metrics, "/metrics")
+	return strings.Contains(body, `leader_election_master_status{name="flotilla-hub-lock"} 1`)
+}
+
+// diff lists what after has and before had not ("+ ...") and the other way round ("- ...").
+func diff(before, after []string) []string {
+	in := func(list []string, s string) bool { return slices.Contains(list, s) }
+	var out []string
+	for _, a := range after {
+		if !in(before, a) {
+			out = append(out, "+ "+a)
+		}
+	}
+	for _, b := range before {
+		if !in(after, b) {
+			out = append(out, "- "+b)
+		}
+	}
+	return out
+}
+
+// withoutTokens drops the join tokens' Secrets from a snapshot: the specs issue, revoke and
+// let expire tokens after the first snapshot (an expired bootstrap token's Secret stays until
+// kube-controller-manager's tokencleaner, off by default, removes it).
+func withoutTokens(s []string) []string {
+	var out []string
+	for _, e := range s {
+		if strings.Contains(e, "/secrets kube-system/bootstrap-token-") || strings.Contains(e, "/secrets open-cluster-management/join-token-") {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
+}

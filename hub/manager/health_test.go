@@ -1,0 +1,133 @@
+package manager
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+
+	"github.com/flotilla-dev/flotilla/core/environment"
+	"github.com/flotilla-dev/flotilla/hub/webhook"
+)
+
+// freeAddr is a loopback address nothing listens on (for a moment).
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// probe GETs path and returns the status and body, 0 while nothing answers.
+func probe(addr, path string) (int, string) {
+	resp, err := http.Get("http://" + addr + path)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// waitFor polls cond until it holds or a minute passes.
+func waitFor(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		ok, last := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: last %s", what, last)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func elected(h *Hub) bool {
+	select {
+	case <-h.Manager().Elected():
+		return true
+	default:
+		return false
+	}
+}
+
+// TestHealthProbes runs a leader hub without webhooks and a standby with them: each is ready
+// once its caches have synced and, for the standby, its webhook server serves.
+func TestHealthProbes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an API server")
+	}
+	cp, err := environment.StartControlPlane(t.Context(), environment.ControlPlaneOptions{Name: environment.HubName, AllCRDs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cp.Stop() })
+	le := LeaderElection{Enabled: true, LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 300 * time.Millisecond}
+	newHub := func(name string, wh webhook.Options) (*Hub, string) {
+		addr := freeAddr(t)
+		h, err := New(Options{Config: cp.Config, SkipCRDInstall: true, HealthProbeBindAddress: addr,
+			Webhook: wh, LeaderElection: le, Logger: testr.New(t).WithName(name)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h, addr
+	}
+	start := func(name string, h *Hub) {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- h.Start(ctx) }()
+		t.Cleanup(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+		})
+	}
+	ready := func(addr string, checks ...string) func() (bool, string) {
+		return func() (bool, string) {
+			code, body := probe(addr, "/readyz?verbose")
+			ok := code == http.StatusOK
+			for _, c := range checks {
+				ok = ok && strings.Contains(body, "[+]"+c+" ok")
+			}
+			return ok, body
+		}
+	}
+
+	leader, leaderAddr := newHub("leader", webhook.Options{Disabled: true})
+	start("leader", leader)
+	waitFor(t, "the first hub leads", func() (bool, string) { return elected(leader), "not elected" })
+	waitFor(t, "the leader is ready", ready(leaderAddr, "caches"))
+	if code, body := probe(leaderAddr, "/healthz"); code != http.StatusOK {
+		t.Fatalf("/healthz: %d %s", code, body)
+	}
+
+	standby, standbyAddr := newHub("standby", webhook.Options{})
+	if err := standby.webhookServing(httptest.NewRequest(http.MethodGet, "/readyz", nil)); err == nil {
+		t.Fatal("a webhook server that has not started passes the check")
+	}
+	start("standby", standby)
+	waitFor(t, "the standby is alive", func() (bool, string) {
+		code, body := probe(standbyAddr, "/healthz")
+		return code == http.StatusOK, body
+	})
+	waitFor(t, "the standby is ready once its webhooks serve", ready(standbyAddr, "caches", "webhook"))
+	if elected(standby) {
+		t.Fatal("the standby leads while the first hub runs")
+	}
+	if err := standby.webhookServing(httptest.NewRequest(http.MethodGet, "/readyz", nil)); err != nil {
+		t.Fatalf("webhook check: %v", err)
+	}
+}

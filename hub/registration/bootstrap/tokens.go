@@ -1,0 +1,224 @@
+package bootstrap
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/flotilla-dev/flotilla/hub/registration/rbac"
+)
+
+// Join tokens are the credentials `flotilla get token` hands to a managed cluster's admin.
+// Kubernetes keeps no record of a ServiceAccount token it issued, so each one is bound to a
+// Secret of its own (TokenRequest boundObjectRef): listing those Secrets lists the tokens, and
+// deleting one revokes its token at once (the API server checks the bound object on every
+// request). Bootstrap tokens are Secrets already.
+const (
+	// JoinTokenLabel marks the Secrets that ServiceAccount join tokens are bound to.
+	JoinTokenLabel = "flotilla.dev/join-token"
+	// JoinTokenSecretPrefix starts their names: join-token-<id>.
+	JoinTokenSecretPrefix = "join-token-"
+	// ExpirationAnnotation on a join-token Secret says when its token expires (RFC 3339).
+	ExpirationAnnotation = "flotilla.dev/expiration"
+	// MinServiceAccountTokenTTL is the API server's shortest ServiceAccount token.
+	MinServiceAccountTokenTTL = 10 * time.Minute
+	// DefaultJoinTokenTTL is how long `flotilla get token`'s tokens live, as OCM recommends
+	// for bootstrap credentials ("hour-ish").
+	DefaultJoinTokenTTL = time.Hour
+
+	managedByLabel = "app.kubernetes.io/managed-by"
+)
+
+// TokenKind says which bootstrap identity a join token authenticates as.
+type TokenKind string
+
+const (
+	// ServiceAccountToken authenticates as the ServiceAccount agent-registration-bootstrap.
+	ServiceAccountToken TokenKind = "serviceaccount"
+	// BootstrapToken is a Kubernetes bootstrap token, user system:bootstrap:<id> in
+	// rbac.BootstrapGroup.
+	BootstrapToken TokenKind = "bootstrap-token"
+)
+
+// Token describes an issued join token (never its secret part).
+type Token struct {
+	ID      string
+	Kind    TokenKind
+	Expires time.Time
+	// Identity is the user the token authenticates as.
+	Identity string
+}
+
+// TokenOptions say what token to issue.
+type TokenOptions struct {
+	// TTL is the token's life; 0 means DefaultJoinTokenTTL. ServiceAccount tokens live at
+	// least MinServiceAccountTokenTTL.
+	TTL time.Duration
+	// Kind defaults to ServiceAccountToken.
+	Kind TokenKind
+	// ServiceAccount in rbac.BootstrapNamespace; empty means rbac.BootstrapServiceAccount.
+	ServiceAccount string
+}
+
+// IssueToken creates a join token and returns its bearer value and description. Ensure (run
+// by the hub on start) must have created the bootstrap identities.
+func IssueToken(ctx context.Context, kube kubernetes.Interface, o TokenOptions) (string, Token, error) {
+	if o.TTL == 0 {
+		o.TTL = DefaultJoinTokenTTL
+	}
+	if o.TTL < 0 {
+		return "", Token{}, fmt.Errorf("join token: duration %s must be positive", o.TTL)
+	}
+	switch o.Kind {
+	case BootstrapToken:
+		return issueBootstrapToken(ctx, kube, o.TTL)
+	case ServiceAccountToken, "":
+		return issueServiceAccountToken(ctx, kube, o)
+	default:
+		return "", Token{}, fmt.Errorf("join token: unknown kind %q", o.Kind)
+	}
+}
+
+func issueServiceAccountToken(ctx context.Context, kube kubernetes.Interface, o TokenOptions) (string, Token, error) {
+	if o.TTL < MinServiceAccountTokenTTL {
+		return "", Token{}, fmt.Errorf("join token: duration %s is shorter than the %s a ServiceAccount token lives at least (a bootstrap token can be shorter)", o.TTL, MinServiceAccountTokenTTL)
+	}
+	sa := o.ServiceAccount
+	if sa == "" {
+		sa = rbac.BootstrapServiceAccount
+	}
+	if _, err := kube.CoreV1().ServiceAccounts(rbac.BootstrapNamespace).Get(ctx, sa, metav1.GetOptions{}); err != nil {
+		return "", Token{}, fmt.Errorf("join token: ServiceAccount %s/%s (created by the hub when it starts): %w", rbac.BootstrapNamespace, sa, err)
+	}
+	expires := time.Now().Add(o.TTL).UTC().Truncate(time.Second)
+	id := randomToken(6)
+	s, err := kube.CoreV1().Secrets(rbac.BootstrapNamespace).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        JoinTokenSecretPrefix + id,
+			Namespace:   rbac.BootstrapNamespace,
+			Labels:      map[string]string{JoinTokenLabel: "true", managedByLabel: "flotilla"},
+			Annotations: map[string]string{ExpirationAnnotation: expires.Format(time.RFC3339), serviceAccountAnnotation: sa},
+		},
+		Type: corev1.SecretTypeOpaque,
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return "", Token{}, fmt.Errorf("join token: creating Secret %s/%s%s: %w", rbac.BootstrapNamespace, JoinTokenSecretPrefix, id, err)
+	}
+	secs := int64(o.TTL / time.Second)
+	tr, err := kube.CoreV1().ServiceAccounts(rbac.BootstrapNamespace).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{
+			ExpirationSeconds: &secs,
+			BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Secret", APIVersion: "v1", Name: s.Name, UID: s.UID},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		_ = kube.CoreV1().Secrets(rbac.BootstrapNamespace).Delete(ctx, s.Name, metav1.DeleteOptions{})
+		return "", Token{}, fmt.Errorf("join token: token for ServiceAccount %s/%s: %w", rbac.BootstrapNamespace, sa, err)
+	}
+	return tr.Status.Token, Token{ID: id, Kind: ServiceAccountToken, Expires: tr.Status.ExpirationTimestamp.UTC(),
+		Identity: "system:serviceaccount:" + rbac.BootstrapNamespace + ":" + sa}, nil
+}
+
+// serviceAccountAnnotation on a join-token Secret names the ServiceAccount its token is for.
+const serviceAccountAnnotation = "flotilla.dev/service-account"
+
+func issueBootstrapToken(ctx context.Context, kube kubernetes.Interface, ttl time.Duration) (string, Token, error) {
+	expires := time.Now().Add(ttl).UTC().Truncate(time.Second)
+	for attempt := 0; ; attempt++ {
+		id, secret := randomToken(6), randomToken(16)
+		s := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: TokenSecretPrefix + id, Namespace: TokenSecretNamespace,
+				Labels: map[string]string{managedByLabel: "flotilla"}},
+			Type: TokenSecretType,
+			StringData: map[string]string{
+				"description":                    "Flotilla bootstrap token for joining managed clusters",
+				"token-id":                       id,
+				"token-secret":                   secret,
+				"expiration":                     expires.Format(time.RFC3339),
+				"usage-bootstrap-authentication": "true",
+				"auth-extra-groups":              rbac.BootstrapGroup,
+			},
+		}
+		_, err := kube.CoreV1().Secrets(TokenSecretNamespace).Create(ctx, s, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) && attempt < 3 {
+			continue
+		}
+		if err != nil {
+			return "", Token{}, fmt.Errorf("bootstrap token: creating Secret %s/%s: %w", TokenSecretNamespace, s.Name, err)
+		}
+		return id + "." + secret, Token{ID: id, Kind: BootstrapToken, Expires: expires, Identity: "system:bootstrap:" + id}, nil
+	}
+}
+
+// ListTokens lists the join tokens Flotilla issued that have not expired, soonest expiry
+// first, and deletes the Secrets of those that have.
+func ListTokens(ctx context.Context, kube kubernetes.Interface) ([]Token, error) {
+	var out []Token
+	now := time.Now()
+	sel := metav1.ListOptions{LabelSelector: JoinTokenLabel + "=true"}
+	sas, err := kube.CoreV1().Secrets(rbac.BootstrapNamespace).List(ctx, sel)
+	if err != nil {
+		return nil, fmt.Errorf("join tokens: listing Secrets in %s: %w", rbac.BootstrapNamespace, err)
+	}
+	for _, s := range sas.Items {
+		exp, err := time.Parse(time.RFC3339, s.Annotations[ExpirationAnnotation])
+		if err != nil || !exp.After(now) {
+			// Expired (or unreadable, hence unusable): its token no longer authenticates.
+			_ = kube.CoreV1().Secrets(s.Namespace).Delete(ctx, s.Name, metav1.DeleteOptions{})
+			continue
+		}
+		sa := s.Annotations[serviceAccountAnnotation]
+		out = append(out, Token{ID: strings.TrimPrefix(s.Name, JoinTokenSecretPrefix), Kind: ServiceAccountToken, Expires: exp,
+			Identity: "system:serviceaccount:" + rbac.BootstrapNamespace + ":" + sa})
+	}
+	bts, err := kube.CoreV1().Secrets(TokenSecretNamespace).List(ctx, metav1.ListOptions{
+		LabelSelector: managedByLabel + "=flotilla", FieldSelector: "type=" + string(TokenSecretType)})
+	if err != nil {
+		return nil, fmt.Errorf("join tokens: listing bootstrap token Secrets in %s: %w", TokenSecretNamespace, err)
+	}
+	for _, s := range bts.Items {
+		exp, err := time.Parse(time.RFC3339, string(s.Data["expiration"]))
+		if err != nil || !exp.After(now) {
+			_ = kube.CoreV1().Secrets(s.Namespace).Delete(ctx, s.Name, metav1.DeleteOptions{})
+			continue
+		}
+		id := string(s.Data["token-id"])
+		out = append(out, Token{ID: id, Kind: BootstrapToken, Expires: exp, Identity: "system:bootstrap:" + id})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].Expires.Equal(out[j].Expires) {
+			return out[i].Expires.Before(out[j].Expires)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out, nil
+}
+
+// RevokeToken deletes the Secret behind the join token id, which stops the token working at
+// once. An id that names no token is an error.
+func RevokeToken(ctx context.Context, kube kubernetes.Interface, id string) error {
+	if id == "" || strings.ContainsAny(id, "./") {
+		return fmt.Errorf("revoking join token: %q is not a token id (the first part of a bootstrap token, or the ID column of flotilla token list)", id)
+	}
+	for _, ref := range []struct{ ns, name string }{
+		{rbac.BootstrapNamespace, JoinTokenSecretPrefix + id},
+		{TokenSecretNamespace, TokenSecretPrefix + id},
+	} {
+		err := kube.CoreV1().Secrets(ref.ns).Delete(ctx, ref.name, metav1.DeleteOptions{})
+		if err == nil {
+			return nil
+		}
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("revoking join token %s: deleting Secret %s/%s: %w", id, ref.ns, ref.name, err)
+		}
+	}
+	return fmt.Errorf("revoking join token %s: no such token (flotilla token list shows the live ones)", id)
+}

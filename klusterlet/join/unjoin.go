@@ -1,0 +1,310 @@
+package join
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/flotilla-dev/flotilla/core/install"
+	"github.com/flotilla-dev/flotilla/klusterlet"
+	"github.com/flotilla-dev/flotilla/klusterlet/registration"
+	"github.com/flotilla-dev/flotilla/klusterlet/work"
+)
+
+// UnjoinOptions name the klusterlet to remove.
+type UnjoinOptions struct {
+	// KlusterletName and AgentNamespace as given to join; defaults as there. The Klusterlet's
+	// spec.namespace, when the Klusterlet still exists, wins over AgentNamespace.
+	KlusterletName, AgentNamespace string
+}
+
+var (
+	appliedWorkGVR = schema.GroupVersionResource{Group: "work.open-cluster-management.io", Version: "v1", Resource: "appliedmanifestworks"}
+	klusterletGVR  = schema.GroupVersionResource{Group: "operator.open-cluster-management.io", Version: "v1", Resource: "klusterlets"}
+)
+
+// Unjoin removes a klusterlet from the managed cluster with everything it applied: its agent
+// stops first (the Deployment goes), so nothing is re-applied; then every AppliedManifestWork
+// of its hub is deleted, and the kube-controller-manager's garbage collector deletes what they
+// own (every resource the work agent applied, unless a work orphaned it); then the agent
+// namespace with its Secrets, and the chart's cluster-scoped objects. The last klusterlet
+// on the cluster also takes the add-on namespace and the klusterlet CRDs with it.
+//
+// The ManagedCluster stays on the hub, its Available condition Unknown (unjoin reports that
+// with the agent's identity before removing it), until the hub's admin deletes it (kubectl
+// delete managedcluster <name>), which removes the hub's side.
+func Unjoin(ctx context.Context, managed *rest.Config, o UnjoinOptions, progress func(string)) error {
+	if o.KlusterletName == "" {
+		o.KlusterletName = DefaultKlusterletName
+	}
+	if o.AgentNamespace == "" {
+		o.AgentNamespace = install.AgentNamespace
+	}
+	dyn, err := dynamic.NewForConfig(managed)
+	if err != nil {
+		return fmt.Errorf("unjoin: %w", err)
+	}
+	kube, err := kubernetes.NewForConfig(managed)
+	if err != nil {
+		return fmt.Errorf("unjoin: %w", err)
+	}
+	if k, err := dyn.Resource(klusterletGVR).Get(ctx, o.KlusterletName, metav1.GetOptions{}); err == nil {
+		if ns, _, _ := unstructured.NestedString(k.Object, "spec", "namespace"); ns != "" {
+			o.AgentNamespace = ns
+		}
+	} else if !apierrors.IsNotFound(err) && !isNoMatch(err) {
+		return fmt.Errorf("unjoin: reading Klusterlet %s: %w", o.KlusterletName, err)
+	}
+
+	// The chart rendered with any cluster name has the same objects by name.
+	objs, err := install.Render(install.KlusterletChart, o.KlusterletName, o.AgentNamespace, map[string]any{
+		"clusterName": "unjoin", "klusterlet": map[string]any{"name": o.KlusterletName}})
+	if err != nil {
+		return fmt.Errorf("unjoin: %w", err)
+	}
+	var deployments, rest []*unstructured.Unstructured
+	for _, obj := range objs {
+		switch obj.GetKind() {
+		case "Deployment":
+			deployments = append(deployments, obj)
+		case "CustomResourceDefinition", "Namespace":
+			// CRDs go only with the last klusterlet, the namespace after the applied works.
+		default:
+			rest = append(rest, obj)
+		}
+	}
+	progress(fmt.Sprintf("stopping the agent of Klusterlet %s in namespace %s", o.KlusterletName, o.AgentNamespace))
+	if err := install.Delete(ctx, managed, deployments, false); err != nil {
+		return fmt.Errorf("unjoin: %w", err)
+	}
+	if err := waitNoPods(ctx, kube, o.AgentNamespace, o.KlusterletName); err != nil {
+		return fmt.Errorf("unjoin: %w", err)
+	}
+
+	// While the agent's hub identity is still here, tell the hub the agent is gone, so that
+	// deleting the ManagedCluster does not wait for it.
+	if s, err := registration.ReadHubSecret(ctx, kube.CoreV1(), o.AgentNamespace, registration.DefaultHubKubeconfigSecret); err == nil && len(s.Kubeconfig) > 0 && s.ClusterName != "" {
+		if err := registration.ReportRemoved(ctx, s.Kubeconfig, s.ClusterName); err != nil {
+			progress(fmt.Sprintf("could not tell the hub that the agent of cluster %s is gone (it notices when the cluster's lease expires): %v", s.ClusterName, err))
+		} else {
+			progress(fmt.Sprintf("told the hub that the agent of cluster %s is gone", s.ClusterName))
+		}
+	}
+
+	hubHash, err := agentHubHash(ctx, kube, o.AgentNamespace)
+	if err != nil {
+		return fmt.Errorf("unjoin: %w", err)
+	}
+	others, err := otherKlusterlets(ctx, dyn, o.KlusterletName)
+	if err != nil {
+		return fmt.Errorf("unjoin: %w", err)
+	}
+	last := len(others) == 0
+	if err := deleteAppliedWorks(ctx, dyn, hubHash, last, progress); err != nil {
+		return fmt.Errorf("unjoin: %w", err)
+	}
+
+	progress(fmt.Sprintf("removing the agent namespace %s and the Klusterlet's objects", o.AgentNamespace))
+	nsObj := &unstructured.Unstructured{}
+	nsObj.SetAPIVersion("v1")
+	nsObj.SetKind("Namespace")
+	nsObj.SetName(o.AgentNamespace)
+	if err := install.Delete(ctx, managed, append(rest, nsObj), false); err != nil {
+		return fmt.Errorf("unjoin: %w", err)
+	}
+	if !last {
+		progress(fmt.Sprintf("kept the add-on namespace and the CRDs: Klusterlets %s remain", strings.Join(others, ", ")))
+		return nil
+	}
+	addonNS := &unstructured.Unstructured{}
+	addonNS.SetAPIVersion("v1")
+	addonNS.SetKind("Namespace")
+	addonNS.SetName(klusterlet.AddOnNamespace)
+	progress("removing the add-on namespace " + klusterlet.AddOnNamespace + " and the klusterlet CRDs (no other Klusterlet remains)")
+	var crds []*unstructured.Unstructured
+	for _, obj := range objs {
+		if obj.GetKind() == "CustomResourceDefinition" {
+			crds = append(crds, obj)
+		}
+	}
+	if err := install.Delete(ctx, managed, append([]*unstructured.Unstructured{addonNS}, crds...), true); err != nil {
+		return fmt.Errorf("unjoin: %w", err)
+	}
+	return nil
+}
+
+// agentHubHash is the prefix of the AppliedManifestWorks of the agent's hub: the hash of the
+// hub URL in the agent's hub kubeconfig, else in its bootstrap kubeconfig; "" when neither
+// exists (the agent never ran, so it applied nothing).
+func agentHubHash(ctx context.Context, kube kubernetes.Interface, ns string) (string, error) {
+	for _, name := range []string{registration.DefaultHubKubeconfigSecret, registration.DefaultBootstrapKubeconfigSecret} {
+		s, err := kube.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("reading Secret %s/%s: %w", ns, name, err)
+		}
+		cfg, err := clientcmd.RESTConfigFromKubeConfig(s.Data["kubeconfig"])
+		if err != nil || cfg.Host == "" {
+			continue
+		}
+		return work.HubHash(cfg.Host), nil
+	}
+	return "", nil
+}
+
+func otherKlusterlets(ctx context.Context, dyn dynamic.Interface, self string) ([]string, error) {
+	l, err := dyn.Resource(klusterletGVR).List(ctx, metav1.ListOptions{})
+	if isNoMatch(err) || apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing Klusterlets: %w", err)
+	}
+	var out []string
+	for _, k := range l.Items {
+		if k.GetName() != self && k.GetDeletionTimestamp() == nil {
+			out = append(out, k.GetName())
+		}
+	}
+	return out, nil
+}
+
+// deleteAppliedWorks deletes the AppliedManifestWorks named <hubHash>-... (all of them when
+// all is set) and waits until they and what they own are gone. The agent is stopped, so their
+// finalizers are removed here; the garbage collector deletes the owned resources, which is
+// what the agent's finalizer would have done.
+func deleteAppliedWorks(ctx context.Context, dyn dynamic.Interface, hubHash string, all bool, progress func(string)) error {
+	l, err := dyn.Resource(appliedWorkGVR).List(ctx, metav1.ListOptions{})
+	if isNoMatch(err) || apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("listing AppliedManifestWorks: %w", err)
+	}
+	type ownedRes struct {
+		gvr       schema.GroupVersionResource
+		ns, name  string
+		uid       types.UID
+		workOwner string
+	}
+	var owned []ownedRes
+	var mine []unstructured.Unstructured
+	for _, a := range l.Items {
+		hash, _, _ := unstructured.NestedString(a.Object, "spec", "hubHash")
+		if !all && (hubHash == "" || (hash != hubHash && !strings.HasPrefix(a.GetName(), hubHash+"-"))) {
+			continue
+		}
+		mine = append(mine, a)
+		res, _, _ := unstructured.NestedSlice(a.Object, "status", "appliedResources")
+		for _, r := range res {
+			m, _ := r.(map[string]any)
+			str := func(k string) string { s, _ := m[k].(string); return s }
+			owned = append(owned, ownedRes{
+				gvr: schema.GroupVersionResource{Group: str("group"), Version: str("version"), Resource: str("resource")},
+				ns:  str("namespace"), name: str("name"), uid: types.UID(str("uid")), workOwner: a.GetName(),
+			})
+		}
+	}
+	if len(mine) == 0 {
+		return nil
+	}
+	progress(fmt.Sprintf("deleting %d AppliedManifestWorks and the %d resources they applied", len(mine), len(owned)))
+	for _, a := range mine {
+		if len(a.GetFinalizers()) > 0 {
+			patch := []byte(`{"metadata":{"finalizers":null}}`)
+			if _, err := dyn.Resource(appliedWorkGVR).Patch(ctx, a.GetName(), types.MergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("AppliedManifestWork %s: removing finalizers: %w", a.GetName(), err)
+			}
+		}
+		bg := metav1.DeletePropagationBackground
+		if err := dyn.Resource(appliedWorkGVR).Delete(ctx, a.GetName(), metav1.DeleteOptions{PropagationPolicy: &bg}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting AppliedManifestWork %s: %w", a.GetName(), err)
+		}
+	}
+	// Wait for the garbage collector. A resource another owner keeps (orphaned by its work, or
+	// shared with another hub's work) is not waited for.
+	for _, r := range owned {
+		if err := waitGone(ctx, func(ctx context.Context) (bool, error) {
+			var ri dynamic.ResourceInterface = dyn.Resource(r.gvr)
+			if r.ns != "" {
+				ri = dyn.Resource(r.gvr).Namespace(r.ns)
+			}
+			obj, err := ri.Get(ctx, r.name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return true, nil
+			}
+			if err != nil {
+				return false, err
+			}
+			if r.uid != "" && obj.GetUID() != r.uid {
+				return true, nil // gone and made again by someone else
+			}
+			if obj.GetDeletionTimestamp() != nil {
+				return false, nil
+			}
+			for _, ref := range obj.GetOwnerReferences() {
+				if ref.Kind != "AppliedManifestWork" {
+					return true, nil // another owner keeps it
+				}
+			}
+			return len(obj.GetOwnerReferences()) == 0, nil // orphaned by its work
+		}); err != nil {
+			return fmt.Errorf("waiting for %s %s/%s (applied by %s) to be deleted: %w", r.gvr.Resource, r.ns, r.name, r.workOwner, err)
+		}
+	}
+	return nil
+}
+
+func waitNoPods(ctx context.Context, kube kubernetes.Interface, ns, klusterletName string) error {
+	sel := metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + klusterletName}
+	return waitGone(ctx, func(ctx context.Context) (bool, error) {
+		pods, err := kube.CoreV1().Pods(ns).List(ctx, sel)
+		if err != nil {
+			return false, fmt.Errorf("listing the agent's pods in %s: %w", ns, err)
+		}
+		running := 0
+		for _, p := range pods.Items {
+			if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+				running++
+			}
+		}
+		return running == 0, nil
+	})
+}
+
+func waitGone(ctx context.Context, done func(context.Context) (bool, error)) error {
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		ok, err := done(ctx)
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			if err != nil {
+				return fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
+			}
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+func isNoMatch(err error) bool {
+	return err != nil && (strings.Contains(err.Error(), "no matches for kind") || strings.Contains(err.Error(), "the server could not find the requested resource"))
+}
