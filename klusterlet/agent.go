@@ -97,16 +97,25 @@ type Agent struct {
 	onRun func(ctx context.Context, a *Agent)
 }
 
+// ReadFiles reads BootstrapKubeconfigFile into Registration.BootstrapKubeconfig (when that is
+// empty), so that a file that cannot be read is reported before any server is contacted.
+func (o *Options) ReadFiles() error {
+	if len(o.Registration.BootstrapKubeconfig) == 0 && o.BootstrapKubeconfigFile != "" {
+		data, err := os.ReadFile(o.BootstrapKubeconfigFile)
+		if err != nil {
+			return fmt.Errorf("klusterlet: reading bootstrap kubeconfig file %s: %w", o.BootstrapKubeconfigFile, err)
+		}
+		o.Registration.BootstrapKubeconfig = data
+	}
+	return nil
+}
+
 // New validates opts and builds the agent without contacting any server.
 func New(opts Options) (*Agent, error) {
-	cfg := opts.Registration
-	if len(cfg.BootstrapKubeconfig) == 0 && opts.BootstrapKubeconfigFile != "" {
-		data, err := os.ReadFile(opts.BootstrapKubeconfigFile)
-		if err != nil {
-			return nil, fmt.Errorf("klusterlet: reading bootstrap kubeconfig file %s: %w", opts.BootstrapKubeconfigFile, err)
-		}
-		cfg.BootstrapKubeconfig = data
+	if err := opts.ReadFiles(); err != nil {
+		return nil, err
 	}
+	cfg := opts.Registration
 	a := &Agent{plugins: pluginConfig(opts), onRun: opts.OnRun}
 	if !opts.Work.Disabled || !opts.AddOn.Disabled {
 		cfg.OnAccepted = a.session(opts)

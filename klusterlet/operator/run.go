@@ -68,6 +68,9 @@ func RunKlusterlet(ctx context.Context, opts Options) error {
 	if opts.KlusterletName == "" {
 		return klusterlet.Run(ctx, opts.Klusterlet)
 	}
+	if err := opts.Klusterlet.ReadFiles(); err != nil {
+		return err
+	}
 	cfg := opts.Klusterlet.Registration.ManagedConfig
 	if cfg == nil {
 		return errors.New("klusterlet operator: Options.Klusterlet.Registration.ManagedConfig is required")
