@@ -169,7 +169,8 @@ func (cp *ControlPlane) RunDeployment(ctx context.Context, ns, name string, o De
 // as processes (RunDeployment, one per replica), restarts them when the pod template
 // changes, stops them when the Deployment goes, and reports replicas, readyReplicas (its
 // /readyz answers) and availableReplicas in the Deployment's status as the kubelet and the
-// deployment controller would (on a control plane without workload controllers). logf receives what it starts and stops.
+// deployment controller would (on a control plane without workload controllers). Only
+// replica 0 of a hub serves the webhooks (see DeploymentProcessOptions.NoWebhook). logf receives what it starts and stops.
 func (cp *ControlPlane) RunDeployments(ctx context.Context, binary string, names []string, pluginCacheDir string, logf func(string, ...any)) error {
 	kube, err := kubernetes.NewForConfig(cp.Config)
 	if err != nil {

@@ -183,12 +183,12 @@ func runDev(ctx context.Context, out, errw io.Writer, opts environment.Options, 
 	setLibraryLoggers(logs.Logger(environment.HubName))
 	defer klog.ClearLogger()
 
-	printDevSummary(out, fleet, logs, opts.Keep)
+	printDevSummary(out, fleet, logs, opts.Keep, opts.Bare)
 	return runComponents(ctx, &DevSession{Fleet: fleet, Out: out, logs: logs}, components)
 }
 
 // printDevSummary says where everything is: API servers, kubeconfigs and log files.
-func printDevSummary(w io.Writer, fleet *environment.Fleet, logs *devLogs, keep bool) {
+func printDevSummary(w io.Writer, fleet *environment.Fleet, logs *devLogs, keep, bare bool) {
 	planes := fleet.ControlPlanes()
 	fmt.Fprintf(w, "\nFleet ready in %s:\n", fleet.StartDuration.Round(100*time.Millisecond))
 	paths := make([]string, 0, len(planes))
@@ -202,6 +202,10 @@ func printDevSummary(w io.Writer, fleet *environment.Fleet, logs *devLogs, keep 
 	}
 	fmt.Fprintf(w, "\nLogs, beside each control plane's etcd.log, kube-apiserver.log and kube-controller-manager.log%s:\n", removed)
 	for _, cp := range planes {
+		if bare {
+			fmt.Fprintf(w, "  %-10s %s\n", cp.Name, filepath.Join(cp.Dir, "deployments", "<namespace>", "<pod>", "log"))
+			continue
+		}
 		fmt.Fprintf(w, "  %-10s %s\n", cp.Name, logs.paths[cp.Name])
 	}
 	fmt.Fprintf(w, "\nexport KUBECONFIG=%s\n", strings.Join(paths, ":"))
