@@ -286,8 +286,28 @@ var _ = Describe("Install and join", Ordered, func() {
 		}).Should(Equal(1), "exactly one replica leads")
 		holder := leaseHolder(hub2Client)
 		leader.Kill()
-		// Work made while nobody leads is applied once the other replica takes over.
-		apply(hub2Client, work("during-failover", "during-failover"))
+		// A replica set made while nobody leads needs the hub's controllers (placement and
+		// ManifestWorkReplicaSet, leader only): its ConfigMap arrives once the other replica
+		// has taken over.
+		apply(hub2Client, `apiVersion: cluster.open-cluster-management.io/v1beta2
+kind: ManagedClusterSetBinding
+metadata: {name: default, namespace: default}
+spec: {clusterSet: default}`)
+		apply(hub2Client, `apiVersion: cluster.open-cluster-management.io/v1beta1
+kind: Placement
+metadata: {name: failover, namespace: default}
+spec: {clusterSets: [default]}`)
+		apply(hub2Client, `apiVersion: work.open-cluster-management.io/v1alpha1
+kind: ManifestWorkReplicaSet
+metadata: {name: failover, namespace: default}
+spec:
+  placementRefs: [{name: failover}]
+  manifestWorkTemplate:
+    workload:
+      manifests:
+      - {apiVersion: v1, kind: Namespace, metadata: {name: during-failover}}
+      - {apiVersion: v1, kind: ConfigMap, metadata: {name: during-failover, namespace: during-failover}}
+`)
 		Eventually(func() bool { return leads(other) }).WithTimeout(time.Minute).Should(BeTrue())
 		Expect(leaseHolder(hub2Client)).NotTo(Equal(holder))
 		Eventually(configMapPresent("during-failover")).Should(Succeed())
