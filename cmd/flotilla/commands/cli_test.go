@@ -3,6 +3,7 @@ package commands
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"maps"
@@ -392,6 +393,18 @@ func TestCLIErrors(t *testing.T) {
 			"--bootstrap-kubeconfig", missing}, []string{"bootstrap kubeconfig", missing}},
 		{"get clusters with a missing kubeconfig", []string{"get", "clusters", "--kubeconfig", missing}, []string{"loading kubeconfig", missing}},
 		{"accept with a missing kubeconfig", []string{"accept", "--clusters", "c1", "--kubeconfig", missing}, []string{"loading kubeconfig", missing}},
+		{"join without its flags", []string{"join", "--kubeconfig", valid},
+			[]string{"--cluster-name is required", "--hub-token is required", "--hub-apiserver", "CA is required"}},
+		{"join with a bad cluster name and hub URL", []string{"join", "--kubeconfig", valid, "--cluster-name", "Bad_Name", "--hub-token", "t",
+			"--hub-apiserver", "http://hub:6443", "--ca-file", valid}, []string{`--cluster-name "Bad_Name"`, `--hub-apiserver "http://hub:6443" must be an https:// URL`}},
+		{"join in Hosted mode", []string{"join", "--kubeconfig", valid, "--mode", "Hosted"}, []string{"--mode Hosted", "not available yet"}},
+		{"join with a CA that is not one", []string{"join", "--kubeconfig", valid, "--hub-ca-data", "bm90IGEgY2VydA=="}, []string{"--hub-ca-data"}},
+		{"join with a proxy CA but no proxy", []string{"join", "--kubeconfig", valid, "--cluster-name", "c1", "--hub-token", "t",
+			"--hub-apiserver", "https://hub:6443", "--ca-file", valid, "--proxy-ca-file", valid}, []string{"--proxy-ca-file needs --proxy-url"}},
+		{"init with a value of the wrong type", []string{"init", "--kubeconfig", valid, "--dry-run", "--set", "replicas=many"}, []string{"replicas"}},
+		{"init with an unknown flag value", []string{"init", "--kubeconfig", valid, "--dry-run", "--set", "flags.no-such-flag=1"}, []string{"no-such-flag"}},
+		{"get token with a missing kubeconfig", []string{"get", "token", "--kubeconfig", missing}, []string{"loading kubeconfig", missing}},
+		{"token revoke of a path", []string{"token", "revoke", "a/b", "--kubeconfig", valid}, []string{"not a token id"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// A command that wrongly gets past its checks would run until this ends.
@@ -407,5 +420,59 @@ func TestCLIErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestInstallDryRun checks what init and join would apply: the charts rendered with the
+// command's values, the bootstrap kubeconfig (with the proxy and its CA) in join's Secret.
+func TestInstallDryRun(t *testing.T) {
+	out, errOut, err := flotilla(t.Context(), "init", "--dry-run", "--set", "replicas=2", "--set", "flags.kube-api-qps=99")
+	if err != nil {
+		t.Fatalf("init --dry-run: %v\n%s", err, errOut)
+	}
+	for _, want := range []string{"kind: ClusterManager", "name: cluster-manager", "kind: Deployment", "replicas: 2", "- --leader-elect", "- --kube-api-qps=99", "kind: CustomResourceDefinition"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("init --dry-run lacks %q", want)
+		}
+	}
+	dir := t.TempDir()
+	ca := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(ca, []byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	proxyCA := filepath.Join(dir, "proxy-ca.pem")
+	if err := os.WriteFile(proxyCA, []byte("-----BEGIN CERTIFICATE-----\nPROXY\n-----END CERTIFICATE-----\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, err = flotilla(t.Context(), "join", "--dry-run", "--cluster-name", "c1", "--hub-token", "tok", "--hub-apiserver", "https://hub:6443",
+		"--ca-file", ca, "--proxy-url", "https://proxy:3129", "--proxy-ca-file", proxyCA, "--klusterlet-name", "klusterlet-hub2", "--agent-namespace", "open-cluster-management-agent-hub2")
+	if err != nil {
+		t.Fatalf("join --dry-run: %v\n%s", err, errOut)
+	}
+	for _, want := range []string{"kind: Klusterlet", "name: klusterlet-hub2", "clusterName: c1", "namespace: open-cluster-management-agent-hub2",
+		"name: bootstrap-hub-kubeconfig"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("join --dry-run lacks %q", want)
+		}
+	}
+	// The Secret's kubeconfig: the proxy, the token, and the hub's CA followed by the proxy's.
+	_, rest, ok := strings.Cut(out, "\n  kubeconfig: ")
+	if !ok {
+		t.Fatalf("join --dry-run has no bootstrap kubeconfig:\n%s", out)
+	}
+	raw, err := base64.StdEncoding.DecodeString(strings.Fields(rest)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc, err := clientcmd.Load(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := kc.Clusters[kc.Contexts[kc.CurrentContext].Cluster]
+	if cl.ProxyURL != "https://proxy:3129" || cl.Server != "https://hub:6443" || kc.AuthInfos[kc.Contexts[kc.CurrentContext].AuthInfo].Token != "tok" {
+		t.Errorf("bootstrap kubeconfig %+v", cl)
+	}
+	if want := "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n-----BEGIN CERTIFICATE-----\nPROXY\n-----END CERTIFICATE-----\n"; string(cl.CertificateAuthorityData) != want {
+		t.Errorf("CA data %q, want the hub's CA followed by the proxy's", cl.CertificateAuthorityData)
 	}
 }
