@@ -353,11 +353,9 @@ func TestRenderHubDefaults(t *testing.T) {
 
 	cm := find(t, objs, "ClusterManager", "cluster-manager")
 	equalJSON(t, "ClusterManager apiVersion", cm.GetAPIVersion(), "operator.open-cluster-management.io/v1")
-	equalJSON(t, "ClusterManager spec", cm.Object["spec"], map[string]any{
-		"registrationConfiguration": map[string]any{"featureGates": []any{}},
-		"workConfiguration":         map[string]any{"featureGates": []any{}},
-		"addOnManagerConfiguration": map[string]any{"featureGates": []any{}},
-	})
+	// An empty spec: the install owns no field of it, so an edit of the ClusterManager
+	// survives running init (or helm upgrade) again.
+	equalJSON(t, "ClusterManager spec", cm.Object["spec"], map[string]any{})
 }
 
 // checkDownwardEnv checks POD_NAMESPACE and POD_NAME come from the downward API and
@@ -473,10 +471,7 @@ func TestRenderHubValues(t *testing.T) {
 	})
 	cm := find(t, objs, "ClusterManager", "hub-config")
 	equalJSON(t, "ClusterManager spec", cm.Object["spec"], map[string]any{
-		// values' spec is merged over the defaults, as Helm merges maps
-		"registrationConfiguration": map[string]any{"featureGates": []any{}},
-		"workConfiguration":         map[string]any{"featureGates": []any{map[string]any{"feature": "ManifestWorkReplicaSet", "mode": "Enable"}}},
-		"addOnManagerConfiguration": map[string]any{"featureGates": []any{}},
+		"workConfiguration": map[string]any{"featureGates": []any{map[string]any{"feature": "ManifestWorkReplicaSet", "mode": "Enable"}}},
 	})
 	for _, o := range objs {
 		if ns := o.GetNamespace(); ns != "" && ns != "flotilla-system" {

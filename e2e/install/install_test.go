@@ -357,6 +357,12 @@ spec:
 			return spokeClient.Get(ctx, client.ObjectKey{Namespace: "default", Name: "from-rs"}, &corev1.ConfigMap{})
 		}).Should(Succeed())
 		Expect(hub1Proc.Exited()).NotTo(BeClosed(), "the same hub process")
+		// Running init again (an upgrade) keeps the edit: the install owns no field of the spec.
+		_, errOut, err := flotilla(ctx, "init", "--kubeconfig", hub1.KubeconfigPath, "--wait=false", "--set", "flags.plugin-cache-dir="+wasmCache)
+		Expect(err).NotTo(HaveOccurred(), errOut)
+		Expect(hub1Client.Get(ctx, client.ObjectKey{Name: "cluster-manager"}, cm)).To(Succeed())
+		Expect(cm.Spec.WorkConfiguration).NotTo(BeNil())
+		Expect(cm.Spec.WorkConfiguration.FeatureGates).To(ConsistOf(HaveField("Feature", "ManifestWorkReplicaSet")))
 		Expect(hub1Client.Delete(ctx, &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "work.open-cluster-management.io/v1alpha1", "kind": "ManifestWorkReplicaSet",
 			"metadata": map[string]any{"name": "rs", "namespace": "default"}}})).To(Succeed())
