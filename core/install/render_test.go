@@ -582,7 +582,7 @@ func TestRenderKlusterlet(t *testing.T) {
 	k := find(t, objs, "Klusterlet", "klusterlet")
 	equalJSON(t, "Klusterlet", map[string]any{"apiVersion": k.GetAPIVersion(), "namespace": k.GetNamespace(), "spec": k.Object["spec"]}, map[string]any{
 		"apiVersion": "operator.open-cluster-management.io/v1", "namespace": "",
-		"spec": map[string]any{"clusterName": "cluster1", "namespace": ns},
+		"spec": map[string]any{"clusterName": "cluster1", "namespace": ns, "deployOption": map[string]any{"mode": "Singleton"}},
 	})
 }
 
@@ -625,6 +625,7 @@ func TestRenderKlusterletValues(t *testing.T) {
 	equalJSON(t, "Klusterlet spec", k.Object["spec"], map[string]any{
 		"clusterName":           "cluster1",
 		"namespace":             ns,
+		"deployOption":          map[string]any{"mode": "Singleton"},
 		"hubApiServerHostAlias": map[string]any{"ip": "10.0.0.7", "hostname": "hub.example"},
 		"workConfiguration":     map[string]any{"featureGates": []any{map[string]any{"feature": "RawFeedbackJsonString", "mode": "Enable"}}},
 	})

@@ -232,6 +232,13 @@ var _ = Describe("Install and join", Ordered, func() {
 			c := meta.FindStatusCondition(k.Status.Conditions, operatorv1.ConditionHubConnectionDegraded)
 			return c != nil && c.Status == metav1.ConditionFalse
 		}).Should(BeTrue(), "the Klusterlet reports its hub connection")
+		// What clusteradm get klusterlet-info reads: a Singleton klusterlet's agent Deployment
+		// klusterlet-agent among the related resources.
+		Expect(k.Spec.DeployOption.Mode).To(Equal(operatorv1.InstallModeSingleton))
+		Eventually(func() []operatorv1.RelatedResourceMeta {
+			_ = spokeClient.Get(ctx, client.ObjectKey{Name: "klusterlet"}, k)
+			return k.Status.RelatedResources
+		}).Should(ContainElement(operatorv1.RelatedResourceMeta{Group: "apps", Version: "v1", Resource: "deployments", Namespace: agentNS, Name: "klusterlet-agent"}))
 		Eventually(func() int { code, _ := get(agent1.health, "/readyz"); return code }).Should(Equal(200))
 	})
 
