@@ -51,6 +51,32 @@ func apply(c client.Client, doc string) {
 	Expect(c.Patch(suiteCtx, u, client.Apply, client.FieldOwner("e2e-install"), client.ForceOwnership)).To(Succeed())
 }
 
+// replicaSet applies, in namespace default of a hub, the binding of the default cluster set,
+// a Placement of it and a ManifestWorkReplicaSet of the same name whose template places a
+// Namespace and a ConfigMap in it, both named configMap.
+func replicaSet(hub client.Client, name, configMap string) {
+	GinkgoHelper()
+	apply(hub, `apiVersion: cluster.open-cluster-management.io/v1beta2
+kind: ManagedClusterSetBinding
+metadata: {name: default, namespace: default}
+spec: {clusterSet: default}`)
+	apply(hub, fmt.Sprintf(`apiVersion: cluster.open-cluster-management.io/v1beta1
+kind: Placement
+metadata: {name: %s, namespace: default}
+spec: {clusterSets: [default]}`, name))
+	apply(hub, fmt.Sprintf(`apiVersion: work.open-cluster-management.io/v1alpha1
+kind: ManifestWorkReplicaSet
+metadata: {name: %[1]s, namespace: default}
+spec:
+  placementRefs: [{name: %[1]s}]
+  manifestWorkTemplate:
+    workload:
+      manifests:
+      - {apiVersion: v1, kind: Namespace, metadata: {name: %[2]s}}
+      - {apiVersion: v1, kind: ConfigMap, metadata: {name: %[2]s, namespace: %[2]s}}
+`, name, configMap))
+}
+
 func work(name, configMap string) string {
 	return fmt.Sprintf(`apiVersion: work.open-cluster-management.io/v1
 kind: ManifestWork
@@ -296,25 +322,7 @@ var _ = Describe("Install and join", Ordered, func() {
 		// A replica set made while nobody leads needs the hub's controllers (placement and
 		// ManifestWorkReplicaSet, leader only): its ConfigMap arrives once the other replica
 		// has taken over.
-		apply(hub2Client, `apiVersion: cluster.open-cluster-management.io/v1beta2
-kind: ManagedClusterSetBinding
-metadata: {name: default, namespace: default}
-spec: {clusterSet: default}`)
-		apply(hub2Client, `apiVersion: cluster.open-cluster-management.io/v1beta1
-kind: Placement
-metadata: {name: failover, namespace: default}
-spec: {clusterSets: [default]}`)
-		apply(hub2Client, `apiVersion: work.open-cluster-management.io/v1alpha1
-kind: ManifestWorkReplicaSet
-metadata: {name: failover, namespace: default}
-spec:
-  placementRefs: [{name: failover}]
-  manifestWorkTemplate:
-    workload:
-      manifests:
-      - {apiVersion: v1, kind: Namespace, metadata: {name: during-failover}}
-      - {apiVersion: v1, kind: ConfigMap, metadata: {name: during-failover, namespace: during-failover}}
-`)
+		replicaSet(hub2Client, "failover", "during-failover")
 		Eventually(func() bool { return leads(other) }).WithTimeout(time.Minute).Should(BeTrue())
 		Expect(leaseHolder(hub2Client)).NotTo(Equal(holder))
 		Eventually(configMapPresent("during-failover")).Should(Succeed())
@@ -336,33 +344,14 @@ spec:
 			_ = hub1Client.Get(ctx, client.ObjectKey{Name: "cluster-manager"}, cm)
 			return cm.Status.ObservedGeneration - cm.Generation
 		}).Should(BeZero())
-		apply(hub1Client, `apiVersion: cluster.open-cluster-management.io/v1beta2
-kind: ManagedClusterSetBinding
-metadata: {name: default, namespace: default}
-spec: {clusterSet: default}`)
-		apply(hub1Client, `apiVersion: cluster.open-cluster-management.io/v1beta1
-kind: Placement
-metadata: {name: all, namespace: default}
-spec: {clusterSets: [default]}`)
-		apply(hub1Client, `apiVersion: work.open-cluster-management.io/v1alpha1
-kind: ManifestWorkReplicaSet
-metadata: {name: rs, namespace: default}
-spec:
-  placementRefs: [{name: all}]
-  manifestWorkTemplate:
-    workload:
-      manifests:
-      - {apiVersion: v1, kind: ConfigMap, metadata: {name: from-rs, namespace: default}}
-`)
+		replicaSet(hub1Client, "rs", "from-rs")
 		rsWork := func() error {
 			return hub1Client.Get(ctx, client.ObjectKey{Namespace: cluster, Name: "rs"}, &workv1.ManifestWork{})
 		}
 		Consistently(rsWork).WithTimeout(5*time.Second).ShouldNot(Succeed(), "the controller is off")
 		setGate("Enable")
 		Eventually(rsWork).Should(Succeed())
-		Eventually(func() error {
-			return spokeClient.Get(ctx, client.ObjectKey{Namespace: "default", Name: "from-rs"}, &corev1.ConfigMap{})
-		}).Should(Succeed())
+		Eventually(configMapPresent("from-rs")).Should(Succeed())
 		Expect(hub1Proc.Exited()).NotTo(BeClosed(), "the same hub process")
 		// Running init again (an upgrade) keeps the edit: the install owns no field of the spec.
 		_, errOut, err := flotilla(ctx, "init", "--kubeconfig", hub1.KubeconfigPath, "--wait=false", "--set", "flags.plugin-cache-dir="+wasmCache)
@@ -375,7 +364,7 @@ spec:
 			"metadata": map[string]any{"name": "rs", "namespace": "default"}}})).To(Succeed())
 		Eventually(rsWork).ShouldNot(Succeed())
 		for _, o := range []client.Object{
-			&unstructured.Unstructured{Object: map[string]any{"apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement", "metadata": map[string]any{"name": "all", "namespace": "default"}}},
+			&unstructured.Unstructured{Object: map[string]any{"apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement", "metadata": map[string]any{"name": "rs", "namespace": "default"}}},
 			&unstructured.Unstructured{Object: map[string]any{"apiVersion": "cluster.open-cluster-management.io/v1beta2", "kind": "ManagedClusterSetBinding", "metadata": map[string]any{"name": "default", "namespace": "default"}}},
 		} {
 			Expect(hub1Client.Delete(ctx, o)).To(Succeed())
