@@ -25,7 +25,8 @@ type Options struct {
 	// once, as manager.New and Start would.
 	ClusterManagerName string
 	// Deployment is the hub's own Deployment, reported in the ClusterManager's status; zero
-	// when the hub does not run in one. DeploymentFromEnv reads it from the Pod's environment.
+	// when the hub does not run in one. operatorrun.DeploymentFromEnv reads it from the Pod's
+	// environment.
 	Deployment types.NamespacedName
 	// MinBackoff and MaxBackoff bound the wait before a hub that failed is started again,
 	// doubling from one to the other; defaults 1 s and 1 min.
@@ -36,17 +37,6 @@ type Options struct {
 	// Logger defaults to Hub.Logger.
 	Logger logr.Logger
 }
-
-// Environment variables DeploymentFromEnv reads; the Helm chart sets them (POD_NAMESPACE from
-// the downward API).
-const (
-	PodNamespaceEnv   = operatorrun.PodNamespaceEnv
-	DeploymentNameEnv = operatorrun.DeploymentNameEnv
-)
-
-// DeploymentFromEnv is the Deployment the process runs in, from $POD_NAMESPACE and
-// $FLOTILLA_DEPLOYMENT_NAME; zero unless both are set.
-func DeploymentFromEnv() types.NamespacedName { return operatorrun.DeploymentFromEnv() }
 
 // watch follows the ClusterManager and the hub's Deployment.
 type watch = operatorrun.Watch[*operatorv1.ClusterManager]

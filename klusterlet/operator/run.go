@@ -28,7 +28,8 @@ type Options struct {
 	// alone, as klusterlet.Run would.
 	KlusterletName string
 	// Deployment is the klusterlet's own Deployment, reported in the Klusterlet's status; zero
-	// when it does not run in one. DeploymentFromEnv reads it from the Pod's environment.
+	// when it does not run in one. operatorrun.DeploymentFromEnv reads it from the Pod's
+	// environment.
 	Deployment types.NamespacedName
 	// MinBackoff and MaxBackoff bound the wait before agents that failed are started again,
 	// doubling from one to the other; defaults 1 s and 1 min.
@@ -39,17 +40,6 @@ type Options struct {
 	// Logger defaults to Klusterlet.Registration.Logger.
 	Logger logr.Logger
 }
-
-// Environment variables DeploymentFromEnv reads; the Helm chart sets them (POD_NAMESPACE from
-// the downward API).
-const (
-	PodNamespaceEnv   = operatorrun.PodNamespaceEnv
-	DeploymentNameEnv = operatorrun.DeploymentNameEnv
-)
-
-// DeploymentFromEnv is the Deployment the process runs in, from $POD_NAMESPACE and
-// $FLOTILLA_DEPLOYMENT_NAME; zero unless both are set.
-func DeploymentFromEnv() types.NamespacedName { return operatorrun.DeploymentFromEnv() }
 
 // watch follows the Klusterlet and the klusterlet's Deployment on the managed cluster.
 type watch = operatorrun.Watch[*operatorv1.Klusterlet]

@@ -8,6 +8,7 @@ import (
 
 	"github.com/flotilla-dev/flotilla/core/apis/featuregates"
 	operatorv1 "github.com/flotilla-dev/flotilla/core/apis/operator/v1"
+	"github.com/flotilla-dev/flotilla/core/operatorrun"
 	"github.com/flotilla-dev/flotilla/core/policy"
 	"github.com/flotilla-dev/flotilla/hub/admission"
 	"github.com/flotilla-dev/flotilla/hub/manager"
@@ -140,7 +141,7 @@ is in Flotilla
 			setLibraryLoggers(logger)
 			return operator.RunHub(cmd.Context(), operator.Options{
 				ClusterManagerName: clusterManagerName,
-				Deployment:         operator.DeploymentFromEnv(),
+				Deployment:         operatorrun.DeploymentFromEnv(),
 				Hub: manager.Options{
 					Config:                    cfg,
 					FeatureGates:              gate,

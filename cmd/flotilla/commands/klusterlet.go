@@ -11,6 +11,7 @@ import (
 	"github.com/flotilla-dev/flotilla/core/apis/featuregates"
 	operatorv1 "github.com/flotilla-dev/flotilla/core/apis/operator/v1"
 	"github.com/flotilla-dev/flotilla/core/leaderelection"
+	"github.com/flotilla-dev/flotilla/core/operatorrun"
 	"github.com/flotilla-dev/flotilla/klusterlet"
 	kop "github.com/flotilla-dev/flotilla/klusterlet/operator"
 	"github.com/flotilla-dev/flotilla/klusterlet/registration"
@@ -102,7 +103,7 @@ kubeconfig; a standby replica is ready), on every replica.`,
 			setLibraryLoggers(opts.Registration.Logger)
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return kop.RunKlusterlet(ctx, kop.Options{Klusterlet: opts, KlusterletName: klusterletName, Deployment: kop.DeploymentFromEnv()})
+			return kop.RunKlusterlet(ctx, kop.Options{Klusterlet: opts, KlusterletName: klusterletName, Deployment: operatorrun.DeploymentFromEnv()})
 		},
 	}
 	f := cmd.Flags()
