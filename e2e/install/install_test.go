@@ -406,6 +406,10 @@ spec:
 			return fmt.Sprintf("namespace %s remains; ManagedCluster finalizers %v conditions %v; works %v", cluster, mc.Finalizers, mc.Status.Conditions, ws)
 		}).Should(BeEmpty())
 		Eventually(func() []string { return diff(before.spoke, snapshot(spok)) }).Should(BeEmpty(), "the managed cluster as before the join")
+		// Unjoin again, with nothing of Flotilla left (not even the CRDs), is harmless.
+		_, errOut, err = flotilla(ctx, "unjoin", "--kubeconfig", spok.KubeconfigPath)
+		Expect(err).NotTo(HaveOccurred(), errOut)
+		Expect(diff(before.spoke, snapshot(spok))).To(BeEmpty())
 		Eventually(func() []string { return diff(withoutTokens(before.hub1), withoutTokens(snapshot(hub1))) }).Should(BeEmpty(), "the hub as before the join")
 	})
 })

@@ -64,7 +64,7 @@ func Unjoin(ctx context.Context, managed *rest.Config, o UnjoinOptions, progress
 		if ns, _, _ := unstructured.NestedString(k.Object, "spec", "namespace"); ns != "" {
 			o.AgentNamespace = ns
 		}
-	} else if !apierrors.IsNotFound(err) && !isNoMatch(err) {
+	} else if !apierrors.IsNotFound(err) {
 		return fmt.Errorf("unjoin: reading Klusterlet %s: %w", o.KlusterletName, err)
 	}
 
@@ -168,7 +168,7 @@ func agentHubHash(ctx context.Context, kube kubernetes.Interface, ns string) (st
 
 func otherKlusterlets(ctx context.Context, dyn dynamic.Interface, self string) ([]string, error) {
 	l, err := dyn.Resource(klusterletGVR).List(ctx, metav1.ListOptions{})
-	if isNoMatch(err) || apierrors.IsNotFound(err) {
+	if apierrors.IsNotFound(err) { // no such CRD (yet, or any more)
 		return nil, nil
 	}
 	if err != nil {
@@ -189,7 +189,7 @@ func otherKlusterlets(ctx context.Context, dyn dynamic.Interface, self string) (
 // what the agent's finalizer would have done.
 func deleteAppliedWorks(ctx context.Context, dyn dynamic.Interface, hubHash string, all bool, progress func(string)) error {
 	l, err := dyn.Resource(appliedWorkGVR).List(ctx, metav1.ListOptions{})
-	if isNoMatch(err) || apierrors.IsNotFound(err) {
+	if apierrors.IsNotFound(err) { // no such CRD (yet, or any more)
 		return nil
 	}
 	if err != nil {
@@ -303,8 +303,4 @@ func waitGone(ctx context.Context, done func(context.Context) (bool, error)) err
 		case <-tick.C:
 		}
 	}
-}
-
-func isNoMatch(err error) bool {
-	return err != nil && (strings.Contains(err.Error(), "no matches for kind") || strings.Contains(err.Error(), "the server could not find the requested resource"))
 }
