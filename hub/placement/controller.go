@@ -5,7 +5,6 @@ package placement
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"sort"
@@ -598,13 +597,10 @@ func decisionLabels(p *clusterv1beta1.Placement, d desiredDecision) map[string]s
 // patchDecisionStatus replaces the decisions of a PlacementDecision (an atomic list), guarded
 // by the resourceVersion of ex as read (see planPageWrites).
 func (r *Reconciler) patchDecisionStatus(ctx context.Context, p *clusterv1beta1.Placement, ex *clusterv1beta1.PlacementDecision, ds []clusterv1beta1.ClusterDecision) error {
-	obj := &clusterv1beta1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{Namespace: ex.Namespace, Name: ex.Name}}
-	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": ex.ResourceVersion},
-		"status": map[string]any{"decisions": ds}})
-	if err != nil {
-		return err
+	if ds == nil {
+		ds = []clusterv1beta1.ClusterDecision{}
 	}
-	if err := r.Client.Status().Patch(ctx, obj, client.RawPatch(types.MergePatchType, body), client.FieldOwner(FieldManager)); err != nil {
+	if err := apply.Guarded(ctx, r.Client, ex, FieldManager, true, map[string]any{"status": map[string]any{"decisions": ds}}); err != nil {
 		return fmt.Errorf("placement %s/%s: PlacementDecision %s status: %w", p.Namespace, p.Name, ex.Name, err)
 	}
 	return nil
@@ -640,14 +636,10 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *clusterv1beta1.Placemen
 	if equality.Semantic.DeepEqual(status, &p.Status) {
 		return nil
 	}
-	// A merge patch of the whole status (only this controller writes it), guarded by the
-	// resourceVersion it was computed from: a cached copy behind our own last write must not
-	// put older values back. A conflict just means: decide again.
-	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": p.ResourceVersion}, "status": status})
-	if err != nil {
-		return err
-	}
-	if err := r.Client.Status().Patch(ctx, p, client.RawPatch(types.MergePatchType, body), client.FieldOwner(FieldManager)); err != nil {
+	// The whole status (only this controller writes it), guarded by the resourceVersion it was
+	// computed from: a cached copy behind our own last write must not put older values back.
+	// A conflict just means: decide again.
+	if err := apply.Guarded(ctx, r.Client, p, FieldManager, true, map[string]any{"status": status}); err != nil {
 		return fmt.Errorf("placement %s/%s: status: %w", p.Namespace, p.Name, err)
 	}
 	return nil

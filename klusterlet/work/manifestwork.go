@@ -384,9 +384,7 @@ func (r *workReconciler) recordApplied(ctx context.Context, amw *workv1.AppliedM
 	if equality.Semantic.DeepEqual(next, amw.Status.AppliedResources) {
 		return pending, nil
 	}
-	updated := amw.DeepCopy()
-	updated.Status.AppliedResources = next
-	if err := r.managed.Status().Update(ctx, updated); err != nil {
+	if err := apply.Guarded(ctx, r.managed, amw, fieldManager, true, appliedStatus(next, amw.Status.EvictionStartTime)); err != nil {
 		return pending, fmt.Errorf("AppliedManifestWork %s: recording applied resources: %w", amw.Name, err)
 	}
 	return pending, nil
