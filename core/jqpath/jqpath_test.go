@@ -219,7 +219,7 @@ func TestPathsStopsAtTheDeadline(t *testing.T) {
 
 	// A checked expression whose work grows with the object: each .. multiplies it.
 	wide := map[string]any{}
-	for i := 0; i < 200; i++ {
+	for i := 0; i < 2000; i++ {
 		wide[fmt.Sprint(i)] = map[string]any{"a": map[string]any{"b": []any{int64(1), int64(2)}}}
 	}
 	e, err := Parse(".. | .. | .. | .. | .. | .. | select(false)")
