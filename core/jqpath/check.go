@@ -183,7 +183,7 @@ func term(t *gojq.Term, m mode, s *scope) error {
 	switch t.Type {
 	case gojq.TermTypeIdentity, gojq.TermTypeRecurse:
 	case gojq.TermTypeIndex:
-		err = index(t.Index, s)
+		err = index(t.Index, m, s)
 	case gojq.TermTypeFunc:
 		err = call(t.Func, m, s)
 	case gojq.TermTypeQuery:
@@ -217,7 +217,7 @@ func term(t *gojq.Term, m mode, s *scope) error {
 	}
 	for _, sfx := range t.SuffixList {
 		if sfx.Index != nil {
-			if err := index(sfx.Index, s); err != nil {
+			if err := index(sfx.Index, m, s); err != nil {
 				return err
 			}
 		}
@@ -225,16 +225,19 @@ func term(t *gojq.Term, m mode, s *scope) error {
 	return nil
 }
 
-// index checks a field or index step: .name, ."name", .[expr]; no slices, which the agent
-// cannot address.
-func index(ix *gojq.Index, s *scope) error {
-	if ix.IsSlice {
-		return fmt.Errorf("%s: slices are not allowed; select elements with .[] | select(...)", clip(ix.String()))
+// index checks a field or index step: .name, ."name", .[expr], and a slice .[a:b] only
+// where it computes a value: a field the agent ignores has no slice steps.
+func index(ix *gojq.Index, m mode, s *scope) error {
+	if ix.IsSlice && m == pathMode {
+		return fmt.Errorf("%s: slices do not select fields; select elements with .[] | select(...)", clip(ix.String()))
 	}
 	if ix.Str != nil && ix.Str.Queries != nil {
 		return fmt.Errorf("%s: string interpolation is not allowed", clip(ix.String()))
 	}
-	return query(ix.Start, valueMode, s)
+	if err := query(ix.Start, valueMode, s); err != nil {
+		return err
+	}
+	return query(ix.End, valueMode, s)
 }
 
 func ifTerm(i *gojq.If, m mode, s *scope) error {
@@ -327,7 +330,7 @@ func steps(q *gojq.Query, s *scope) (bool, error) {
 	switch t.Type {
 	case gojq.TermTypeIdentity:
 	case gojq.TermTypeIndex:
-		if err := index(t.Index, s); err != nil {
+		if err := index(t.Index, pathMode, s); err != nil {
 			return false, err
 		}
 	case gojq.TermTypeQuery:
@@ -343,7 +346,7 @@ func steps(q *gojq.Query, s *scope) (bool, error) {
 		case sfx.Iter:
 			down = true
 		case sfx.Index != nil:
-			if err := index(sfx.Index, s); err != nil {
+			if err := index(sfx.Index, pathMode, s); err != nil {
 				return false, err
 			}
 		}
