@@ -25,6 +25,7 @@ const (
 	argValue   argMode = iota // a value, whatever the call's mode
 	argSame                   // a path when the call is in path mode
 	argDescent                // a step down into the input (recurse's f)
+	argConst                  // a constant: contains and test of two inputs take their product
 )
 
 // fn describes one allowed function of a given arity.
@@ -40,9 +41,10 @@ const allowedFunctions = "empty, select, recurse, first, last, limit, arrays, ob
 	"any, all, isempty, IN"
 
 // lookup returns the allowed function name/arity. Every allowed function ends on a finite
-// input and builds values no larger than the input: the static half of the bounds.
+// input, builds values no larger than the input, and takes time about linear in it (contains
+// and test only with a constant argument): the static half of the bounds.
 func lookup(name string, arity int) (fn, bool) {
-	v, s, d := argValue, argSame, argDescent
+	v, s, d, c := argValue, argSame, argDescent, argConst
 	switch fmt.Sprintf("%s/%d", name, arity) {
 	case "empty/0", "first/0", "last/0", "recurse/0",
 		"arrays/0", "objects/0", "iterables/0", "booleans/0", "numbers/0", "strings/0", "nulls/0", "values/0", "scalars/0":
@@ -60,11 +62,15 @@ func lookup(name string, arity int) (fn, bool) {
 	case "not/0", "length/0", "utf8bytelength/0", "type/0", "keys/0", "keys_unsorted/0",
 		"ascii_downcase/0", "ascii_upcase/0", "tostring/0", "tonumber/0", "any/0", "all/0":
 		return fn{}, true
-	case "has/1", "in/1", "contains/1", "inside/1", "startswith/1", "endswith/1", "ltrimstr/1", "rtrimstr/1",
-		"test/1", "any/1", "all/1", "isempty/1", "IN/1", "last/1":
+	case "has/1", "in/1", "startswith/1", "endswith/1", "ltrimstr/1", "rtrimstr/1",
+		"any/1", "all/1", "isempty/1", "IN/1", "last/1":
 		return fn{args: []argMode{v}}, true
-	case "test/2", "any/2", "all/2", "IN/2":
+	case "contains/1", "inside/1", "test/1":
+		return fn{args: []argMode{c}}, true
+	case "any/2", "all/2", "IN/2":
 		return fn{args: []argMode{v, v}}, true
+	case "test/2":
+		return fn{args: []argMode{c, c}}, true
 	}
 	return fn{}, false
 }
@@ -285,6 +291,10 @@ func call(f *gojq.Func, m mode, s *scope) error {
 			err = query(a, valueMode, s)
 		case argSame:
 			err = query(a, m, s)
+		case argConst:
+			if !constantQuery(a) {
+				return fmt.Errorf("%s: the argument of %s must be a constant (a string, number, array or object literal)", clip(f.String()), f.Name)
+			}
 		case argDescent:
 			if down, serr := steps(a, s); serr != nil || !down {
 				return fmt.Errorf("%s is not allowed: recurse(f) ends only if f steps into the object on every branch, "+

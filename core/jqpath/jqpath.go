@@ -38,7 +38,7 @@ type Expr struct {
 // Parse parses and checks src. The error says what is wrong without naming the field; the
 // caller names it. Allowed are field and index steps (.a, ."a", .[0], .[-1], .[]), ..,
 // pipes, commas, //, if, try, ?, `as` bindings, comparisons, and the functions listed in
-// allowedFunctions; refused are slices, function definitions, reduce/foreach/label,
+// allowedFunctions (contains, inside and test with a constant argument); refused are slices, function definitions, reduce/foreach/label,
 // assignments, formats, string interpolation, * and arithmetic without a number literal,
 // and everything that can run without end or reads more than the object (repeat, while,
 // until, range, recurse(f) whose f does not step into the object, input, env, $ENV,

@@ -119,6 +119,8 @@ func TestParseRefuses(t *testing.T) {
 		`select({a: .} == {})`:              "arrays and objects may hold only constants",
 		`select(tojson == "")`:              "function tojson/0 is not allowed (allowed: empty, select,",
 		`getpath(["a"])`:                    "function getpath/1 is not allowed",
+		`select(.a | contains(.b))`:         "contains(.b): the argument of contains must be a constant",
+		`. as $r | .a | select(test($r.b))`: "the argument of test must be a constant",
 		`try .a catch .`:                    "try ... catch does not select fields",
 		`import "m" as m; .a`:               "modules (import, include) are not allowed",
 	} {
@@ -268,5 +270,29 @@ func TestNewInputCopies(t *testing.T) {
 	paths, err := e.Paths(context.Background(), in, DefaultLimits())
 	if err != nil || !reflect.DeepEqual(paths, [][]any{{"spec", "replicas"}}) {
 		t.Fatalf("paths %v, error %v; want the value NewInput saw", paths, err)
+	}
+}
+
+// TestAllowedFunctionsListsLookup keeps the list users see in errors true.
+func TestAllowedFunctionsListsLookup(t *testing.T) {
+	listed := map[string]bool{}
+	for _, name := range strings.Split(allowedFunctions, ", ") {
+		listed[name] = true
+		found := false
+		for arity := 0; arity <= 2; arity++ {
+			if _, ok := lookup(name, arity); ok {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%s is listed but not allowed", name)
+		}
+	}
+	for _, name := range []string{"map", "path", "getpath", "paths", "tojson", "split", "join", "range", "repeat", "splits", "walk", "to_entries", "add"} {
+		for arity := 0; arity <= 3; arity++ {
+			if _, ok := lookup(name, arity); ok {
+				t.Errorf("%s/%d is allowed", name, arity)
+			}
+		}
 	}
 }
