@@ -201,6 +201,7 @@ func (r *workReconciler) applyAll(ctx context.Context, work *workv1.ManifestWork
 	manifests := work.Spec.Workload.Manifests
 	results := make([]manifestResult, len(manifests))
 	ref := metav1.OwnerReference{APIVersion: workv1.GroupVersion.String(), Kind: "AppliedManifestWork", Name: amw.Name, UID: amw.UID}
+	ctx = withIgnoreFieldsBudget(ctx)
 	for _, i := range applyOrder(manifests) {
 		results[i] = r.applyOne(ctx, work, i, ref)
 	}
