@@ -188,7 +188,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	now := r.Now()
-	prev, err := r.recordRevision(ctx, rs, hash)
+	rev, prev, err := r.recordRevision(ctx, rs, hash)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -221,7 +221,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			toUpdate = nil // rolled back: this generation is not rolled out again
 		}
 		if rollbackEnabled(rs) && prev != nil && (held || res.Phase == rollout.PhaseStopped) {
-			// The clusters that carry the new template get the previous one back.
+			// The clusters that carry the new template get the last completed one back.
 			var back []string
 			for _, g := range pr.Groups {
 				for _, c := range g.Clusters {
@@ -270,6 +270,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, fmt.Errorf("ManifestWorkReplicaSet %s/%s: deleting the ManifestWork of cluster %s, which no placement selects: %w", rs.Namespace, rs.Name, cluster, err)
 		}
 		delete(works, cluster)
+	}
+	// A template that completed is a rollback target; marked before the status says Complete.
+	if st.completed(len(rs.Spec.PlacementRefs)) {
+		if err := r.markCompleted(ctx, rs, rev); err != nil {
+			return reconcile.Result{}, err
+		}
 	}
 	if err := r.writeStatus(ctx, rs, st); err != nil {
 		return reconcile.Result{}, err
@@ -549,6 +555,23 @@ func (s *status) rollback(placement, why, hash, prev string, clusters []string) 
 	}
 	s.rolledBack = append(s.rolledBack, msg)
 	s.rolledBackNow = s.rolledBackNow || len(clusters) > 0
+}
+
+// completed reports whether the template rolled out successfully everywhere it was meant to:
+// every one of refs placement references found and its rollout Complete, not rolled back,
+// and at least one cluster succeeded (a template that reached no cluster proved nothing).
+func (s *status) completed(refs int) bool {
+	if s.held || len(s.invalid) > 0 || len(s.missing) > 0 || len(s.results) != refs || refs == 0 {
+		return false
+	}
+	succeeded := 0
+	for _, rr := range s.results {
+		if rr.res.Phase != rollout.PhaseComplete {
+			return false
+		}
+		succeeded += rr.res.Counts.Succeeded
+	}
+	return succeeded > 0
 }
 
 type refResult struct {
