@@ -96,7 +96,7 @@ tokenreviews and subjectaccessreviews. To let anyone reach it, as OCM's document
     which creates a ManifestWork from the template in each cluster its placements select,
     following each placement's rollout strategy ('flotilla rollout status NS/NAME'). The
     annotation work.flotilla.dev/rollback-on-failure: "true" rolls updated clusters back to
-    the previous template when maxFailures stops a rollout.
+    the last template that completed when maxFailures stops a rollout.
 
 OCM's --cluster-auto-approval-users has no alias here, because Flotilla approves through a
 plugin that also matches cluster names. OCM's
