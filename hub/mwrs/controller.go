@@ -16,8 +16,6 @@ package mwrs
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -42,6 +40,7 @@ import (
 	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/core/apply"
+	"github.com/flotilla-dev/flotilla/core/hash"
 	"github.com/flotilla-dev/flotilla/core/rollout"
 	"github.com/flotilla-dev/flotilla/hub/placement/decisions"
 )
@@ -483,12 +482,11 @@ func successConditions(tmpl *workv1.ManifestWorkSpec) []string {
 
 // templateHash identifies a template: works carrying another one are to be updated.
 func templateHash(t *workv1.ManifestWorkSpec) (string, error) {
-	b, err := json.Marshal(t)
+	h, err := hash.JSON(t)
 	if err != nil {
-		return "", fmt.Errorf("hashing the ManifestWork template: %w", err)
+		return "", fmt.Errorf("the ManifestWork template: %w", err)
 	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:8]), nil
+	return hash.Short(h), nil
 }
 
 // applyWork writes the template tmpl (with hash) into cluster's work (creating it), with the labels that tie

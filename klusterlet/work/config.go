@@ -1,13 +1,13 @@
 package work
 
 import (
-	"crypto/sha256"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
+
+	"github.com/flotilla-dev/flotilla/core/hash"
 )
 
 // Defaults, as in OCM's work agent.
@@ -57,7 +57,7 @@ type Config struct {
 
 // HubHash is the hash of the hub API server URL that prefixes AppliedManifestWork names and
 // fills their spec.hubHash, as OCM's agent computes it.
-func HubHash(server string) string { return fmt.Sprintf("%x", sha256.Sum256([]byte(server))) }
+func HubHash(server string) string { return hash.Bytes([]byte(server)) }
 
 func (c Config) withDefaults() (Config, error) {
 	switch {

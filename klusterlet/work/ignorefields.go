@@ -2,8 +2,6 @@ package work
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
+	"github.com/flotilla-dev/flotilla/core/hash"
 	"github.com/flotilla-dev/flotilla/core/jqpath"
 )
 
@@ -280,9 +279,7 @@ func hashValue(v any, present bool) string {
 	if !present {
 		return "-"
 	}
-	b, _ := json.Marshal(v)
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:8])
+	return hash.Short(hash.MustJSON(v))
 }
 
 // applyIgnoreFields rewrites required (about to be server-side applied) so that the fields the
