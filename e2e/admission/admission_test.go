@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -13,6 +14,7 @@ import (
 	. "github.com/onsi/gomega"
 	dto "github.com/prometheus/client_model/go"
 	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -281,6 +283,40 @@ deny contains "unreachable" if {
 		By("system:masters is judged by the embedded policies only")
 		// Another name: one of ivan's attempts may have got in before the policy took effect.
 		Expect(createAs(ctx, admin, strings.Replace(set, "slow-set", "slow-set-admin", 1))).To(Succeed())
+	})
+
+	It("a replica's policies are current, so it may narrow the webhook's rules, only while the ConfigMaps are as it loaded them", func(ctx SpecContext) {
+		kube, err := kubernetes.NewForConfig(controlPlane.Config)
+		Expect(err).NotTo(HaveOccurred())
+		h, l, err := admission.New(admission.Options{Reviews: kube.AuthorizationV1().SubjectAccessReviews(), Clusters: admin, Logger: logger.WithName("replica")})
+		Expect(err).NotTo(HaveOccurred())
+		l.Reader, l.Client, l.Recorder = admin, admin, events.NewFakeRecorder(100)
+		Expect(h.Current(ctx)).To(BeFalse(), "current before any load")
+		_, err = l.Reconcile(ctx, reconcile.Request{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(h.Current(ctx)).To(BeTrue())
+		deletes := func() bool {
+			return slices.ContainsFunc(h.Registration().Rules, func(r admissionregistrationv1.RuleWithOperations) bool {
+				return r.Resources[0] == "placements" && slices.Contains(r.Operations, admissionregistrationv1.Delete)
+			})
+		}
+		Expect(deletes()).To(BeFalse())
+
+		By("another replica may have loaded a new ConfigMap this one has not: not current")
+		pushPolicy(ctx, "keep-placements", map[string]string{"keep.rego": `package flotilla.admission.keep_placements
+
+match := [{"group": "cluster.open-cluster-management.io", "resources": ["placements"], "operations": ["DELETE"]}]
+
+deny contains msg if {
+	input.name == "keep-forever"
+	msg := "Placement keep-forever stays"
+}
+`})
+		Expect(h.Current(ctx)).To(BeFalse(), "current while a new policy ConfigMap is not loaded")
+		_, err = l.Reconcile(ctx, reconcile.Request{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(h.Current(ctx)).To(BeTrue())
+		Expect(deletes()).To(BeTrue(), "the new policy's rule is not in the registration")
 	})
 
 	It("enforces every example policy of policies/examples", func(ctx SpecContext) {
