@@ -6,7 +6,9 @@
 // flotilla.dev/policy=true in the hub's namespace, hot-reloaded by Loader: a ConfigMap whose
 // policies fail to compile or to pass their tests is refused with an Event and a log line, and
 // its last good version (or nothing) stays in force. The webhook's rules follow the policies'
-// match rules.
+// match rules. Until Loader's first load (at every start) the Handler holds requests and is
+// not Loaded, so the hub is not ready and the webhook server writes no configuration; a
+// replica narrows the shared rules only while its policies are current (webhook.Shared).
 //
 // Failures close: an evaluation error or timeout denies and is counted in
 // flotilla_admission_policy_errors_total. The hub's own identity and members of
