@@ -59,8 +59,9 @@ type Options struct {
 	Logger      logr.Logger
 }
 
-// New compiles the embedded policies and returns the webhook handler enforcing them and the
-// Loader that adds the policy ConfigMaps (a Component; its Resync is the caller's to set).
+// New compiles the embedded policies and returns the webhook handler and the Loader that puts
+// them in force with the policy ConfigMaps' (a Component; its Resync is the caller's to set).
+// The handler awaits the Loader's first load (HandlerOptions.AwaitLoad).
 func New(opts Options) (*Handler, *Loader, error) {
 	embedded, err := EmbeddedSource()
 	if err != nil {
@@ -83,12 +84,15 @@ func New(opts Options) (*Handler, *Loader, error) {
 			return opts.Clusters != nil && opts.Clusters.Get(ctx, client.ObjectKey{Name: ns}, &clusterv1.ManagedCluster{}) == nil
 		},
 		HubIdentity: hubIdentity,
+		AwaitLoad:   true,
 		Logger:      opts.Logger,
 	})
 	if err != nil {
 		return nil, nil, err
 	}
-	return h, &Loader{Handler: h, Embedded: embedded, Namespace: opts.Namespace, Authorizer: authz, Logger: opts.Logger}, nil
+	l := &Loader{Handler: h, Embedded: embedded, Namespace: opts.Namespace, Authorizer: authz, Logger: opts.Logger}
+	h.current = l.current
+	return h, l, nil
 }
 
 // WhoAmI asks the API server who kube authenticates as.
