@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/flotilla-dev/flotilla/core/kubeconfig"
 	"github.com/flotilla-dev/flotilla/hub/registration/bootstrap"
 )
 
@@ -48,7 +49,7 @@ func (j joinInfo) command() string {
 // kubeconfig is the bootstrap kubeconfig for the token, as the klusterlet chart's
 // bootstrapHubKubeconfig takes it.
 func (j joinInfo) kubeconfig() ([]byte, error) {
-	return bootstrap.BuildKubeconfig(bootstrap.KubeconfigParams{Server: j.server, CA: j.ca, Token: j.token})
+	return kubeconfig.Bootstrap(kubeconfig.Params{Server: j.server, CA: j.ca, Token: j.token})
 }
 
 // issueJoin issues a join token on the hub of cfg.
