@@ -19,8 +19,9 @@ import (
 // Join tokens are the credentials `flotilla get token` hands to a managed cluster's admin.
 // Kubernetes keeps no record of a ServiceAccount token it issued, so each one is bound to a
 // Secret of its own (TokenRequest boundObjectRef): listing those Secrets lists the tokens, and
-// deleting one revokes its token at once (the API server checks the bound object on every
-// request). Bootstrap tokens are Secrets already.
+// deleting one revokes its token (the API server checks the bound object when it
+// authenticates the token, and keeps a success in its token cache for 10 s, so a token used in
+// the last 10 s works until that entry expires). Bootstrap tokens are Secrets already.
 const (
 	// JoinTokenLabel marks the Secrets that ServiceAccount join tokens are bound to.
 	JoinTokenLabel = "flotilla.dev/join-token"
@@ -245,8 +246,9 @@ func PruneExpiredTokens(ctx context.Context, kube kubernetes.Interface) ([]strin
 	return deleted, nil
 }
 
-// RevokeToken deletes the Secret behind the join token id, which stops the token working at
-// once. An id that names no token is an error.
+// RevokeToken deletes the Secret behind the join token id, and the Secrets of expired tokens
+// (PruneExpiredTokens). The API server refuses the token within its 10 s token cache TTL
+// (e2e/registration). An id that names no token is an error.
 func RevokeToken(ctx context.Context, kube kubernetes.Interface, id string) error {
 	if id == "" || strings.ContainsAny(id, "./") {
 		return fmt.Errorf("revoking join token: %q is not a token id (the first part of a bootstrap token, or the ID column of flotilla token list)", id)
