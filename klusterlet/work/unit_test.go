@@ -3,39 +3,12 @@ package work
 import (
 	"testing"
 
-	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
 )
-
-func TestSARCacheDropsAnswersAcrossInvalidation(t *testing.T) {
-	c := newSARCache()
-	k := sarKey{user: "u", attrs: authorizationv1.ResourceAttributes{Verb: "get", Resource: "configmaps"}}
-	if _, hit, _ := c.get(k); hit {
-		t.Fatal("empty cache hit")
-	}
-	_, _, gen := c.get(k)
-	c.put(k, true, gen)
-	if ok, hit, _ := c.get(k); !hit || !ok {
-		t.Fatalf("want cached allow, got ok=%v hit=%v", ok, hit)
-	}
-	// An answer computed before an invalidation (RBAC changed meanwhile) is not stored.
-	_, _, stale := c.get(sarKey{user: "other"})
-	c.invalidate()
-	c.put(sarKey{user: "other"}, true, stale)
-	if _, hit, _ := c.get(sarKey{user: "other"}); hit {
-		t.Fatal("an answer from before the invalidation was kept")
-	}
-	if _, hit, _ := c.get(k); hit {
-		t.Fatal("invalidate kept an answer")
-	}
-	if c.hitCount() != 1 {
-		t.Fatalf("hits = %d, want 1", c.hitCount())
-	}
-}
 
 func TestOwnerMergeAddsAndRemovesOnlyItsReference(t *testing.T) {
 	mine := metav1.OwnerReference{Kind: "AppliedManifestWork", Name: "h-w", UID: "u1"}
