@@ -1,6 +1,8 @@
 package work
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -59,5 +61,15 @@ func TestOwnedByWorkFollowsTheDeleteOption(t *testing.T) {
 		if got := ownedByWork(tc.meta, gvr, tc.opt); got != tc.want {
 			t.Errorf("%+v %+v: owned %v, want %v", tc.opt, tc.meta, got, tc.want)
 		}
+	}
+}
+
+func TestAnExecutorRefusalWaitsForRBACOrTheStatusSync(t *testing.T) {
+	refused := manifestResult{err: fmt.Errorf("spec.workload.manifests[0]: %w", &notAllowedError{msg: "executor may not get"})}
+	if failedTransiently([]manifestResult{refused}) {
+		t.Fatal("a refused executor is retried within a second, not at the status sync its message promises")
+	}
+	if !failedTransiently([]manifestResult{refused, {err: errors.New("connection refused")}}) {
+		t.Fatal("a transient failure beside a refusal is not retried soon")
 	}
 }
