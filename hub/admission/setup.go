@@ -45,7 +45,8 @@ func SkipFor(privileged bool) func(*policy.Policy) bool {
 
 // Options configure the hub's policy admission (New).
 type Options struct {
-	// Reviews answers flotilla.authorized, through a policy.CachingAuthorizer.
+	// Reviews answers flotilla.authorized: hub/manager passes a *sarcache.Cache, dropped by a
+	// sarcache.RBACWatch when RBAC changes.
 	Reviews policy.SubjectAccessReviewer
 	// WhoAmI returns the hub's own user name (WhoAmI(kube) asks a SelfSubjectReview).
 	WhoAmI func(ctx context.Context) (string, error)
@@ -67,7 +68,7 @@ func New(opts Options) (*Handler, *Loader, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	authz := &policy.CachingAuthorizer{Reviews: opts.Reviews}
+	authz := policy.ReviewAuthorizer{Reviews: opts.Reviews}
 	// The embedded policies' tests run in go test, not at every start.
 	set, err := policy.Compile(context.Background(), []policy.Source{embedded}, policy.Options{Authorizer: authz, SkipTests: true})
 	if err != nil {

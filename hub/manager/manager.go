@@ -27,6 +27,7 @@ import (
 	apischeme "github.com/flotilla-dev/flotilla/core/apis/scheme"
 	"github.com/flotilla-dev/flotilla/core/crds"
 	"github.com/flotilla-dev/flotilla/core/leaderelection"
+	"github.com/flotilla-dev/flotilla/core/sarcache"
 	"github.com/flotilla-dev/flotilla/core/wasm"
 	"github.com/flotilla-dev/flotilla/core/wasmplugin"
 	"github.com/flotilla-dev/flotilla/hub/addon"
@@ -145,6 +146,8 @@ type Hub struct {
 	webhooks  *webhook.Server
 	// policyLoader keeps the admission policies in step with the policy ConfigMaps.
 	policyLoader *admission.Loader
+	// policyRBAC drops the admission's cached SubjectAccessReview answers when RBAC changes.
+	policyRBAC *sarcache.RBACWatch
 }
 
 // NewScheme returns a scheme with client-go's types and every Flotilla API group.
@@ -291,7 +294,7 @@ func (h *Hub) setup() error {
 		return err
 	}
 	if h.webhooks != nil {
-		components = append(components, h.webhooks, h.policyLoader)
+		components = append(components, h.webhooks, h.policyLoader, h.policyRBAC)
 	}
 	components = append(components, h.opts.Components...)
 	for _, comp := range components {
@@ -401,8 +404,12 @@ func (h *Hub) setupWebhooks(kube kubernetes.Interface) error {
 
 // setupPolicies builds the policy admission: the handler and the loader of policy ConfigMaps.
 func (h *Hub) setupPolicies(kube kubernetes.Interface, srv *webhook.Server) (*admission.Handler, error) {
+	sars, err := sarcache.New(sarcache.Options{Reviews: kube.AuthorizationV1().SubjectAccessReviews(), Name: "admission"})
+	if err != nil {
+		return nil, fmt.Errorf("hub: %w", err)
+	}
 	handler, loader, err := admission.New(admission.Options{
-		Reviews:      kube.AuthorizationV1().SubjectAccessReviews(),
+		Reviews:      sars,
 		WhoAmI:       admission.WhoAmI(kube),
 		Clusters:     h.mgr.GetClient(),
 		FeatureGates: h.opts.FeatureGates,
@@ -415,6 +422,7 @@ func (h *Hub) setupPolicies(kube kubernetes.Interface, srv *webhook.Server) (*ad
 	}
 	loader.Resync = srv.Resync
 	h.policyLoader = loader
+	h.policyRBAC = &sarcache.RBACWatch{Name: "admission-rbac", Cache: sars}
 	return handler, nil
 }
 

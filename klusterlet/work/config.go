@@ -43,7 +43,9 @@ type Config struct {
 	// past it are polled. Default DefaultMaxFeedbackWatch.
 	MaxFeedbackWatch int
 	// ExecutorValidatingCaches caches executors' SubjectAccessReview answers until RBAC on
-	// the managed cluster changes (OCM's ExecutorValidatingCaches feature gate).
+	// the managed cluster changes, for at most 5 minutes, 10,000 answers at most (OCM's
+	// ExecutorValidatingCaches feature gate). Hits and misses are the metrics
+	// flotilla_sar_cache_hits_total and flotilla_sar_cache_misses_total{cache="executor"}.
 	ExecutorValidatingCaches bool
 	// RawFeedbackJSON allows JsonRaw feedback values of at most 1 KiB (OCM's
 	// RawFeedbackJsonString feature gate); without it a structure is a feedback error.

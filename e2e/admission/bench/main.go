@@ -1,6 +1,6 @@
 // Command bench measures the hub's execute-as admission decision as the API server gets it: it
 // starts a hub API server (with the CRDs), serves the hub's policy admission (hub/admission's
-// Handler over the embedded policies, with a CachingAuthorizer over the API server's
+// Handler over the embedded policies, with a sarcache.Cache over the API server's
 // SubjectAccessReviews, built as hub/manager builds it) from a real hub/webhook Server, and
 // POSTs admission.k8s.io/v1 AdmissionReviews for a ManifestWork CREATE with an executor, one at
 // a time over one keep-alive HTTPS connection that trusts the server's CA (from its Secret).
@@ -60,6 +60,7 @@ import (
 	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
 	"github.com/flotilla-dev/flotilla/core/environment"
 	"github.com/flotilla-dev/flotilla/core/policy"
+	"github.com/flotilla-dev/flotilla/core/sarcache"
 	"github.com/flotilla-dev/flotilla/e2e/internal/benchenv"
 	"github.com/flotilla-dev/flotilla/hub/admission"
 	"github.com/flotilla-dev/flotilla/hub/manager"
@@ -281,16 +282,21 @@ func awaitGrant(ctx context.Context, kube kubernetes.Interface) error {
 	}
 }
 
-// policyHandler is the hub's policy admission as hub/manager builds it (admission.New), its
-// Loader run once rather than as a controller: no policy ConfigMap exists, so the embedded
-// defaults are the set in force.
+// policyHandler is the hub's policy admission as hub/manager builds it (admission.New over a
+// sarcache.Cache), its Loader run once rather than as a controller: no policy ConfigMap exists,
+// so the embedded defaults are the set in force. RBAC is seeded before it is built and not
+// changed after, so it needs no RBACWatch.
 func policyHandler(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, sars policy.SubjectAccessReviewer, clusters client.Reader, log logr.Logger) (*admission.Handler, error) {
 	gates, err := manager.NewFeatureGate()
 	if err != nil {
 		return nil, err
 	}
+	cached, err := sarcache.New(sarcache.Options{Reviews: sars, Name: "admission"})
+	if err != nil {
+		return nil, err
+	}
 	h, l, err := admission.New(admission.Options{
-		Reviews: sars, WhoAmI: admission.WhoAmI(kube), Clusters: clusters, FeatureGates: gates, Logger: log,
+		Reviews: cached, WhoAmI: admission.WhoAmI(kube), Clusters: clusters, FeatureGates: gates, Logger: log,
 	})
 	if err != nil {
 		return nil, err
