@@ -3,7 +3,6 @@ package webhook
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
@@ -36,6 +35,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/flotilla-dev/flotilla/core/hash"
 )
 
 // Defaults of Options.
@@ -779,8 +780,7 @@ func (s *Server) syncConfiguration(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sum := sha256.Sum256(data)
-	hash := hex.EncodeToString(sum[:])
+	digest := hash.Bytes(data)
 	if live != nil {
 		cfg.ResourceVersion = live.ResourceVersion
 		if data, err = json.Marshal(cfg); err != nil {
@@ -798,14 +798,14 @@ func (s *Server) syncConfiguration(ctx context.Context) error {
 	switch {
 	case applied.ResourceVersion == s.appliedRV:
 		s.drifts = 0
-	case hash == s.appliedHash:
+	case digest == s.appliedHash:
 		s.drifts++
 		s.log.Info("Restored ValidatingWebhookConfiguration changed or deleted by someone else", "configuration", cfg.Name, "times", s.drifts)
 	default:
 		s.drifts = 0
 		s.log.V(1).Info("Applied ValidatingWebhookConfiguration", "configuration", cfg.Name, "webhooks", len(cfg.Webhooks))
 	}
-	s.appliedHash, s.appliedRV = hash, applied.ResourceVersion
+	s.appliedHash, s.appliedRV = digest, applied.ResourceVersion
 	return nil
 }
 
