@@ -15,7 +15,6 @@ import (
 
 	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/work/v1alpha1"
-	"github.com/flotilla-dev/flotilla/core/apply"
 )
 
 // Rollback, beyond OCM. With the annotation RollbackAnnotation: "true" on a replica set, a
@@ -161,14 +160,18 @@ func (r *Reconciler) recordRevision(ctx context.Context, rs *workv1alpha1.Manife
 
 // markCompleted labels the current template's revision as completed (see completedLabel),
 // guarded by the revision's resourceVersion: a revision pruned or renumbered since it was
-// read is not marked (nor created again).
+// read is not marked (nor created again). An update, not an apply: a server-side apply
+// re-encodes the immutable data (its keys sorted), which the API server refuses as a change.
 func (r *Reconciler) markCompleted(ctx context.Context, rs *workv1alpha1.ManifestWorkReplicaSet, cr *appsv1.ControllerRevision) error {
 	if cr.Labels[completedLabel] == "true" {
 		return nil
 	}
-	if err := apply.Guarded(ctx, r.Client, cr, revisionFieldManager, false, map[string]any{
-		"metadata": map[string]any{"labels": map[string]any{completedLabel: "true"}},
-	}); err != nil {
+	cr = cr.DeepCopy()
+	if cr.Labels == nil {
+		cr.Labels = map[string]string{}
+	}
+	cr.Labels[completedLabel] = "true"
+	if err := r.Client.Update(ctx, cr, client.FieldOwner(revisionFieldManager)); err != nil {
 		return fmt.Errorf("ManifestWorkReplicaSet %s/%s: marking template revision %s completed: %w", rs.Namespace, rs.Name, cr.Name, err)
 	}
 	return nil

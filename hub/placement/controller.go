@@ -626,6 +626,9 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *clusterv1beta1.Placemen
 	}
 	status := p.Status.DeepCopy()
 	status.Conditions = conds
+	if status.DecisionGroups == nil {
+		status.DecisionGroups = []clusterv1beta1.DecisionGroupStatus{} // required by the schema
+	}
 	if groups != nil {
 		status.DecisionGroups = groups
 		status.NumberOfSelectedClusters = int32(res.Selected)
