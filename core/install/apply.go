@@ -127,7 +127,7 @@ const holdUpInstances = 5
 
 // holdUp says what keeps o from going, for the error of a deletion that did not finish: its
 // finalizers, the conditions in which the API server reports a deletion stuck (a CRD's
-// Terminating, a Namespace's Namespace*), and a CRD's first instances left with their
+// Terminating, a Namespace's Namespace* that hold), and a CRD's first instances left with their
 // finalizers — typically of a controller no longer running. Empty when o is gone or
 // cannot be read.
 func (c *clients) holdUp(res dynamic.ResourceInterface, o *unstructured.Unstructured) string {
@@ -145,7 +145,7 @@ func (c *clients) holdUp(res dynamic.ResourceInterface, o *unstructured.Unstruct
 	for _, cond := range conds {
 		m, _ := cond.(map[string]any)
 		typ, _ := m["type"].(string)
-		if typ == "Terminating" || strings.HasPrefix(typ, "Namespace") {
+		if typ == "Terminating" || (strings.HasPrefix(typ, "Namespace") && m["status"] == "True") {
 			parts = append(parts, fmt.Sprintf("%s=%v %v: %v", typ, m["status"], m["reason"], m["message"]))
 		}
 	}
