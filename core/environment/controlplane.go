@@ -2,8 +2,10 @@ package environment
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -345,14 +347,18 @@ func (cp *ControlPlane) start(ctx context.Context) error {
 	t := time.Now()
 	etcdURL := "http://127.0.0.1:" + strconv.Itoa(etcdClient)
 	peerURL := "http://127.0.0.1:" + strconv.Itoa(etcdPeer)
+	// The member's name is this attempt's own. When another control plane's etcd took the
+	// client port between our choice and our etcd binding it, its /health answers as well:
+	// only the member list tells it is not ours (our etcd then exits, address in use).
+	member := cp.Name + "-" + rand.Text()[:8]
 	etcd, err := cp.launch(EtcdBinary, []string{
-		"--name=" + cp.Name,
+		"--name=" + member,
 		"--data-dir=" + etcdData,
 		"--listen-client-urls=" + etcdURL,
 		"--advertise-client-urls=" + etcdURL,
 		"--listen-peer-urls=" + peerURL,
 		"--initial-advertise-peer-urls=" + peerURL,
-		"--initial-cluster=" + cp.Name + "=" + peerURL,
+		"--initial-cluster=" + member + "=" + peerURL,
 		"--initial-cluster-state=new",
 		// Throwaway data: skipping fsync makes writes (and so every test) much faster.
 		"--unsafe-no-fsync=true",
@@ -363,7 +369,10 @@ func (cp *ControlPlane) start(ctx context.Context) error {
 	}
 	plain := &http.Client{Timeout: 2 * time.Second}
 	if err := cp.await(ctx, etcd, "etcd health", func(ctx context.Context) error {
-		return getOK(ctx, plain, etcdURL+"/health")
+		if err := getOK(ctx, plain, etcdURL+"/health"); err != nil {
+			return err
+		}
+		return etcdHasMember(ctx, plain, etcdURL, member)
 	}); err != nil {
 		return err
 	}
@@ -566,6 +575,38 @@ func (cp *ControlPlane) await(ctx context.Context, p *process, what string, chec
 		return fmt.Errorf("%w: %w", errPortTaken, err)
 	}
 	return err
+}
+
+// etcdHasMember fails unless the etcd at url (its gRPC gateway) lists a member named member.
+func etcdHasMember(ctx context.Context, c *http.Client, url, member string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v3/cluster/member/list", strings.NewReader("{}"))
+	if err != nil {
+		return err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var list struct {
+		Members []struct {
+			Name string `json:"name"`
+		} `json:"members"`
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("POST %s/v3/cluster/member/list: %s", url, resp.Status)
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&list); err != nil {
+		return fmt.Errorf("etcd member list at %s: %w", url, err)
+	}
+	var names []string
+	for _, m := range list.Members {
+		if m.Name == member {
+			return nil
+		}
+		names = append(names, m.Name)
+	}
+	return fmt.Errorf("the etcd at %s is another one (members %v, want %s)", url, names, member)
 }
 
 // getOK fails unless GET url answers 200.

@@ -56,6 +56,10 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// testTimeout bounds the API requests of one test (each start and poll has its own bound
+// too): a request the API server never answers fails the test instead of hanging it.
+const testTimeout = 5 * time.Minute
+
 // poll calls f until it returns nil or a minute passes, then fails with f's last error.
 func poll(t *testing.T, what string, f func() error) {
 	t.Helper()
@@ -83,7 +87,8 @@ func clientset(t *testing.T, cfg *rest.Config) *kubernetes.Clientset {
 
 func TestControlPlane(t *testing.T) {
 	cp := startPlane(t, ControlPlaneOptions{Name: "solo", SigningDuration: 15 * time.Minute, CRDs: []string{ClusterClaimCRD}})
-	ctx := t.Context()
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	defer cancel()
 	admin := clientset(t, cp.Config)
 
 	t.Run("kubeconfig authenticates as the admin user", func(t *testing.T) {
@@ -303,6 +308,9 @@ func runHelper() {
 	select {} // killed by the parent test
 }
 
+// helperTimeout bounds the helper's start of a control plane with workloads and a Node.
+const helperTimeout = 4 * time.Minute
+
 func TestKilledParentTakesChildrenDown(t *testing.T) {
 	// A private TMPDIR for the helper and for this test's sweep: every Start in other test
 	// processes sweeps stale directories under the shared temp dir and could remove the
@@ -320,28 +328,49 @@ func TestKilledParentTakesChildrenDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { helper.Process.Kill(); helper.Wait() })
+	// The helper's report, read with a deadline of its own: its control plane's start is
+	// bounded per component, not as a whole.
+	lines := make(chan string)
+	scanned := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			case <-t.Context().Done():
+				return
+			}
+		}
+		scanned <- sc.Err()
+	}()
+	deadline := time.After(helperTimeout)
 	var pids []int
 	var dir string
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) > 0 && fields[0] == "error" {
-			t.Fatalf("helper failed to start its control plane: %s", sc.Text())
-		}
-		if len(fields) == 3 && fields[0] == "ready" {
-			for _, s := range strings.Split(fields[1], ",") {
-				pid, err := strconv.Atoi(s)
-				if err != nil {
-					t.Fatalf("helper printed %q", sc.Text())
-				}
-				pids = append(pids, pid)
+	for dir == "" {
+		select {
+		case line := <-lines:
+			fields := strings.Fields(line)
+			if len(fields) > 0 && fields[0] == "error" {
+				t.Fatalf("helper failed to start its control plane: %s", line)
 			}
-			dir = fields[2]
-			break
+			if len(fields) == 3 && fields[0] == "ready" {
+				for _, s := range strings.Split(fields[1], ",") {
+					pid, err := strconv.Atoi(s)
+					if err != nil {
+						t.Fatalf("helper printed %q", line)
+					}
+					pids = append(pids, pid)
+				}
+				dir = fields[2]
+			}
+		case err := <-scanned:
+			t.Fatalf("helper exited before reporting its components (scan error %v)", err)
+		case <-deadline:
+			t.Fatalf("helper did not report its started control plane within %s", helperTimeout)
 		}
 	}
 	if len(pids) != 5 {
-		t.Fatalf("helper exited before reporting its 5 components (got pids %v, scan error %v)", pids, sc.Err())
+		t.Fatalf("helper reported pids %v, want its 5 components", pids)
 	}
 	var names []string
 	for _, pid := range pids {
@@ -443,7 +472,50 @@ func TestStartRetriesWhenAPortIsTaken(t *testing.T) {
 	if slices.Contains(cp.Ports(), takenPort) {
 		t.Errorf("control plane uses the taken port %d: %v", takenPort, cp.Ports())
 	}
-	if _, err := clientset(t, cp.Config).CoreV1().Namespaces().List(t.Context(), metav1.ListOptions{}); err != nil {
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	defer cancel()
+	if _, err := clientset(t, cp.Config).CoreV1().Namespaces().List(ctx, metav1.ListOptions{}); err != nil {
 		t.Errorf("control plane started after the retry does not serve: %v", err)
+	}
+}
+
+// TestStartRetriesWhenAnotherEtcdHasThePort gives a control plane, as its etcd client port,
+// the port another control plane's etcd serves: the health check answers from there, but
+// the start must not take that etcd for its own (its API server would share the other's
+// objects); it retries with new ports.
+func TestStartRetriesWhenAnotherEtcdHasThePort(t *testing.T) {
+	other := startPlane(t, ControlPlaneOptions{Name: "other"})
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	defer cancel()
+	if _, err := clientset(t, other.Config).CoreV1().Namespaces().Create(ctx,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "only-in-other"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	otherEtcd := other.Ports()[0]
+	calls := 0
+	picker := func(n int) ([]int, error) {
+		calls++
+		ports, err := freePorts(n)
+		if err != nil || calls > 1 {
+			return ports, err
+		}
+		ports[0] = otherEtcd
+		return ports, nil
+	}
+	cp, err := startControlPlane(ctx, ControlPlaneOptions{Name: "second", Log: testWriter{t}}, picker)
+	if err != nil {
+		t.Fatalf("start with another etcd on the port: %v", err)
+	}
+	defer func() {
+		if err := cp.Stop(); err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+	}()
+	if calls != 2 || slices.Contains(cp.Ports(), otherEtcd) {
+		t.Errorf("ports picked %d times, ports %v: want a retry away from the other etcd's port %d", calls, cp.Ports(), otherEtcd)
+	}
+	_, err = clientset(t, cp.Config).CoreV1().Namespaces().Get(ctx, "only-in-other", metav1.GetOptions{})
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("the second control plane sees the other's namespace (err %v): it shares the other's etcd", err)
 	}
 }

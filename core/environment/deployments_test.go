@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -28,7 +29,8 @@ func TestRunDeployments(t *testing.T) {
 	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	ctx := t.Context()
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	defer cancel()
 	const ns = "flotilla-test"
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -66,7 +68,14 @@ func TestRunDeployments(t *testing.T) {
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- cp.RunDeployments(runCtx, bin, []string{"flotilla-hub"}, "", logf) }()
-	t.Cleanup(func() { stop(); <-done })
+	t.Cleanup(func() {
+		stop()
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+			t.Error("RunDeployments did not return within a minute of its context ending")
+		}
+	})
 
 	if _, err := kube.AppsV1().Deployments(ns).Create(ctx, deploy("first"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

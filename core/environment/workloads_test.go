@@ -57,7 +57,8 @@ func awaitObject[T runtime.Object](t *testing.T, c cache.Getter, resource, names
 
 func TestWorkloadsRunOnSimulatedNodes(t *testing.T) {
 	cp := startPlane(t, ControlPlaneOptions{Name: "workloads", Workloads: true, SimulatedNodes: 1})
-	ctx := t.Context()
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	defer cancel()
 	cs := clientset(t, cp.Config)
 	nodeName := SimulatedNodeName(cp.Name, 0)
 

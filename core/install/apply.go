@@ -4,16 +4,19 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 )
@@ -68,7 +71,8 @@ func Apply(ctx context.Context, cfg *rest.Config, objs []*unstructured.Unstructu
 }
 
 // Delete deletes objects in reverse order (ignoring NotFound), skipping CRDs unless
-// withCRDs, and waits until they are gone (bounded by ctx).
+// withCRDs, and waits until they are gone (bounded by ctx). An object still there when ctx
+// ends is an error naming what holds it up (see holdUp).
 func Delete(ctx context.Context, cfg *rest.Config, objs []*unstructured.Unstructured, withCRDs bool) error {
 	c, err := newClients(cfg)
 	if err != nil {
@@ -85,6 +89,11 @@ func Delete(ctx context.Context, cfg *rest.Config, objs []*unstructured.Unstruct
 		}
 		if err != nil {
 			return fmt.Errorf("deleting %s: %w", describe(o), err)
+		}
+		if isCRD(o) {
+			if err := c.awaitInstanceCache(ctx, res, o); err != nil {
+				return err
+			}
 		}
 		err = res.Delete(ctx, o.GetName(), metav1.DeleteOptions{PropagationPolicy: &background})
 		if apierrors.IsNotFound(err) {
@@ -103,15 +112,81 @@ func Delete(ctx context.Context, cfg *rest.Config, objs []*unstructured.Unstruct
 			return false, err
 		})
 		if err != nil {
-			return fmt.Errorf("waiting for %s to be deleted: %w", describe(o), err)
+			return fmt.Errorf("waiting for %s to be deleted: %w%s", describe(o), err, c.holdUp(res, o))
 		}
 	}
 	return nil
 }
 
+// holdUpTimeout bounds the reads that explain a deletion that did not finish: the wait's
+// context has usually run out by then.
+const holdUpTimeout = 10 * time.Second
+
+// holdUpInstances is how many of a deleted CRD's remaining instances an error names.
+const holdUpInstances = 5
+
+// holdUp says what keeps o from going, for the error of a deletion that did not finish: its
+// finalizers, the conditions in which the API server reports a deletion stuck (a CRD's
+// Terminating, a Namespace's Namespace* that hold), and a CRD's first instances left with their
+// finalizers — typically of a controller no longer running. Empty when o is gone or
+// cannot be read.
+func (c *clients) holdUp(res dynamic.ResourceInterface, o *unstructured.Unstructured) string {
+	ctx, cancel := context.WithTimeout(context.Background(), holdUpTimeout)
+	defer cancel()
+	got, err := res.Get(ctx, o.GetName(), metav1.GetOptions{})
+	if err != nil {
+		return ""
+	}
+	var parts []string
+	if f := got.GetFinalizers(); len(f) > 0 {
+		parts = append(parts, fmt.Sprintf("finalizers %v", f))
+	}
+	conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
+	for _, cond := range conds {
+		m, _ := cond.(map[string]any)
+		typ, _ := m["type"].(string)
+		if typ == "Terminating" || (strings.HasPrefix(typ, "Namespace") && m["status"] == "True") {
+			parts = append(parts, fmt.Sprintf("%s=%v %v: %v", typ, m["status"], m["reason"], m["message"]))
+		}
+	}
+	if isCRD(o) {
+		parts = append(parts, c.instancesLeft(ctx, got)...)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, "; ") + ")"
+}
+
+// instancesLeft names the first instances of crd with their finalizers.
+func (c *clients) instancesLeft(ctx context.Context, crd *unstructured.Unstructured) []string {
+	gvr, ok := storageResource(crd)
+	if !ok {
+		return nil
+	}
+	kind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
+	list, err := c.metadata.Resource(gvr).List(ctx, metav1.ListOptions{Limit: holdUpInstances})
+	if err != nil {
+		return []string{fmt.Sprintf("listing its %s: %v", gvr.Resource, err)}
+	}
+	var out []string
+	for _, item := range list.Items {
+		name := item.GetName()
+		if item.GetNamespace() != "" {
+			name = item.GetNamespace() + "/" + name
+		}
+		out = append(out, fmt.Sprintf("%s %s left with finalizers %v", kind, name, item.GetFinalizers()))
+	}
+	if list.GetContinue() != "" {
+		out = append(out, "more "+gvr.Resource+" left")
+	}
+	return out
+}
+
 type clients struct {
-	dynamic dynamic.Interface
-	mapper  *restmapper.DeferredDiscoveryRESTMapper
+	dynamic  dynamic.Interface
+	metadata metadata.Interface
+	mapper   *restmapper.DeferredDiscoveryRESTMapper
 }
 
 func newClients(cfg *rest.Config) (*clients, error) {
@@ -123,7 +198,58 @@ func newClients(cfg *rest.Config) (*clients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building discovery client: %w", err)
 	}
-	return &clients{dynamic: dyn, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))}, nil
+	meta, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building metadata client: %w", err)
+	}
+	return &clients{dynamic: dyn, metadata: meta, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))}, nil
+}
+
+// awaitInstanceCache waits until the API server lists the instances of CRD o from its watch
+// cache, before o is deleted. The API server builds a CRD's storage on first use; until its
+// watch cache has started, a list of all instances fails ("storage is (re)initializing").
+// Its CRD finalizer makes such a list first thing, and when it fails the retry can be lost
+// (a status conflict it ignores) until its informer resyncs five minutes later: the CRD
+// stays Terminating for minutes. Listing here first, metadata only and from the cache
+// (resourceVersion 0), builds the storage and waits for the cache.
+func (c *clients) awaitInstanceCache(ctx context.Context, res dynamic.ResourceInterface, o *unstructured.Unstructured) error {
+	live, err := res.Get(ctx, o.GetName(), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("deleting %s: %w", describe(o), err)
+	}
+	gvr, ok := storageResource(live)
+	if !ok {
+		return nil // no storage version: never served, nothing to list
+	}
+	err = wait.PollUntilContextCancel(ctx, pollInterval, true, func(ctx context.Context) (bool, error) {
+		_, err := c.metadata.Resource(gvr).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		if apierrors.IsTooManyRequests(err) || apierrors.IsNotFound(err) {
+			return false, nil // the cache is starting; NotFound: the kind is not served yet
+		}
+		return err == nil, err
+	})
+	if err != nil {
+		return fmt.Errorf("deleting %s: waiting for the API server to list its instances: %w", describe(o), err)
+	}
+	return nil
+}
+
+// storageResource is the resource of crd's instances at its storage version.
+func storageResource(crd *unstructured.Unstructured) (schema.GroupVersionResource, bool) {
+	group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+	plural, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "plural")
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	for _, v := range versions {
+		m, _ := v.(map[string]any)
+		if storage, _ := m["storage"].(bool); storage {
+			name, _ := m["name"].(string)
+			return schema.GroupVersionResource{Group: group, Version: name, Resource: plural}, true
+		}
+	}
+	return schema.GroupVersionResource{}, false
 }
 
 // resource is the dynamic client of o's resource, scoped to o's namespace when the resource

@@ -3,7 +3,7 @@ package install_test
 import (
 	"context"
 	"fmt"
-	"os"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -29,34 +29,23 @@ import (
 	"github.com/flotilla-dev/flotilla/hub/registration/rbac"
 )
 
-// One API server for the package's tests, started by the first test that needs it.
-var (
-	cpOnce sync.Once
-	cp     *environment.ControlPlane
-	cpErr  error
-)
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if cp != nil {
-		if err := cp.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
-		}
-	}
-	os.Exit(code)
-}
-
-// controlPlane is a bare API server: no CRDs, the charts bring them.
-func controlPlane(t *testing.T) *environment.ControlPlane {
+// controlPlane starts a bare API server (no CRDs: the charts bring them) for one test and
+// stops it when the test ends. Each test has its own: a test deleting the charts' CRDs
+// must not meet what another left (a hub's ManagedCluster holds a finalizer only a running
+// hub removes, so deleting its CRD waits for ever), nor take CRDs from under another.
+func controlPlane(t *testing.T, name string) *environment.ControlPlane {
 	t.Helper()
-	cpOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), environment.DefaultStartTimeout)
-		defer cancel()
-		cp, cpErr = environment.StartControlPlane(ctx, environment.ControlPlaneOptions{Name: "install"})
-	})
-	if cpErr != nil {
-		t.Fatal(cpErr)
+	ctx, cancel := context.WithTimeout(t.Context(), environment.DefaultStartTimeout)
+	defer cancel()
+	cp, err := environment.StartControlPlane(ctx, environment.ControlPlaneOptions{Name: name})
+	if err != nil {
+		t.Fatalf("starting control plane %s: %v", name, err)
 	}
+	t.Cleanup(func() {
+		if err := cp.Stop(); err != nil {
+			t.Errorf("stopping control plane %s: %v", name, err)
+		}
+	})
 	return cp
 }
 
@@ -106,8 +95,46 @@ func resourceVersions(ctx context.Context, t *testing.T, dyn dynamic.Interface, 
 	return out
 }
 
+// watchInstanceDeletionFailures watches CRDs from now on; the function it returns stops the
+// watch and returns each CRD the API server reported failing to delete the instances of
+// (condition Terminating, reason InstanceDeletionFailed), with the message.
+func watchInstanceDeletionFailures(ctx context.Context, t *testing.T, dyn dynamic.Interface) func() []string {
+	t.Helper()
+	w, err := dyn.Resource(gvr["CustomResourceDefinition"]).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var failures []string
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			crd, ok := ev.Object.(*unstructured.Unstructured)
+			if !ok {
+				continue
+			}
+			conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+			for _, c := range conds {
+				m, _ := c.(map[string]any)
+				if m["type"] == "Terminating" && m["reason"] == "InstanceDeletionFailed" {
+					failures = append(failures, fmt.Sprintf("%s: %v", crd.GetName(), m["message"]))
+				}
+			}
+		}
+	}()
+	return func() []string {
+		w.Stop()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the watch of CustomResourceDefinitions did not end within 10s of its stop")
+		}
+		return failures
+	}
+}
+
 func TestApplyAndDelete(t *testing.T) {
-	cp := controlPlane(t)
+	cp := controlPlane(t, "install-apply")
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	dyn, err := dynamic.NewForConfig(cp.Config)
@@ -173,8 +200,14 @@ func TestApplyAndDelete(t *testing.T) {
 			t.Errorf("%s %s/%s is still there after Delete: %v", o.GetKind(), o.GetNamespace(), o.GetName(), err)
 		}
 	}
+	failures := watchInstanceDeletionFailures(ctx, t, dyn)
 	if err := install.Delete(ctx, cp.Config, hub, true); err != nil {
 		t.Fatal(err)
+	}
+	// A failure's retry can be lost until the API server's CRD informer resyncs, five
+	// minutes on: Delete makes sure the first attempt lists the instances.
+	for _, f := range failures() {
+		t.Errorf("the API server failed to delete the instances of a deleted CRD: %s", f)
 	}
 	for _, o := range hub {
 		if _, err := get(ctx, t, dyn, o); !apierrors.IsNotFound(err) {
@@ -205,8 +238,46 @@ func TestApplyAndDelete(t *testing.T) {
 	}
 }
 
+// TestDeleteNamesWhatHoldsItUp deletes a CRD whose instance keeps a finalizer nothing
+// removes (as a hub's ManagedCluster does once the hub is gone): the CRD never goes, and
+// Delete's error, when its context ends, names the instance and its finalizer.
+func TestDeleteNamesWhatHoldsItUp(t *testing.T) {
+	cp := controlPlane(t, "install-held")
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	crd := find(t, render(t, install.HubChart, hubRelease, install.HubNamespace, nil),
+		"CustomResourceDefinition", "managedclustersets.cluster.open-cluster-management.io")
+	if err := install.Apply(ctx, cp.Config, []*unstructured.Unstructured{crd}); err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "cluster.open-cluster-management.io/v1beta2", "kind": "ManagedClusterSet",
+		"metadata": map[string]any{"name": "held", "finalizers": []any{"test.flotilla.dev/held"}},
+	}}
+	sets := schema.GroupVersionResource{Group: "cluster.open-cluster-management.io", Version: "v1beta2", Resource: "managedclustersets"}
+	if _, err := dyn.Resource(sets).Create(ctx, set, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deleteCtx, cancelDelete := context.WithTimeout(ctx, 10*time.Second)
+	defer cancelDelete()
+	err = install.Delete(deleteCtx, cp.Config, []*unstructured.Unstructured{crd}, true)
+	for _, want := range []string{
+		"waiting for CustomResourceDefinition managedclustersets.cluster.open-cluster-management.io to be deleted",
+		"finalizers [customresourcecleanup.apiextensions.k8s.io]",
+		"ManagedClusterSet held left with finalizers [test.flotilla.dev/held]",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Delete: got %v, want an error containing %q", err, want)
+		}
+	}
+}
+
 func TestApplyNamesTheFailingObject(t *testing.T) {
-	cp := controlPlane(t)
+	cp := controlPlane(t, "install-failing")
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	bad := render(t, install.KlusterletChart, "bad", "open-cluster-management-agent-bad", map[string]any{"clusterName": "c1"})
@@ -228,11 +299,15 @@ func TestApplyNamesTheFailingObject(t *testing.T) {
 	}
 }
 
+// hubStopTimeout bounds the wait for the hub to return once its context ended: the
+// manager's graceful shutdown (30s) and closing the Wasm engine.
+const hubStopTimeout = 90 * time.Second
+
 // TestHubRunsWithChartRBAC runs the hub in-process with the identity of the chart's
 // ServiceAccount: it must install its CRDs, bootstrap identities and webhooks, and set up a
 // cluster's namespace and roles, without a forbidden request.
 func TestHubRunsWithChartRBAC(t *testing.T) {
-	cp := controlPlane(t)
+	cp := controlPlane(t, "install-rbac")
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	objs := render(t, install.HubChart, hubRelease, install.HubNamespace, nil)
@@ -277,8 +352,17 @@ func TestHubRunsWithChartRBAC(t *testing.T) {
 	go func() { done <- hub.Start(hubCtx) }()
 	defer func() {
 		stop()
-		if err := <-done; err != nil {
-			t.Errorf("hub: %v", err)
+		// Its own deadline: the test's context has ended by now, and a hub that does not
+		// stop must fail the test, not hang the package until go test's timeout.
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("hub: %v", err)
+			}
+		case <-time.After(hubStopTimeout):
+			var stacks strings.Builder
+			_ = pprof.Lookup("goroutine").WriteTo(&stacks, 1)
+			t.Errorf("the hub did not return within %s of its context ending; goroutines:\n%s", hubStopTimeout, stacks.String())
 		}
 		mu.Lock()
 		defer mu.Unlock()
@@ -291,7 +375,7 @@ func TestHubRunsWithChartRBAC(t *testing.T) {
 	case err := <-done:
 		t.Fatalf("hub stopped: %v", err)
 	case <-ctx.Done():
-		t.Fatal("the hub's webhooks did not get ready")
+		t.Fatalf("the hub's webhooks did not get ready: %v", ctx.Err())
 	}
 
 	dyn, err := dynamic.NewForConfig(cp.Config)

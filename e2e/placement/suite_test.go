@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"sort"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -329,6 +331,80 @@ func decided(ctx context.Context, namespace, placement string) []string {
 		}
 	}
 	return out
+}
+
+// decisionWrites watches the PlacementDecision of a placement (one page) from now until the
+// spec ends. The function it returns waits for the first version seen whose decisions match,
+// and returns the time the API server recorded for the write that made it: the newest of
+// its managedFields times (whole seconds). A check on that time runs however late the
+// test gets to look, where a Consistently up to a deadline would be skipped on a slow
+// machine.
+func decisionWrites(ctx context.Context, namespace, placement string) func(what string, match func([]clusterv1beta1.ClusterDecision) bool) time.Time {
+	GinkgoHelper()
+	wc, err := client.NewWithWatch(controlPlane.Config, client.Options{Scheme: scheme})
+	Expect(err).NotTo(HaveOccurred())
+	w, err := wc.Watch(ctx, &clusterv1beta1.PlacementDecisionList{}, client.InNamespace(namespace),
+		client.MatchingLabels{clusterv1beta1.PlacementLabel: placement})
+	Expect(err).NotTo(HaveOccurred())
+	type version struct {
+		decisions []clusterv1beta1.ClusterDecision
+		written   time.Time
+	}
+	var (
+		mu       sync.Mutex
+		versions []version
+	)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			d, ok := ev.Object.(*clusterv1beta1.PlacementDecision)
+			if !ok || ev.Type == watch.Deleted {
+				continue
+			}
+			var written time.Time
+			for _, mf := range d.ManagedFields {
+				if mf.Time != nil && mf.Time.After(written) {
+					written = mf.Time.Time
+				}
+			}
+			mu.Lock()
+			versions = append(versions, version{decisions: d.Status.Decisions, written: written})
+			mu.Unlock()
+		}
+	}()
+	DeferCleanup(func() {
+		w.Stop()
+		Eventually(done).Should(BeClosed(), "the watch of %s/%s's decisions ending", namespace, placement)
+	})
+	return func(what string, match func([]clusterv1beta1.ClusterDecision) bool) time.Time {
+		GinkgoHelper()
+		var at time.Time
+		Eventually(func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, v := range versions {
+				if match(v.decisions) {
+					at = v.written
+					return true
+				}
+			}
+			return false
+		}).Should(BeTrue(), "a version of %s/%s's PlacementDecision where %s", namespace, placement, what)
+		return at
+	}
+}
+
+// without matches decisions that do not have cluster.
+func without(cluster string) func([]clusterv1beta1.ClusterDecision) bool {
+	return func(ds []clusterv1beta1.ClusterDecision) bool {
+		for _, d := range ds {
+			if d.ClusterName == cluster {
+				return false
+			}
+		}
+		return true
+	}
 }
 
 // decisionList returns a placement's PlacementDecisions, in page order.

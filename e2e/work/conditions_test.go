@@ -185,6 +185,10 @@ var _ = Describe("Condition rules", func() {
 			ResourceIdentifier: workv1.ResourceIdentifier{Resource: "configmaps", Namespace: "conditions", Name: "ttl-running"}, ConditionRules: completeWhenDone}}
 		createWork(running)
 		Eventually(workCondition(running, workv1.WorkComplete)).Should(cond(metav1.ConditionFalse, "ConditionRulesAggregated"))
+		// When the hub deleted the work is what the API server recorded as its
+		// deletionTimestamp (the work agent's finalizer holds it a moment): watched from
+		// before its creation, so the check runs however late the test looks.
+		deletedAt := deletionTimestamp(client.ObjectKeyFromObject(done))
 		createWork(done)
 
 		var completedAt time.Time
@@ -199,8 +203,8 @@ var _ = Describe("Condition rules", func() {
 		Eventually(func() bool {
 			return apierrors.IsNotFound(hubClient.Get(suiteCtx, client.ObjectKeyFromObject(done), &workv1.ManifestWork{}))
 		}).Should(BeTrue())
-		// Not before its time (the transition time has whole seconds, as the hub reads it too).
-		Expect(time.Now()).To(BeTemporally(">=", completedAt.Add(ttl*time.Second)))
+		// Not before its time (both times have whole seconds, as the hub reads them too).
+		Expect(deletedAt()).To(BeTemporally(">=", completedAt.Add(ttl*time.Second)), "deleted only ttlSecondsAfterFinished after it completed")
 		// Deleting it deleted what it applied, as any deletion of the work does.
 		Expect(gone(cluster2, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "conditions", Name: "ttl-done"}})()).To(BeTrue())
 		// The work that is not Complete stays, TTL 0 or not.
@@ -208,3 +212,33 @@ var _ = Describe("Condition rules", func() {
 		Expect(workCondition(running, workv1.WorkComplete)(Default)).To(cond(metav1.ConditionFalse, "ConditionRulesAggregated"))
 	})
 })
+
+// deletionTimestamp watches ManifestWork key from now until the spec ends; the function it
+// returns waits until a version with a deletionTimestamp was seen and returns it: the time
+// the API server recorded for the deletion.
+func deletionTimestamp(key client.ObjectKey) func() time.Time {
+	GinkgoHelper()
+	wc, err := client.NewWithWatch(fleet.Hub.Config, client.Options{Scheme: env.Scheme})
+	Expect(err).NotTo(HaveOccurred())
+	w, err := wc.Watch(suiteCtx, &workv1.ManifestWorkList{}, client.InNamespace(key.Namespace),
+		client.MatchingFields{"metadata.name": key.Name})
+	Expect(err).NotTo(HaveOccurred())
+	deleted := make(chan time.Time, 1)
+	go func() {
+		for ev := range w.ResultChan() {
+			if mw, ok := ev.Object.(*workv1.ManifestWork); ok && mw.DeletionTimestamp != nil {
+				select {
+				case deleted <- mw.DeletionTimestamp.Time:
+				default: // the first one seen is kept
+				}
+			}
+		}
+	}()
+	DeferCleanup(w.Stop)
+	return func() time.Time {
+		GinkgoHelper()
+		var at time.Time
+		Eventually(deleted).Should(Receive(&at), "ManifestWork %s with a deletionTimestamp", key)
+		return at
+	}
+}

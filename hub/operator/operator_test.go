@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
@@ -70,14 +71,14 @@ var (
 var _ = Describe("RunHub", Ordered, func() {
 	var clusters = []string{"op-cluster1", "op-cluster2"}
 
-	It("runs the hub from its flags without a ClusterManager", func(ctx SpecContext) {
+	It("runs the hub from its flags without a ClusterManager", SpecTimeout(specTimeout), func(ctx SpecContext) {
 		fleet(ctx, "op-apps", clusters...)
 		// The flags leave the replica set controller on.
 		replicaSet(ctx, "op-apps", "from-flags")
 		Eventually(func() []string { return workClusters(ctx, "op-apps", "from-flags") }).Should(ConsistOf(clusters))
 	})
 
-	It("switches the replica set controller off when cluster-manager disables it", func(ctx SpecContext) {
+	It("switches the replica set controller off when cluster-manager disables it", SpecTimeout(specTimeout), func(ctx SpecContext) {
 		Expect(hubClient.Create(ctx, &operatorv1.ClusterManager{
 			ObjectMeta: metav1.ObjectMeta{Name: "cluster-manager"},
 			Spec: operatorv1.ClusterManagerSpec{
@@ -93,7 +94,7 @@ var _ = Describe("RunHub", Ordered, func() {
 			condition(operatorv1.ConditionValidFeatureGates, metav1.ConditionTrue, operatorv1.ReasonFeatureGatesAllValid),
 			condition(operatorv1.ConditionHubRegistrationDegraded, metav1.ConditionFalse, operatorv1.ReasonRegistrationFunctional),
 			condition(operatorv1.ConditionHubPlacementDegraded, metav1.ConditionFalse, operatorv1.ReasonPlacementFunctional),
-			// Nothing has rolled the Deployment out.
+			// Its Pod cannot be scheduled: the Deployment has not rolled out.
 			condition(operatorv1.ConditionProgressing, metav1.ConditionTrue, operatorv1.ReasonDeploymentRolling)))
 		for _, c := range cm.Status.Conditions {
 			Expect(c.ObservedGeneration).To(Equal(cm.Generation), "condition %s", c.Type)
@@ -114,7 +115,7 @@ var _ = Describe("RunHub", Ordered, func() {
 		Consistently(func() []string { return workClusters(ctx, "op-apps", "while-off") }, "3s").Should(BeEmpty())
 	})
 
-	It("switches it on again when cluster-manager enables it", func(ctx SpecContext) {
+	It("switches it on again when cluster-manager enables it", SpecTimeout(specTimeout), func(ctx SpecContext) {
 		gen := setWorkGates(ctx, mwrsEnable)
 		Eventually(func() []string { return workClusters(ctx, "op-apps", "while-off") }).Should(ConsistOf(clusters))
 		cm := applied(ctx, gen)
@@ -123,7 +124,7 @@ var _ = Describe("RunHub", Ordered, func() {
 		Expect(cond(cm, operatorv1.ConditionClusterManagerApplied).Message).To(ContainSubstring("ManifestWorkReplicaSet"))
 	})
 
-	It("leaves a new replica set alone once cluster-manager disables it again", func(ctx SpecContext) {
+	It("leaves a new replica set alone once cluster-manager disables it again", SpecTimeout(specTimeout), func(ctx SpecContext) {
 		gen := setWorkGates(ctx, mwrsDisable)
 		applied(ctx, gen)
 		Expect(logs.Count(restartLog)).To(Equal(3))
@@ -131,7 +132,7 @@ var _ = Describe("RunHub", Ordered, func() {
 		Consistently(func() []string { return workClusters(ctx, "op-apps", "off-again") }, "3s").Should(BeEmpty())
 	})
 
-	It("reports a gate it does not know and keeps running, without a restart", func(ctx SpecContext) {
+	It("reports a gate it does not know and keeps running, without a restart", SpecTimeout(specTimeout), func(ctx SpecContext) {
 		gen := setWorkGates(ctx, mwrsDisable, operatorv1.FeatureGate{Feature: "NoSuchGate", Mode: operatorv1.FeatureGateModeTypeEnable},
 			operatorv1.FeatureGate{Feature: "CloudEventsDrivers", Mode: operatorv1.FeatureGateModeTypeEnable})
 		Eventually(func(g Gomega) {
@@ -153,17 +154,27 @@ var _ = Describe("RunHub", Ordered, func() {
 		Consistently(runHubDone, "1s").ShouldNot(BeClosed())
 	})
 
-	It("reports the Deployment rolled out", func(ctx SpecContext) {
-		dep := &appsv1.Deployment{}
-		Expect(hubClient.Get(ctx, client.ObjectKeyFromObject(deploymentObject()), dep)).To(Succeed())
-		dep.Status = appsv1.DeploymentStatus{ObservedGeneration: dep.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1}
-		Expect(hubClient.Status().Update(ctx, dep)).To(Succeed())
+	It("reports the Deployment rolled out", SpecTimeout(specTimeout), func(ctx SpecContext) {
+		// The Pod may go to the simulated Node: kube-controller-manager rolls the new template
+		// out, KWOK runs its Pod, and the Deployment's status says so.
+		Expect(hubClient.Patch(ctx, deploymentObject(), client.RawPatch(types.MergePatchType,
+			[]byte(`{"spec":{"template":{"spec":{"nodeSelector":null}}}}`)))).To(Succeed())
+		var dep *appsv1.Deployment
+		Eventually(func(g Gomega) {
+			dep = &appsv1.Deployment{}
+			g.Expect(hubClient.Get(ctx, client.ObjectKeyFromObject(deploymentObject()), dep)).To(Succeed())
+			g.Expect(dep.Status).To(And(HaveField("ObservedGeneration", dep.Generation), HaveField("UpdatedReplicas", int32(1)),
+				HaveField("ReadyReplicas", int32(1)), HaveField("AvailableReplicas", int32(1))))
+		}, "2m").Should(Succeed(), "the Deployment rolled out by kube-controller-manager")
 		// The status resync is a minute away: the Deployment's watch brings the change.
-		Eventually(func() []metav1.Condition { return clusterManager(ctx).Status.Conditions }, "20s").Should(
-			ContainElement(condition(operatorv1.ConditionProgressing, metav1.ConditionFalse, operatorv1.ReasonUpToDate)))
+		Eventually(func(g Gomega) {
+			cm := clusterManager(ctx)
+			g.Expect(cm.Status.Conditions).To(ContainElement(condition(operatorv1.ConditionProgressing, metav1.ConditionFalse, operatorv1.ReasonUpToDate)))
+			g.Expect(cm.Status.Generations).To(ContainElement(HaveField("LastGeneration", dep.Generation)))
+		}, "30s").Should(Succeed())
 	})
 
-	It("goes back to its flags when cluster-manager is deleted", func(ctx SpecContext) {
+	It("goes back to its flags when cluster-manager is deleted", SpecTimeout(specTimeout), func(ctx SpecContext) {
 		Expect(hubClient.Delete(ctx, clusterManager(ctx))).To(Succeed())
 		Eventually(func() int { return logs.Count(restartLog) }).Should(Equal(4))
 		replicaSet(ctx, "op-apps", "flags-again")

@@ -35,9 +35,18 @@ func TestHubOperator(t *testing.T) {
 	RunSpecs(t, "Hub operator suite")
 }
 
-// The hub's Deployment, as the chart names it; the hub control plane runs no workload
-// controllers, so the test plays the Deployment controller by writing its status.
+// The hub's Deployment, as the chart names it. The hub's control plane runs the workload
+// controllers, kube-scheduler and KWOK with one simulated Node, so the Deployment's status
+// is the one kube-controller-manager writes. It starts with a nodeSelector no Node matches:
+// its Pod stays Pending, the Deployment rolling, until a spec lifts it (unschedulable).
 var deployment = types.NamespacedName{Namespace: "open-cluster-management-hub", Name: "flotilla-hub"}
+
+// unschedulable is the nodeSelector that keeps the hub's Pod Pending.
+var unschedulable = map[string]string{"flotilla.dev/test-node": "none"}
+
+// specTimeout bounds each spec (and node), so a wait that never ends fails the spec,
+// naming it, instead of hanging the suite until go test's timeout.
+const specTimeout = 4 * time.Minute
 
 var (
 	hubClient client.WithWatch
@@ -50,7 +59,8 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	logger, l := operatorruntest.NewLogger(GinkgoWriter)
 	logs = l
 	ctrllog.SetLogger(logger)
-	cp, err := environment.StartControlPlane(ctx, environment.ControlPlaneOptions{Name: environment.HubName, AllCRDs: true, Log: GinkgoWriter})
+	cp, err := environment.StartControlPlane(ctx, environment.ControlPlaneOptions{Name: environment.HubName, AllCRDs: true,
+		Workloads: true, SimulatedNodes: 1, Log: GinkgoWriter})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(cp.Stop)
 	scheme, err := manager.NewScheme()
@@ -65,7 +75,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		Spec: appsv1.DeploymentSpec{
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "hub", Image: "ghcr.io/flotilla-dev/flotilla:0.1.0"}}}},
+				Spec: corev1.PodSpec{NodeSelector: unschedulable, Containers: []corev1.Container{{Name: "hub", Image: "ghcr.io/flotilla-dev/flotilla:0.1.0"}}}},
 		},
 	})).To(Succeed())
 

@@ -75,7 +75,7 @@ func hubConnectionFunctional(ctx context.Context, gen int64) {
 var _ = Describe("RunKlusterlet", Ordered, func() {
 	var done chan struct{}
 
-	BeforeAll(func(ctx SpecContext) {
+	BeforeAll(NodeTimeout(specTimeout), func(ctx SpecContext) {
 		Expect(managedClient.Create(ctx, &operatorv1.Klusterlet{
 			ObjectMeta: metav1.ObjectMeta{Name: operatorv1.KlusterletName},
 			Spec: operatorv1.KlusterletSpec{
@@ -109,7 +109,7 @@ var _ = Describe("RunKlusterlet", Ordered, func() {
 		})
 	})
 
-	It("registers as spec.clusterName through the host alias and reports the hub connection", func(ctx SpecContext) {
+	It("registers as spec.clusterName through the host alias and reports the hub connection", SpecTimeout(specTimeout), func(ctx SpecContext) {
 		Eventually(func() error {
 			return hubClient.Get(ctx, client.ObjectKey{Name: clusterName}, &clusterv1.ManagedCluster{})
 		}).Should(Succeed())
@@ -156,14 +156,14 @@ var _ = Describe("RunKlusterlet", Ordered, func() {
 		Expect(logs.Count(restartLog)).To(Equal(0))
 	})
 
-	It("restarts the agents when a work feature gate changes", func(ctx SpecContext) {
+	It("restarts the agents when a work feature gate changes", SpecTimeout(specTimeout), func(ctx SpecContext) {
 		gen := setWorkGates(ctx, operatorv1.FeatureGate{Feature: "RawFeedbackJsonString", Mode: operatorv1.FeatureGateModeTypeEnable})
 		Eventually(func() int { return logs.Count(restartLog) }).Should(Equal(1))
 		hubConnectionFunctional(ctx, gen)
 		Expect(cond(readKlusterlet(ctx), operatorv1.ConditionKlusterletApplied).Message).To(ContainSubstring("RawFeedbackJsonString=true"))
 	})
 
-	It("reports a gate it does not know and keeps running, without a restart", func(ctx SpecContext) {
+	It("reports a gate it does not know and keeps running, without a restart", SpecTimeout(specTimeout), func(ctx SpecContext) {
 		gen := setWorkGates(ctx, operatorv1.FeatureGate{Feature: "RawFeedbackJsonString", Mode: operatorv1.FeatureGateModeTypeEnable},
 			operatorv1.FeatureGate{Feature: "NoSuchGate", Mode: operatorv1.FeatureGateModeTypeEnable})
 		Eventually(func(g Gomega) {

@@ -29,6 +29,10 @@ func TestKlusterletOperator(t *testing.T) {
 	RunSpecs(t, "Klusterlet operator suite")
 }
 
+// specTimeout bounds each spec (and node), so a wait that never ends fails the spec,
+// naming it, instead of hanging the suite until go test's timeout.
+const specTimeout = 4 * time.Minute
+
 // aliasHost is a host name only the Klusterlet's hubApiServerHostAlias resolves (.invalid
 // never resolves: RFC 6761).
 const aliasHost = "hub.flotilla.invalid"

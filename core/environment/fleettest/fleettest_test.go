@@ -2,8 +2,10 @@ package fleettest
 
 import (
 	"bytes"
+	"context"
 	"slices"
 	"testing"
+	"time"
 
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,13 +16,13 @@ import (
 	"github.com/flotilla-dev/flotilla/core/environment"
 )
 
-func crdNames(t *testing.T, cfg *rest.Config) []string {
+func crdNames(ctx context.Context, t *testing.T, cfg *rest.Config) []string {
 	t.Helper()
 	ext, err := apiextensionsclient.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	list, err := ext.ApiextensionsV1().CustomResourceDefinitions().List(t.Context(), metav1.ListOptions{})
+	list, err := ext.ApiextensionsV1().CustomResourceDefinitions().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatalf("listing CRDs on %s: %v", cfg.Host, err)
 	}
@@ -39,6 +41,8 @@ func TestFleet(t *testing.T) {
 	}
 	t.Logf("hub + 1 managed cluster started in %s", fleet.StartDuration)
 	hub, cluster1 := fleet.Hub, fleet.Managed[0]
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
 
 	all, err := crds.Objects()
 	if err != nil {
@@ -49,18 +53,18 @@ func TestFleet(t *testing.T) {
 		want = append(want, crd.Name)
 	}
 	slices.Sort(want)
-	if got := crdNames(t, hub.Config); !slices.Equal(got, want) {
+	if got := crdNames(ctx, t, hub.Config); !slices.Equal(got, want) {
 		t.Errorf("hub CRDs = %v, want every core/crds CRD %v", got, want)
 	}
 	wantManaged := slices.Sorted(slices.Values(environment.ManagedClusterCRDs))
-	if got := crdNames(t, cluster1.Config); !slices.Equal(got, wantManaged) {
+	if got := crdNames(ctx, t, cluster1.Config); !slices.Equal(got, wantManaged) {
 		t.Errorf("cluster1 CRDs = %v, want %v", got, wantManaged)
 	}
 
 	// Simulated Nodes live on managed clusters only, made Ready by KWOK and with the
 	// default capacity.
 	for _, cp := range fleet.ControlPlanes() {
-		nodes, err := kubernetes.NewForConfigOrDie(cp.Config).CoreV1().Nodes().List(t.Context(), metav1.ListOptions{})
+		nodes, err := kubernetes.NewForConfigOrDie(cp.Config).CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		if err != nil {
 			t.Fatalf("listing Nodes on %s: %v", cp.Name, err)
 		}
@@ -91,7 +95,7 @@ func TestFleet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cs.CoreV1().Namespaces().List(t.Context(), metav1.ListOptions{}); err == nil {
+	if _, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{}); err == nil {
 		t.Error("the hub's admin certificate was accepted by cluster1")
 	}
 }
