@@ -9,10 +9,13 @@ import (
 
 // Loop fuel: instead of wazero's WithCloseOnContextDone, which makes every loop
 // iteration leave native code to look at the context (~60 ns each), instrument gives
-// the module a fuel counter that every loop iteration decrements, and only when it
-// runs out calls the host's deadline_check (deadlineCheck, engine.go), which stops the
-// call once its context is done. wazero's own check sits at the same places (loop
-// headers), so what it could stop, this stops, a bounded number of iterations later.
+// the module a fuel counter that every loop iteration and every function entry
+// decrements, and only when it runs out calls the host's deadline_check (deadlineCheck,
+// engine.go), which stops the call once its context is done. Code runs without end only
+// by looping or by calling (recursion: direct, indirect or tail), so a call is stopped a
+// bounded amount of work after its deadline. wazero's own check sits at loop headers
+// only: it cannot stop a recursion that branches (f(n) calling f(n-1) twice runs 2^n
+// calls at a depth of n), this can.
 const (
 	deadlineModule = "flotilla:host/env"
 	deadlineField  = "deadline_check"
@@ -27,8 +30,8 @@ var errReservedImport = errors.New("the module imports " + deadlineModule + " " 
 
 // instrument returns module with one more function import, deadline_check (appended
 // after the existing function imports, so every defined function's index moves up by
-// one), one more mutable i32 global, the fuel, and this at the start of every loop
-// body and before every tail call:
+// one), one more mutable i32 global, the fuel, and this at the start of every function
+// body (unless it starts with a loop, which checks on entry anyway) and every loop body:
 //
 //	fuel = fuel - 1; if fuel == 0 { deadline_check(); fuel = fuelPerCheck }
 //
@@ -39,7 +42,11 @@ var errReservedImport = errors.New("the module imports " + deadlineModule + " " 
 //
 // Anything it cannot decode (an unknown opcode or a type from a proposal it does not
 // know) is an error, and the caller falls back to wazero's own termination checks.
-func instrument(module []byte) ([]byte, error) {
+func instrument(module []byte) ([]byte, error) { return instrumentWithFuel(module, fuelPerCheck) }
+
+// instrumentWithFuel is instrument with fuel iterations between checks; the fuzz test
+// uses a small fuel so that a looping module reaches its checks quickly.
+func instrumentWithFuel(module []byte, fuel int32) ([]byte, error) {
 	if len(module) < 8 || string(module[:4]) != "\x00asm" || binary.LittleEndian.Uint32(module[4:8]) != 1 {
 		return nil, errors.New("not a WebAssembly version 1 binary module")
 	}
@@ -59,7 +66,7 @@ func instrument(module []byte) ([]byte, error) {
 	}
 
 	// First pass: the indices the rewrite needs.
-	in := &instrumenter{voidType: -1}
+	in := &instrumenter{voidType: -1, fuel: fuel}
 	var definedGlobals uint32
 	for _, s := range sections {
 		var err error
@@ -76,7 +83,7 @@ func instrument(module []byte) ([]byte, error) {
 		}
 	}
 	in.fuelGlobal = in.importedGlobals + definedGlobals
-	in.check = fuelCheck(in.fuelGlobal, in.funcImports)
+	in.check = fuelCheck(in.fuelGlobal, in.funcImports, fuel)
 
 	out := make([]byte, 0, len(module)+len(module)/4+64)
 	out = append(out, module[:8]...)
@@ -134,6 +141,7 @@ type instrumenter struct {
 	funcImports     uint32
 	importedGlobals uint32
 	fuelGlobal      uint32
+	fuel            int32 // iterations between two checks
 	check           []byte
 	fn              uint32 // function being rewritten, for errors (original numbering)
 }
@@ -153,7 +161,7 @@ func (in *instrumenter) deadlineType() uint32 {
 	return in.types
 }
 
-func fuelCheck(global, fn uint32) []byte {
+func fuelCheck(global, fn uint32, fuel int32) []byte {
 	var b []byte
 	getFuel := func() { b = append(b, 0x23); b = appendU32(b, global) }
 	setFuel := func() { b = append(b, 0x24); b = appendU32(b, global) }
@@ -164,7 +172,7 @@ func fuelCheck(global, fn uint32) []byte {
 	b = append(b, 0x45, 0x04, 0x40, 0x10) // i32.eqz, if (empty), call
 	b = appendU32(b, fn)
 	b = append(b, 0x41) // i32.const
-	b = appendS32(b, fuelPerCheck)
+	b = appendS32(b, fuel)
 	setFuel()
 	return append(b, 0x0B) // end
 }
@@ -238,7 +246,7 @@ func (in *instrumenter) appendDeadlineImport(b []byte) []byte {
 
 func (in *instrumenter) appendFuelGlobal(b []byte) []byte {
 	b = append(b, 0x7F, 0x01, 0x41) // i32, mutable, i32.const
-	b = appendS32(b, fuelPerCheck)
+	b = appendS32(b, in.fuel)
 	return append(b, 0x0B)
 }
 
@@ -408,6 +416,9 @@ func (in *instrumenter) rewriteCode(p []byte) ([]byte, error) {
 			return nil, fmt.Errorf("function %d: locals: %w", in.fn, br.err)
 		}
 		body = append(body[:0], br.b[:br.pos]...)
+		if br.pos < len(br.b) && br.b[br.pos] != 0x03 {
+			body = append(body, in.check...) // function entry: recursion is a loop too
+		}
 		var err error
 		if body, err = in.expr(br, body); err != nil {
 			return nil, fmt.Errorf("function %d: %w", in.fn, err)
@@ -483,8 +494,7 @@ func (in *instrumenter) rewriteNames(p []byte, start int) ([]byte, error) {
 
 // expr copies one expression (a function body or a constant expression) from r to
 // b, up to and including the end that closes it, renumbering function indices and
-// adding the fuel check to loops and tail calls. Runs of unchanged instructions are
-// copied in one go.
+// adding the fuel check to loops. Runs of unchanged instructions are copied in one go.
 func (in *instrumenter) expr(r *reader, b []byte) ([]byte, error) {
 	depth := 0
 	copied := r.pos
@@ -509,25 +519,15 @@ func (in *instrumenter) expr(r *reader, b []byte) ([]byte, error) {
 			b = append(b, r.b[copied:r.pos]...)
 			b = append(b, in.check...)
 			copied = r.pos
-		case 0x10, 0xD2: // call, ref.func
+		case 0x10, 0x12, 0xD2: // call, return_call, ref.func (the callee checks on entry)
 			idx := r.u32()
 			b = append(b, r.b[copied:start]...)
 			b = append(b, op)
 			b = appendU32(b, in.funcIndex(idx))
 			copied = r.pos
-		case 0x12: // return_call: a loop without a loop instruction
-			idx := r.u32()
-			b = append(b, r.b[copied:start]...)
-			b = append(b, in.check...)
-			b = append(b, op)
-			b = appendU32(b, in.funcIndex(idx))
-			copied = r.pos
-		case 0x13: // return_call_indirect
+		case 0x13: // return_call_indirect: type, table
 			r.u32()
 			r.u32()
-			b = append(b, r.b[copied:start]...)
-			b = append(b, in.check...)
-			copied = start
 		default:
 			if err := skipImmediates(r, op); err != nil {
 				return nil, fmt.Errorf("at byte %d: %w", start, err)
