@@ -120,15 +120,16 @@ func instrumentWithFuel(module []byte, fuel int32) ([]byte, error) {
 }
 
 const (
-	secCustom byte = 0
-	secType   byte = 1
-	secImport byte = 2
-	secTable  byte = 4
-	secGlobal byte = 6
-	secExport byte = 7
-	secStart  byte = 8
-	secElem   byte = 9
-	secCode   byte = 10
+	secCustom   byte = 0
+	secType     byte = 1
+	secImport   byte = 2
+	secFunction byte = 3
+	secTable    byte = 4
+	secGlobal   byte = 6
+	secExport   byte = 7
+	secStart    byte = 8
+	secElem     byte = 9
+	secCode     byte = 10
 )
 
 // sectionOrder is the order the spec requires of non-custom sections (tag, 13, sits
@@ -144,6 +145,37 @@ type instrumenter struct {
 	fuel            int32 // iterations between two checks
 	check           []byte
 	fn              uint32 // function being rewritten, for errors (original numbering)
+}
+
+// Indices one past the original's last type or global would name what instrument adds
+// (deadline_check's () -> () type, the fuel global), turning an invalid module into a
+// valid one: a module could set its own fuel. They are refused (the engine then hands
+// the original to wazero, which refuses it). Function indices need no check: every
+// defined one moves up by one, so one out of range stays out of range.
+func (in *instrumenter) typeIndex(i uint64) error {
+	if i >= uint64(in.types) {
+		return fmt.Errorf("type index %d out of range (%d types)", i, in.types)
+	}
+	return nil
+}
+
+func (in *instrumenter) globalIndex(i uint32) error {
+	if i >= in.fuelGlobal {
+		return fmt.Errorf("global index %d out of range (%d globals)", i, in.fuelGlobal)
+	}
+	return nil
+}
+
+// checkFunctions reads the function section: one type index per function.
+func (in *instrumenter) checkFunctions(p []byte) error {
+	r := &reader{b: p}
+	n := r.u32()
+	for i := uint32(0); i < n && r.err == nil; i++ {
+		if err := in.typeIndex(uint64(r.u32())); err != nil && r.err == nil {
+			return fmt.Errorf("entry %d: %w", i, err)
+		}
+	}
+	return r.done()
 }
 
 // funcIndex renumbers a function index of the original module.
@@ -202,7 +234,9 @@ func (in *instrumenter) scanImports(p []byte) error {
 		}
 		switch kind := r.byte(); kind {
 		case 0x00: // func
-			r.u32()
+			if err := in.typeIndex(uint64(r.u32())); err != nil {
+				return fmt.Errorf("import %d: %w", i, err)
+			}
 			in.funcImports++
 		case 0x01: // table
 			r.refType()
@@ -213,7 +247,7 @@ func (in *instrumenter) scanImports(p []byte) error {
 			r.valType()
 			r.byte()
 			in.importedGlobals++
-		case 0x04: // tag
+		case 0x04: // tag (the instructions that use one are refused)
 			r.byte()
 			r.u32()
 		default:
@@ -266,6 +300,8 @@ func (in *instrumenter) rewrite(id byte, p []byte) ([]byte, error) {
 		b := appendU32(nil, r.u32()+1)
 		b = append(b, p[r.pos:]...)
 		return in.appendDeadlineImport(b), nil
+	case secFunction:
+		return p, in.checkFunctions(p)
 	case secTable:
 		return p, checkTables(p)
 	case secGlobal:
@@ -341,8 +377,13 @@ func (in *instrumenter) rewriteExports(p []byte) ([]byte, error) {
 		kind := r.byte()
 		b = append(b, p[start:r.pos]...)
 		idx := r.u32()
-		if kind == 0x00 {
+		switch kind {
+		case 0x00:
 			idx = in.funcIndex(idx)
+		case 0x03:
+			if err := in.globalIndex(idx); err != nil && r.err == nil {
+				return nil, fmt.Errorf("export %d: %w", i, err)
+			}
 		}
 		b = appendU32(b, idx)
 	}
@@ -511,10 +552,14 @@ func (in *instrumenter) expr(r *reader, b []byte) ([]byte, error) {
 			}
 			depth--
 		case 0x02, 0x04: // block, if
-			r.blockType()
+			if err := in.blockType(r); err != nil {
+				return nil, fmt.Errorf("at byte %d: %w", start, err)
+			}
 			depth++
 		case 0x03: // loop
-			r.blockType()
+			if err := in.blockType(r); err != nil {
+				return nil, fmt.Errorf("at byte %d: %w", start, err)
+			}
 			depth++
 			b = append(b, r.b[copied:r.pos]...)
 			b = append(b, in.check...)
@@ -525,9 +570,16 @@ func (in *instrumenter) expr(r *reader, b []byte) ([]byte, error) {
 			b = append(b, op)
 			b = appendU32(b, in.funcIndex(idx))
 			copied = r.pos
-		case 0x13: // return_call_indirect: type, table
+		case 0x11, 0x13: // call_indirect, return_call_indirect: type, table
+			ti := r.u32()
 			r.u32()
-			r.u32()
+			if err := in.typeIndex(uint64(ti)); err != nil && r.err == nil {
+				return nil, fmt.Errorf("at byte %d: %w", start, err)
+			}
+		case 0x23, 0x24: // global.get, global.set
+			if err := in.globalIndex(r.u32()); err != nil && r.err == nil {
+				return nil, fmt.Errorf("at byte %d: %w", start, err)
+			}
 		default:
 			if err := skipImmediates(r, op); err != nil {
 				return nil, fmt.Errorf("at byte %d: %w", start, err)
@@ -551,15 +603,12 @@ func skipImmediates(r *reader, op byte) error {
 		for i := uint32(0); i <= n && r.err == nil; i++ {
 			r.u32()
 		}
-	case op == 0x11: // call_indirect: type, table
-		r.u32()
-		r.u32()
 	case op == 0x1C: // select t*
 		n := r.u32()
 		for i := uint32(0); i < n && r.err == nil; i++ {
 			r.valType()
 		}
-	case op >= 0x20 && op <= 0x26: // local.*, global.*, table.get/set
+	case op >= 0x20 && op <= 0x22, op == 0x25, op == 0x26: // local.*, table.get/set
 		r.u32()
 	case op >= 0x28 && op <= 0x3E: // loads and stores
 		r.memarg()
@@ -736,15 +785,36 @@ func (r *reader) valTypes() uint32 {
 	return n
 }
 
-// blockType: empty (0x40), one value type, or a type index as a non-negative s33.
-func (r *reader) blockType() {
-	if r.pos < len(r.b) && r.b[r.pos] == 0x40 {
-		r.pos++
-	} else if r.pos < len(r.b) && r.b[r.pos] > 0x40 && r.b[r.pos] <= 0x7F {
-		r.valType() // a negative one-byte s33
-	} else {
-		r.leb(5)
+// blockType reads a block type: an s33, negative for empty (0x40) or a value type
+// (usually one byte), else a type index, which must be the original's.
+func (in *instrumenter) blockType(r *reader) error {
+	if r.pos < len(r.b) && r.b[r.pos] > 0x40 && r.b[r.pos] <= 0x7F {
+		r.valType()
+		return nil
 	}
+	if v := r.s33(); v >= 0 && r.err == nil {
+		return in.typeIndex(uint64(v))
+	}
+	return nil
+}
+
+func (r *reader) s33() int64 {
+	var v int64
+	for shift := 0; shift < 35; shift += 7 {
+		c := r.byte()
+		if r.err != nil {
+			return 0
+		}
+		v |= int64(c&0x7F) << shift
+		if c&0x80 == 0 {
+			if c&0x40 != 0 {
+				v |= -1 << (shift + 7)
+			}
+			return v
+		}
+	}
+	r.fail(errors.New("LEB128 too long"))
+	return 0
 }
 
 // limits: flags (bit 0 max present, bit 1 shared, bit 2 64-bit), min, optional max.

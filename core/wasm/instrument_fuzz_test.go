@@ -377,17 +377,32 @@ func runModule(mod []byte, stubs map[string][]byte, calls []fuzzCall, plan []fuz
 		}
 		plan = append([]fuzzStep{{call: -1}}, plan...)
 	}
-	for name, stub := range stubs {
-		if _, err := rt.InstantiateWithConfig(ctx, stub, wazero.NewModuleConfig().WithName(name)); err != nil {
-			return run
-		}
-	}
-	run.linked = true
 	compiled, err := rt.CompileModule(ctx, mod)
 	if err != nil {
 		panic(fmt.Sprintf("compiled before: %v", err))
 	}
+	// Every instance gets fresh stubs: a stopped call may have changed an imported
+	// global, memory or table, where the original's skipped call did not.
 	var m api.Module
+	var stubMods []api.Module
+	instantiateStubs := func() bool {
+		for _, s := range stubMods {
+			_ = s.Close(ctx)
+		}
+		stubMods = stubMods[:0]
+		for name, stub := range stubs {
+			s, err := rt.InstantiateWithConfig(ctx, stub, wazero.NewModuleConfig().WithName(name))
+			if err != nil {
+				return false
+			}
+			stubMods = append(stubMods, s)
+		}
+		return true
+	}
+	if !instantiateStubs() {
+		return run
+	}
+	run.linked = true
 	step := func(call int, res []uint64, err error) fuzzStep {
 		st := fuzzStep{call: call, results: slices.Clone(res)}
 		if err != nil {
@@ -409,6 +424,9 @@ func runModule(mod []byte, stubs map[string][]byte, calls []fuzzCall, plan []fuz
 		case p.call < 0:
 			if m != nil {
 				_ = m.Close(ctx)
+				if !instantiateStubs() {
+					panic("the stubs instantiated once")
+				}
 			}
 			checks.Store(0)
 			var err error

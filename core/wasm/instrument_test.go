@@ -444,6 +444,11 @@ func TestInstrumentRefusesWhatItDoesNotKnow(t *testing.T) {
 		"truncated":      {withBody([]byte{0x41}), "unexpected end"},
 		"rec type group": {module(sec(1, vec([]byte{0x4E, 0x00}))), "unsupported type form 0x4e"},
 		"not wasm":       {[]byte("\x00asm\x0d\x00\x01\x00"), "not a WebAssembly version 1"},
+		// One past the end: the fuel global, deadline_check's type once instrumented.
+		"global past the end":     {withBody(i32c(1), []byte{0x24, 0, end}), "function 1: at byte 3: global index 0 out of range (0 globals)"},
+		"block type past the end": {withBody([]byte{0x02, 0x01, end, end}), "function 1: at byte 1: type index 1 out of range (1 types)"},
+		"function type past the end": {module(sec(1, vec([]byte{0x60, 0, 1, i32})), sec(3, vec(u32(1))), sec(10, vec(fn(noLocals, i32c(0), []byte{end})))),
+			"entry 0: type index 1 out of range (1 types)"},
 		"reserved import": {module(
 			sec(1, vec([]byte{0x60, 0, 0})),
 			sec(2, vec(cat(str(deadlineModule), str(deadlineField), []byte{0x00}, u32(0)))),
@@ -578,5 +583,32 @@ func TestEveryLoopFormStopsAtTheDeadline(t *testing.T) {
 				t.Fatalf("%s still runs %s after its %s deadline: deadline_check never ran", export, 10*time.Second, timeout)
 			}
 		})
+	}
+}
+
+// TestModuleSettingItsOwnFuelIsRefused: a module that sets global 0 without having a
+// global is invalid, but instrumented global 0 would be its fuel, which it could refill
+// in its loop and never reach a deadline check. Load must refuse it.
+func TestModuleSettingItsOwnFuelIsRefused(t *testing.T) {
+	ctx := context.Background()
+	e, err := NewEngine(ctx, EngineOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(ctx)
+	mod := module(
+		sec(1, vec([]byte{0x60, 0, 1, i32})),
+		sec(3, vec(u32(0))),
+		sec(7, vec(cat(str("review_csr"), []byte{0x00}, u32(0)))),
+		// loop { fuel = 100; br 0 }
+		sec(10, vec(fn(noLocals, []byte{0x03, 0x40}, i32c(100), []byte{0x24, 0, 0x0C, 0, end}, i32c(0), []byte{end}))),
+	)
+	m, err := e.Load(ctx, ModuleSpec{Name: "refuel", Type: abi.TypeCSRApproval, Wasm: mod})
+	if err == nil {
+		m.Close(ctx)
+		t.Fatalf("Load accepted a module that sets a global it does not have")
+	}
+	if LoadReasonOf(err) != ReasonInvalidModule || !strings.Contains(err.Error(), "invalid global index") {
+		t.Fatalf("Load: %v, want InvalidModule from wazero's validation", err)
 	}
 }
