@@ -4,18 +4,20 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
 // Loop fuel: instead of wazero's WithCloseOnContextDone, which makes every loop
 // iteration leave native code to look at the context (~60 ns each), instrument gives
-// the module a fuel counter that every loop iteration and every function entry
-// decrements, and only when it runs out calls the host's deadline_check (deadlineCheck,
-// engine.go), which stops the call once its context is done. Code runs without end only
-// by looping or by calling (recursion: direct, indirect or tail), so a call is stopped a
-// bounded amount of work after its deadline. wazero's own check sits at loop headers
-// only: it cannot stop a recursion that branches (f(n) calling f(n-1) twice runs 2^n
-// calls at a depth of n), this can.
+// the module a fuel counter that every loop iteration and every entry into a function
+// that calls decrements, and only when it runs out calls the host's deadline_check
+// (deadlineCheck, engine.go), which stops the call once its context is done. Code runs
+// without end only by looping or by calling (recursion: direct, indirect or tail); a
+// function that calls nothing runs its body once, loop iterations aside. So a call is
+// stopped a bounded amount of work after its deadline. wazero's own check sits at loop
+// headers only: it cannot stop a recursion that branches (f(n) calling f(n-1) twice
+// runs 2^n calls at a depth of n), this can.
 const (
 	deadlineModule = "flotilla:host/env"
 	deadlineField  = "deadline_check"
@@ -30,8 +32,9 @@ var errReservedImport = errors.New("the module imports " + deadlineModule + " " 
 
 // instrument returns module with one more function import, deadline_check (appended
 // after the existing function imports, so every defined function's index moves up by
-// one), one more mutable i32 global, the fuel, and this at the start of every function
-// body (unless it starts with a loop, which checks on entry anyway) and every loop body:
+// one), one more mutable i32 global, the fuel, and this at the start of every loop body
+// and of every function body with a call instruction (unless it starts with a loop,
+// which checks on entry anyway):
 //
 //	fuel = fuel - 1; if fuel == 0 { deadline_check(); fuel = fuelPerCheck }
 //
@@ -41,7 +44,9 @@ var errReservedImport = errors.New("the module imports " + deadlineModule + " " 
 // be true. The output is a pure function of the input, so it caches by content.
 //
 // Anything it cannot decode (an unknown opcode or a type from a proposal it does not
-// know) is an error, and the caller falls back to wazero's own termination checks.
+// know) is an error, and the caller falls back to wazero's own termination checks; so is
+// a type or global index past the original's (the caller's fallback then has wazero
+// refuse the module).
 func instrument(module []byte) ([]byte, error) { return instrumentWithFuel(module, fuelPerCheck) }
 
 // instrumentWithFuel is instrument with fuel iterations between checks; the fuzz test
@@ -145,6 +150,7 @@ type instrumenter struct {
 	fuel            int32 // iterations between two checks
 	check           []byte
 	fn              uint32 // function being rewritten, for errors (original numbering)
+	calls           bool   // it has a call instruction
 }
 
 // Indices one past the original's last type or global would name what instrument adds
@@ -457,12 +463,16 @@ func (in *instrumenter) rewriteCode(p []byte) ([]byte, error) {
 			return nil, fmt.Errorf("function %d: locals: %w", in.fn, br.err)
 		}
 		body = append(body[:0], br.b[:br.pos]...)
-		if br.pos < len(br.b) && br.b[br.pos] != 0x03 {
-			body = append(body, in.check...) // function entry: recursion is a loop too
-		}
+		entry, loopFirst := len(body), br.pos < len(br.b) && br.b[br.pos] == 0x03
+		in.calls = false
 		var err error
 		if body, err = in.expr(br, body); err != nil {
 			return nil, fmt.Errorf("function %d: %w", in.fn, err)
+		}
+		// Recursion is a loop too: a function that calls checks on entry (unless its loop
+		// does). One that does not call runs its body once, loop iterations aside.
+		if in.calls && !loopFirst {
+			body = slices.Insert(body, entry, in.check...)
 		}
 		if br.pos != len(br.b) {
 			return nil, fmt.Errorf("function %d: %d bytes after the final end", in.fn, len(br.b)-br.pos)
@@ -564,13 +574,15 @@ func (in *instrumenter) expr(r *reader, b []byte) ([]byte, error) {
 			b = append(b, r.b[copied:r.pos]...)
 			b = append(b, in.check...)
 			copied = r.pos
-		case 0x10, 0x12, 0xD2: // call, return_call, ref.func (the callee checks on entry)
+		case 0x10, 0x12, 0xD2: // call, return_call, ref.func
+			in.calls = in.calls || op != 0xD2
 			idx := r.u32()
 			b = append(b, r.b[copied:start]...)
 			b = append(b, op)
 			b = appendU32(b, in.funcIndex(idx))
 			copied = r.pos
 		case 0x11, 0x13: // call_indirect, return_call_indirect: type, table
+			in.calls = true
 			ti := r.u32()
 			r.u32()
 			if err := in.typeIndex(uint64(ti)); err != nil && r.err == nil {

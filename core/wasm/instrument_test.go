@@ -115,19 +115,19 @@ func golden(instrumented bool) []byte {
 	callIndirect := []byte{0x11, 2, 0} // type 2, table 0
 	code := sec(10, vec(
 		// 1 sum(n): acc += n while --n != 0
-		fn(vec(cat(u32(1), []byte{i32})), check(),
+		fn(vec(cat(u32(1), []byte{i32})),
 			[]byte{0x02, 0x40, 0x03, 0x40}, check(),
 			[]byte{0x20, 1, 0x20, 0, 0x6A, 0x21, 1, 0x20, 0}, i32c(1), []byte{0x6B, 0x22, 0, 0x0D, 0, end, end, 0x20, 1, end}),
 		// 2 seven: tick(); 7
 		fn(noLocals, check(), call(0), i32c(7), []byte{end}),
-		// 3 eleven
-		fn(noLocals, check(), i32c(11), []byte{end}),
+		// 3 eleven: no call, so no check on entry
+		fn(noLocals, i32c(11), []byte{end}),
 		// 4 callsum: sum(200000)
 		fn(noLocals, check(), i32c(200000), call(1), []byte{end}),
 		// 5 indirect(i): table[i]()
 		fn(noLocals, check(), []byte{0x20, 0}, callIndirect, []byte{end}),
 		// 6 start: started = 1
-		fn(noLocals, check(), i32c(1), []byte{0x24, 1, end}),
+		fn(noLocals, i32c(1), []byte{0x24, 1, end}),
 		// 7 refs: table[5] = ref.func eleven; table[6] = passive segment 1 (eleven);
 		// table[7] = global fref (seven); table[5]() + table[6]() + table[7]()
 		fn(noLocals, check(),
@@ -141,7 +141,7 @@ func golden(instrumented bool) []byte {
 		// 9 tailind: return_call_indirect table[1] (eleven)
 		fn(noLocals, check(), i32c(1), []byte{0x13, 2, 0, end}),
 		// 10 nested(n): two nested loops with a multi-value-style block type (type 0).
-		fn(vec(cat(u32(1), []byte{i32})), check(),
+		fn(vec(cat(u32(1), []byte{i32})),
 			[]byte{0x20, 0, 0x02, 0x00, 0x21, 0, // block (type 0) consumes n
 				0x03, 0x40}, check(), // outer loop
 			[]byte{0x03, 0x40}, check(), // inner loop, runs once
@@ -272,8 +272,9 @@ func TestInstrumentedGoldenRunsTheSame(t *testing.T) {
 		t.Errorf("the golden module itself misbehaves: %v", want)
 	}
 	// 300000 + 200000 (callsum) + 2*200000 (indirect 2 and 4) loop iterations, + 20 in
-	// nested, and 26 function entries (the start function's included).
-	if wantChecks := (300000 + 3*200000 + 20 + 26) / fuelPerCheck; checks != wantChecks {
+	// nested, and 14 entries into functions that call (seven 3, callsum 3, indirect 5,
+	// refs, tail, tailind).
+	if wantChecks := (300000 + 3*200000 + 20 + 14) / fuelPerCheck; checks != wantChecks {
 		t.Errorf("deadline_check called %d times, want %d", checks, wantChecks)
 	}
 	// The name section follows the renumbering.
@@ -307,8 +308,7 @@ func TestInstrumentDecodesEveryImmediate(t *testing.T) {
 	if _, err := testRuntime(t).CompileModule(context.Background(), out); err != nil {
 		t.Fatalf("instrumented module is invalid: %v", err)
 	}
-	// No global, no function import: fuel is global 0, deadline_check function 0.
-	if !bytes.Contains(out, fn(noLocals, fuelCheck(0, 0, fuelPerCheck), body)) {
+	if !bytes.Contains(out, fn(noLocals, body)) {
 		t.Fatalf("the body changed")
 	}
 }
