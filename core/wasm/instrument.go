@@ -4,15 +4,20 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
 // Loop fuel: instead of wazero's WithCloseOnContextDone, which makes every loop
 // iteration leave native code to look at the context (~60 ns each), instrument gives
-// the module a fuel counter that every loop iteration decrements, and only when it
-// runs out calls the host's deadline_check (deadlineCheck, engine.go), which stops the
-// call once its context is done. wazero's own check sits at the same places (loop
-// headers), so what it could stop, this stops, a bounded number of iterations later.
+// the module a fuel counter that every loop iteration and every entry into a function
+// that calls decrements, and only when it runs out calls the host's deadline_check
+// (deadlineCheck, engine.go), which stops the call once its context is done. Code runs
+// without end only by looping or by calling (recursion: direct, indirect or tail); a
+// function that calls nothing runs its body once, loop iterations aside. So a call is
+// stopped a bounded amount of work after its deadline. wazero's own check sits at loop
+// headers only: it cannot stop a recursion that branches (f(n) calling f(n-1) twice
+// runs 2^n calls at a depth of n), this can.
 const (
 	deadlineModule = "flotilla:host/env"
 	deadlineField  = "deadline_check"
@@ -27,8 +32,9 @@ var errReservedImport = errors.New("the module imports " + deadlineModule + " " 
 
 // instrument returns module with one more function import, deadline_check (appended
 // after the existing function imports, so every defined function's index moves up by
-// one), one more mutable i32 global, the fuel, and this at the start of every loop
-// body and before every tail call:
+// one), one more mutable i32 global, the fuel, and this at the start of every loop body
+// and of every function body with a call instruction (unless it starts with a loop,
+// which checks on entry anyway):
 //
 //	fuel = fuel - 1; if fuel == 0 { deadline_check(); fuel = fuelPerCheck }
 //
@@ -38,8 +44,14 @@ var errReservedImport = errors.New("the module imports " + deadlineModule + " " 
 // be true. The output is a pure function of the input, so it caches by content.
 //
 // Anything it cannot decode (an unknown opcode or a type from a proposal it does not
-// know) is an error, and the caller falls back to wazero's own termination checks.
-func instrument(module []byte) ([]byte, error) {
+// know) is an error, and the caller falls back to wazero's own termination checks; so is
+// a type or global index past the original's (the caller's fallback then has wazero
+// refuse the module).
+func instrument(module []byte) ([]byte, error) { return instrumentWithFuel(module, fuelPerCheck) }
+
+// instrumentWithFuel is instrument with fuel iterations between checks; the fuzz test
+// uses a small fuel so that a looping module reaches its checks quickly.
+func instrumentWithFuel(module []byte, fuel int32) ([]byte, error) {
 	if len(module) < 8 || string(module[:4]) != "\x00asm" || binary.LittleEndian.Uint32(module[4:8]) != 1 {
 		return nil, errors.New("not a WebAssembly version 1 binary module")
 	}
@@ -59,7 +71,7 @@ func instrument(module []byte) ([]byte, error) {
 	}
 
 	// First pass: the indices the rewrite needs.
-	in := &instrumenter{voidType: -1}
+	in := &instrumenter{voidType: -1, fuel: fuel}
 	var definedGlobals uint32
 	for _, s := range sections {
 		var err error
@@ -76,7 +88,7 @@ func instrument(module []byte) ([]byte, error) {
 		}
 	}
 	in.fuelGlobal = in.importedGlobals + definedGlobals
-	in.check = fuelCheck(in.fuelGlobal, in.funcImports)
+	in.check = fuelCheck(in.fuelGlobal, in.funcImports, fuel)
 
 	out := make([]byte, 0, len(module)+len(module)/4+64)
 	out = append(out, module[:8]...)
@@ -113,15 +125,16 @@ func instrument(module []byte) ([]byte, error) {
 }
 
 const (
-	secCustom byte = 0
-	secType   byte = 1
-	secImport byte = 2
-	secTable  byte = 4
-	secGlobal byte = 6
-	secExport byte = 7
-	secStart  byte = 8
-	secElem   byte = 9
-	secCode   byte = 10
+	secCustom   byte = 0
+	secType     byte = 1
+	secImport   byte = 2
+	secFunction byte = 3
+	secTable    byte = 4
+	secGlobal   byte = 6
+	secExport   byte = 7
+	secStart    byte = 8
+	secElem     byte = 9
+	secCode     byte = 10
 )
 
 // sectionOrder is the order the spec requires of non-custom sections (tag, 13, sits
@@ -134,8 +147,41 @@ type instrumenter struct {
 	funcImports     uint32
 	importedGlobals uint32
 	fuelGlobal      uint32
+	fuel            int32 // iterations between two checks
 	check           []byte
 	fn              uint32 // function being rewritten, for errors (original numbering)
+	calls           bool   // it has a call instruction
+}
+
+// Indices one past the original's last type or global would name what instrument adds
+// (deadline_check's () -> () type, the fuel global), turning an invalid module into a
+// valid one: a module could set its own fuel. They are refused (the engine then hands
+// the original to wazero, which refuses it). Function indices need no check: every
+// defined one moves up by one, so one out of range stays out of range.
+func (in *instrumenter) typeIndex(i uint64) error {
+	if i >= uint64(in.types) {
+		return fmt.Errorf("type index %d out of range (%d types)", i, in.types)
+	}
+	return nil
+}
+
+func (in *instrumenter) globalIndex(i uint32) error {
+	if i >= in.fuelGlobal {
+		return fmt.Errorf("global index %d out of range (%d globals)", i, in.fuelGlobal)
+	}
+	return nil
+}
+
+// checkFunctions reads the function section: one type index per function.
+func (in *instrumenter) checkFunctions(p []byte) error {
+	r := &reader{b: p}
+	n := r.u32()
+	for i := uint32(0); i < n && r.err == nil; i++ {
+		if err := in.typeIndex(uint64(r.u32())); err != nil && r.err == nil {
+			return fmt.Errorf("entry %d: %w", i, err)
+		}
+	}
+	return r.done()
 }
 
 // funcIndex renumbers a function index of the original module.
@@ -153,7 +199,7 @@ func (in *instrumenter) deadlineType() uint32 {
 	return in.types
 }
 
-func fuelCheck(global, fn uint32) []byte {
+func fuelCheck(global, fn uint32, fuel int32) []byte {
 	var b []byte
 	getFuel := func() { b = append(b, 0x23); b = appendU32(b, global) }
 	setFuel := func() { b = append(b, 0x24); b = appendU32(b, global) }
@@ -164,7 +210,7 @@ func fuelCheck(global, fn uint32) []byte {
 	b = append(b, 0x45, 0x04, 0x40, 0x10) // i32.eqz, if (empty), call
 	b = appendU32(b, fn)
 	b = append(b, 0x41) // i32.const
-	b = appendS32(b, fuelPerCheck)
+	b = appendS32(b, fuel)
 	setFuel()
 	return append(b, 0x0B) // end
 }
@@ -194,7 +240,9 @@ func (in *instrumenter) scanImports(p []byte) error {
 		}
 		switch kind := r.byte(); kind {
 		case 0x00: // func
-			r.u32()
+			if err := in.typeIndex(uint64(r.u32())); err != nil {
+				return fmt.Errorf("import %d: %w", i, err)
+			}
 			in.funcImports++
 		case 0x01: // table
 			r.refType()
@@ -205,7 +253,7 @@ func (in *instrumenter) scanImports(p []byte) error {
 			r.valType()
 			r.byte()
 			in.importedGlobals++
-		case 0x04: // tag
+		case 0x04: // tag (the instructions that use one are refused)
 			r.byte()
 			r.u32()
 		default:
@@ -238,7 +286,7 @@ func (in *instrumenter) appendDeadlineImport(b []byte) []byte {
 
 func (in *instrumenter) appendFuelGlobal(b []byte) []byte {
 	b = append(b, 0x7F, 0x01, 0x41) // i32, mutable, i32.const
-	b = appendS32(b, fuelPerCheck)
+	b = appendS32(b, in.fuel)
 	return append(b, 0x0B)
 }
 
@@ -258,6 +306,8 @@ func (in *instrumenter) rewrite(id byte, p []byte) ([]byte, error) {
 		b := appendU32(nil, r.u32()+1)
 		b = append(b, p[r.pos:]...)
 		return in.appendDeadlineImport(b), nil
+	case secFunction:
+		return p, in.checkFunctions(p)
 	case secTable:
 		return p, checkTables(p)
 	case secGlobal:
@@ -333,8 +383,13 @@ func (in *instrumenter) rewriteExports(p []byte) ([]byte, error) {
 		kind := r.byte()
 		b = append(b, p[start:r.pos]...)
 		idx := r.u32()
-		if kind == 0x00 {
+		switch kind {
+		case 0x00:
 			idx = in.funcIndex(idx)
+		case 0x03:
+			if err := in.globalIndex(idx); err != nil && r.err == nil {
+				return nil, fmt.Errorf("export %d: %w", i, err)
+			}
 		}
 		b = appendU32(b, idx)
 	}
@@ -408,9 +463,16 @@ func (in *instrumenter) rewriteCode(p []byte) ([]byte, error) {
 			return nil, fmt.Errorf("function %d: locals: %w", in.fn, br.err)
 		}
 		body = append(body[:0], br.b[:br.pos]...)
+		entry, loopFirst := len(body), br.pos < len(br.b) && br.b[br.pos] == 0x03
+		in.calls = false
 		var err error
 		if body, err = in.expr(br, body); err != nil {
 			return nil, fmt.Errorf("function %d: %w", in.fn, err)
+		}
+		// Recursion is a loop too: a function that calls checks on entry (unless its loop
+		// does). One that does not call runs its body once, loop iterations aside.
+		if in.calls && !loopFirst {
+			body = slices.Insert(body, entry, in.check...)
 		}
 		if br.pos != len(br.b) {
 			return nil, fmt.Errorf("function %d: %d bytes after the final end", in.fn, len(br.b)-br.pos)
@@ -483,8 +545,7 @@ func (in *instrumenter) rewriteNames(p []byte, start int) ([]byte, error) {
 
 // expr copies one expression (a function body or a constant expression) from r to
 // b, up to and including the end that closes it, renumbering function indices and
-// adding the fuel check to loops and tail calls. Runs of unchanged instructions are
-// copied in one go.
+// adding the fuel check to loops. Runs of unchanged instructions are copied in one go.
 func (in *instrumenter) expr(r *reader, b []byte) ([]byte, error) {
 	depth := 0
 	copied := r.pos
@@ -501,33 +562,36 @@ func (in *instrumenter) expr(r *reader, b []byte) ([]byte, error) {
 			}
 			depth--
 		case 0x02, 0x04: // block, if
-			r.blockType()
+			if err := in.blockType(r); err != nil {
+				return nil, fmt.Errorf("at byte %d: %w", start, err)
+			}
 			depth++
 		case 0x03: // loop
-			r.blockType()
+			if err := in.blockType(r); err != nil {
+				return nil, fmt.Errorf("at byte %d: %w", start, err)
+			}
 			depth++
 			b = append(b, r.b[copied:r.pos]...)
 			b = append(b, in.check...)
 			copied = r.pos
-		case 0x10, 0xD2: // call, ref.func
+		case 0x10, 0x12, 0xD2: // call, return_call, ref.func
+			in.calls = in.calls || op != 0xD2
 			idx := r.u32()
 			b = append(b, r.b[copied:start]...)
 			b = append(b, op)
 			b = appendU32(b, in.funcIndex(idx))
 			copied = r.pos
-		case 0x12: // return_call: a loop without a loop instruction
-			idx := r.u32()
-			b = append(b, r.b[copied:start]...)
-			b = append(b, in.check...)
-			b = append(b, op)
-			b = appendU32(b, in.funcIndex(idx))
-			copied = r.pos
-		case 0x13: // return_call_indirect
+		case 0x11, 0x13: // call_indirect, return_call_indirect: type, table
+			in.calls = true
+			ti := r.u32()
 			r.u32()
-			r.u32()
-			b = append(b, r.b[copied:start]...)
-			b = append(b, in.check...)
-			copied = start
+			if err := in.typeIndex(uint64(ti)); err != nil && r.err == nil {
+				return nil, fmt.Errorf("at byte %d: %w", start, err)
+			}
+		case 0x23, 0x24: // global.get, global.set
+			if err := in.globalIndex(r.u32()); err != nil && r.err == nil {
+				return nil, fmt.Errorf("at byte %d: %w", start, err)
+			}
 		default:
 			if err := skipImmediates(r, op); err != nil {
 				return nil, fmt.Errorf("at byte %d: %w", start, err)
@@ -551,15 +615,12 @@ func skipImmediates(r *reader, op byte) error {
 		for i := uint32(0); i <= n && r.err == nil; i++ {
 			r.u32()
 		}
-	case op == 0x11: // call_indirect: type, table
-		r.u32()
-		r.u32()
 	case op == 0x1C: // select t*
 		n := r.u32()
 		for i := uint32(0); i < n && r.err == nil; i++ {
 			r.valType()
 		}
-	case op >= 0x20 && op <= 0x26: // local.*, global.*, table.get/set
+	case op >= 0x20 && op <= 0x22, op == 0x25, op == 0x26: // local.*, table.get/set
 		r.u32()
 	case op >= 0x28 && op <= 0x3E: // loads and stores
 		r.memarg()
@@ -736,15 +797,36 @@ func (r *reader) valTypes() uint32 {
 	return n
 }
 
-// blockType: empty (0x40), one value type, or a type index as a non-negative s33.
-func (r *reader) blockType() {
-	if r.pos < len(r.b) && r.b[r.pos] == 0x40 {
-		r.pos++
-	} else if r.pos < len(r.b) && r.b[r.pos] > 0x40 && r.b[r.pos] <= 0x7F {
-		r.valType() // a negative one-byte s33
-	} else {
-		r.leb(5)
+// blockType reads a block type: an s33, negative for empty (0x40) or a value type
+// (usually one byte), else a type index, which must be the original's.
+func (in *instrumenter) blockType(r *reader) error {
+	if r.pos < len(r.b) && r.b[r.pos] > 0x40 && r.b[r.pos] <= 0x7F {
+		r.valType()
+		return nil
 	}
+	if v := r.s33(); v >= 0 && r.err == nil {
+		return in.typeIndex(uint64(v))
+	}
+	return nil
+}
+
+func (r *reader) s33() int64 {
+	var v int64
+	for shift := 0; shift < 35; shift += 7 {
+		c := r.byte()
+		if r.err != nil {
+			return 0
+		}
+		v |= int64(c&0x7F) << shift
+		if c&0x80 == 0 {
+			if c&0x40 != 0 {
+				v |= -1 << (shift + 7)
+			}
+			return v
+		}
+	}
+	r.fail(errors.New("LEB128 too long"))
+	return 0
 }
 
 // limits: flags (bit 0 max present, bit 1 shared, bit 2 64-bit), min, optional max.

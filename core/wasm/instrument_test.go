@@ -3,9 +3,11 @@ package wasm
 import (
 	"bytes"
 	"context"
+	"errors"
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -59,7 +61,7 @@ func golden(instrumented bool) []byte {
 		if !instrumented {
 			return nil
 		}
-		return fuelCheck(3, k) // fuel: 1 imported + 2 defined globals
+		return fuelCheck(3, k, fuelPerCheck) // fuel: 1 imported + 2 defined globals
 	}
 	call := func(i int) []byte { return cat([]byte{0x10}, f(i)) }
 	refFunc := func(i int) []byte { return cat([]byte{0xD2}, f(i)) }
@@ -117,18 +119,18 @@ func golden(instrumented bool) []byte {
 			[]byte{0x02, 0x40, 0x03, 0x40}, check(),
 			[]byte{0x20, 1, 0x20, 0, 0x6A, 0x21, 1, 0x20, 0}, i32c(1), []byte{0x6B, 0x22, 0, 0x0D, 0, end, end, 0x20, 1, end}),
 		// 2 seven: tick(); 7
-		fn(noLocals, call(0), i32c(7), []byte{end}),
-		// 3 eleven
+		fn(noLocals, check(), call(0), i32c(7), []byte{end}),
+		// 3 eleven: no call, so no check on entry
 		fn(noLocals, i32c(11), []byte{end}),
 		// 4 callsum: sum(200000)
-		fn(noLocals, i32c(200000), call(1), []byte{end}),
+		fn(noLocals, check(), i32c(200000), call(1), []byte{end}),
 		// 5 indirect(i): table[i]()
-		fn(noLocals, []byte{0x20, 0}, callIndirect, []byte{end}),
+		fn(noLocals, check(), []byte{0x20, 0}, callIndirect, []byte{end}),
 		// 6 start: started = 1
 		fn(noLocals, i32c(1), []byte{0x24, 1, end}),
 		// 7 refs: table[5] = ref.func eleven; table[6] = passive segment 1 (eleven);
 		// table[7] = global fref (seven); table[5]() + table[6]() + table[7]()
-		fn(noLocals,
+		fn(noLocals, check(),
 			i32c(5), refFunc(3), []byte{0x26, 0},
 			i32c(6), i32c(0), i32c(1), []byte{0xFC, 12, 1, 0},
 			i32c(7), []byte{0x23, 2, 0x26, 0},
@@ -137,7 +139,7 @@ func golden(instrumented bool) []byte {
 		// 8 tail: return_call eleven
 		fn(noLocals, check(), []byte{0x12}, f(3), []byte{end}),
 		// 9 tailind: return_call_indirect table[1] (eleven)
-		fn(noLocals, i32c(1), check(), []byte{0x13, 2, 0, end}),
+		fn(noLocals, check(), i32c(1), []byte{0x13, 2, 0, end}),
 		// 10 nested(n): two nested loops with a multi-value-style block type (type 0).
 		fn(vec(cat(u32(1), []byte{i32})),
 			[]byte{0x20, 0, 0x02, 0x00, 0x21, 0, // block (type 0) consumes n
@@ -269,8 +271,10 @@ func TestInstrumentedGoldenRunsTheSame(t *testing.T) {
 	if n := uint64(300000); want["sum"] != n*(n+1)/2%(1<<32) || want["refs"] != 29 || want["started"] != 1 || want["nested"] != 10 {
 		t.Errorf("the golden module itself misbehaves: %v", want)
 	}
-	// 300000 + 200000 (callsum) + 2*200000 (indirect 2 and 4) loop iterations, + 20 in nested.
-	if wantChecks := (300000 + 3*200000 + 20) / fuelPerCheck; checks != wantChecks {
+	// 300000 + 200000 (callsum) + 2*200000 (indirect 2 and 4) loop iterations, + 20 in
+	// nested, and 14 entries into functions that call (seven 3, callsum 3, indirect 5,
+	// refs, tail, tailind).
+	if wantChecks := (300000 + 3*200000 + 20 + 14) / fuelPerCheck; checks != wantChecks {
 		t.Errorf("deadline_check called %d times, want %d", checks, wantChecks)
 	}
 	// The name section follows the renumbering.
@@ -293,10 +297,29 @@ func TestInstrumentedGoldenRunsTheSame(t *testing.T) {
 // unchanged. Immediates hold bytes that look like loop (0x03) and call (0x10), so a
 // decoder that loses its place changes them or fails.
 func TestInstrumentDecodesEveryImmediate(t *testing.T) {
+	mod, body := immediatesModule()
+	if _, err := testRuntime(t).CompileModule(context.Background(), mod); err != nil {
+		t.Fatalf("the test module itself is invalid: %v", err)
+	}
+	out, err := instrument(mod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := testRuntime(t).CompileModule(context.Background(), out); err != nil {
+		t.Fatalf("instrumented module is invalid: %v", err)
+	}
+	if !bytes.Contains(out, fn(noLocals, body)) {
+		t.Fatalf("the body changed")
+	}
+}
+
+// immediatesModule is one function using an instruction with every kind of immediate,
+// and that function's body.
+func immediatesModule() (mod, body []byte) {
 	v128 := func() []byte {
 		return []byte{0x10, 0x03, 0x12, 0xD2, 0x10, 0x03, 0x12, 0xD2, 0x10, 0x03, 0x12, 0xD2, 0x10, 0x03, 0x12, 0xD2}
 	}
-	body := cat(
+	body = cat(
 		[]byte{0x43, 0x10, 0x03, 0x12, 0x00, 0x1A},                         // f32.const, drop
 		[]byte{0x44, 0x10, 0x03, 0x12, 0xD2, 0x10, 0x03, 0x12, 0x00, 0x1A}, // f64.const, drop
 		[]byte{0x42, 0xC0, 0xBB, 0x78, 0x1A},                               // i64.const -1000000, drop
@@ -328,26 +351,13 @@ func TestInstrumentDecodesEveryImmediate(t *testing.T) {
 	)
 	// i32.extend8_s and i64.extend32_s need operands: put them in front of the last line.
 	body = bytes.Replace(body, []byte{0x01, 0xC0, 0xC4}, cat(i32c(1), []byte{0x01, 0xC0, 0x42, 0x01, 0xC4}), 1)
-	mod := module(
+	return module(
 		sec(1, vec([]byte{0x60, 0, 0}, []byte{0x60, 0, 1, i32})),
 		sec(3, vec(u32(0))),
 		sec(4, vec([]byte{0x70, 0x00, 1})),
 		sec(5, vec([]byte{0x03, 1, 1})), // shared memory
 		sec(10, vec(fn(noLocals, body))),
-	)
-	if _, err := testRuntime(t).CompileModule(context.Background(), mod); err != nil {
-		t.Fatalf("the test module itself is invalid: %v", err)
-	}
-	out, err := instrument(mod)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := testRuntime(t).CompileModule(context.Background(), out); err != nil {
-		t.Fatalf("instrumented module is invalid: %v", err)
-	}
-	if !bytes.Contains(out, fn(noLocals, body)) {
-		t.Fatalf("the body changed")
-	}
+	), body
 }
 
 func TestInstrumentAddsMissingSections(t *testing.T) {
@@ -384,7 +394,7 @@ func TestInstrumentAddsMissingSections(t *testing.T) {
 				if f.Index() != 1 {
 					t.Fatalf("f is function %d, want 1", f.Index())
 				}
-				if !bytes.Contains(out, fuelCheck(2, 0)) {
+				if !bytes.Contains(out, fuelCheck(2, 0, fuelPerCheck)) {
 					t.Fatalf("no fuel check on global 2 calling function 0")
 				}
 			}
@@ -434,6 +444,11 @@ func TestInstrumentRefusesWhatItDoesNotKnow(t *testing.T) {
 		"truncated":      {withBody([]byte{0x41}), "unexpected end"},
 		"rec type group": {module(sec(1, vec([]byte{0x4E, 0x00}))), "unsupported type form 0x4e"},
 		"not wasm":       {[]byte("\x00asm\x0d\x00\x01\x00"), "not a WebAssembly version 1"},
+		// One past the end: the fuel global, deadline_check's type once instrumented.
+		"global past the end":     {withBody(i32c(1), []byte{0x24, 0, end}), "function 1: at byte 3: global index 0 out of range (0 globals)"},
+		"block type past the end": {withBody([]byte{0x02, 0x01, end, end}), "function 1: at byte 1: type index 1 out of range (1 types)"},
+		"function type past the end": {module(sec(1, vec([]byte{0x60, 0, 1, i32})), sec(3, vec(u32(1))), sec(10, vec(fn(noLocals, i32c(0), []byte{end})))),
+			"entry 0: type index 1 out of range (1 types)"},
 		"reserved import": {module(
 			sec(1, vec([]byte{0x60, 0, 0})),
 			sec(2, vec(cat(str(deadlineModule), str(deadlineField), []byte{0x00}, u32(0)))),
@@ -490,5 +505,110 @@ func TestStartFunctionRunsPastItsFuel(t *testing.T) {
 	_, err = e.Load(ctx, ModuleSpec{Name: "starter", Type: abi.TypePrioritizer, Wasm: mod})
 	if LoadReasonOf(err) != ReasonMissingExport {
 		t.Fatalf("Load: %v, want it to get as far as the missing exports", err)
+	}
+}
+
+// loopFormsModule is a CSRApproval plugin (review_csr answers nothing) whose other
+// exports never return on their own, one per way Wasm can run without end: a loop
+// with a br back-edge, with br_if, with br_table, and recursion (rec(n) calls rec(n-1)
+// twice, 2^64 calls at a depth of 64: no loop, and no stack overflow either).
+func loopFormsModule() []byte {
+	exports := []string{"review_csr", "loop_br", "loop_br_if", "loop_br_table", "recurse"}
+	var ex [][]byte
+	for i, name := range exports {
+		ex = append(ex, cat(str(name), []byte{0x00}, u32(i)))
+	}
+	ret0 := cat(i32c(0), []byte{end})
+	return module(
+		sec(1, vec([]byte{0x60, 0, 1, i32}, []byte{0x60, 1, i32, 0})),
+		sec(3, vec(u32(0), u32(0), u32(0), u32(0), u32(0), u32(1))),
+		sec(7, vec(ex...)),
+		sec(10, vec(
+			fn(noLocals, ret0),
+			fn(noLocals, []byte{0x03, 0x40, 0x0C, 0, end}, ret0),
+			fn(noLocals, []byte{0x03, 0x40}, i32c(1), []byte{0x0D, 0, end}, ret0),
+			fn(noLocals, []byte{0x02, 0x40, 0x03, 0x40}, i32c(0), []byte{0x0E, 1, 0, 1, end, end}, ret0),
+			fn(noLocals, i32c(64), []byte{0x10, 5}, ret0),
+			// rec(n): if n { rec(n-1); rec(n-1) }
+			fn(noLocals, []byte{0x20, 0, 0x04, 0x40,
+				0x20, 0}, i32c(1), []byte{0x6B, 0x10, 5,
+				0x20, 0}, i32c(1), []byte{0x6B, 0x10, 5,
+				end, end}),
+		)),
+	)
+}
+
+// TestEveryLoopFormStopsAtTheDeadline: through the engine, as the hub runs plugins, a
+// call that would run forever in each of loopFormsModule's ways is stopped by
+// deadline_check at its deadline.
+func TestEveryLoopFormStopsAtTheDeadline(t *testing.T) {
+	ctx := context.Background()
+	e, err := NewEngine(ctx, EngineOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	escaped := false
+	defer func() {
+		if !escaped { // Close would wait for the call that cannot be stopped
+			_ = e.Close(ctx)
+		}
+	}()
+	const timeout = 300 * time.Millisecond
+	m, err := e.Load(ctx, ModuleSpec{Name: "loops", Type: abi.TypeCSRApproval, Wasm: loopFormsModule(), Limits: Limits{CallTimeout: timeout}})
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if w := strings.Join(m.Warnings(), "; "); strings.Contains(w, "instrumented") {
+		t.Fatalf("not instrumented: %s", w)
+	}
+	for _, export := range []string{"loop_br", "loop_br_if", "loop_br_table", "recurse"} {
+		t.Run(export, func(t *testing.T) {
+			done := make(chan error, 1)
+			start := time.Now()
+			go func() {
+				_, err := m.Call(ctx, export, nil)
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if CallErrorKindOf(err) != KindTimeout || !errors.Is(err, errInterrupted) {
+					t.Fatalf("call ended with %v, want a Timeout from deadline_check", err)
+				}
+				if elapsed := time.Since(start); elapsed > timeout+2*time.Second {
+					t.Errorf("stopped %s after its deadline", elapsed-timeout)
+				}
+			case <-time.After(timeout + 10*time.Second):
+				// The call keeps its goroutine and instance: nothing can stop it.
+				escaped = true
+				t.Fatalf("%s still runs %s after its %s deadline: deadline_check never ran", export, 10*time.Second, timeout)
+			}
+		})
+	}
+}
+
+// TestModuleSettingItsOwnFuelIsRefused: a module that sets global 0 without having a
+// global is invalid, but instrumented global 0 would be its fuel, which it could refill
+// in its loop and never reach a deadline check. Load must refuse it.
+func TestModuleSettingItsOwnFuelIsRefused(t *testing.T) {
+	ctx := context.Background()
+	e, err := NewEngine(ctx, EngineOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(ctx)
+	mod := module(
+		sec(1, vec([]byte{0x60, 0, 1, i32})),
+		sec(3, vec(u32(0))),
+		sec(7, vec(cat(str("review_csr"), []byte{0x00}, u32(0)))),
+		// loop { fuel = 100; br 0 }
+		sec(10, vec(fn(noLocals, []byte{0x03, 0x40}, i32c(100), []byte{0x24, 0, 0x0C, 0, end}, i32c(0), []byte{end}))),
+	)
+	m, err := e.Load(ctx, ModuleSpec{Name: "refuel", Type: abi.TypeCSRApproval, Wasm: mod})
+	if err == nil {
+		m.Close(ctx)
+		t.Fatalf("Load accepted a module that sets a global it does not have")
+	}
+	if LoadReasonOf(err) != ReasonInvalidModule || !strings.Contains(err.Error(), "invalid global index") {
+		t.Fatalf("Load: %v, want InvalidModule from wazero's validation", err)
 	}
 }
