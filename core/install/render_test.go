@@ -871,3 +871,31 @@ func sorted(s []string) []string {
 	slices.Sort(out)
 	return out
 }
+
+func TestKlusterletIdentities(t *testing.T) {
+	// An agent namespace outside open-cluster-management-*, as the end-to-end suites use.
+	objs, err := install.KlusterletIdentities("k2", "agent-k2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if objs[0].GetKind() != "Namespace" || objs[0].GetName() != "agent-k2" {
+		t.Fatalf("first object %s %s, want Namespace agent-k2", objs[0].GetKind(), objs[0].GetName())
+	}
+	kinds := map[string]int{}
+	for _, o := range objs[1:] {
+		kinds[o.GetKind()]++
+		switch o.GetKind() {
+		case "ServiceAccount", "Role", "RoleBinding":
+			equalJSON(t, o.GetKind()+" "+o.GetName()+" namespace", o.GetNamespace(), "agent-k2")
+		default:
+			equalJSON(t, o.GetKind()+" "+o.GetName()+" namespace", o.GetNamespace(), "")
+		}
+		subjects, _, _ := unstructured.NestedSlice(o.Object, "subjects")
+		for _, s := range subjects {
+			equalJSON(t, o.GetName()+" subject namespace", s.(map[string]any)["namespace"], "agent-k2")
+		}
+	}
+	equalJSON(t, "kinds", kinds, map[string]int{"ServiceAccount": 2, "ClusterRole": 5, "ClusterRoleBinding": 5, "Role": 1, "RoleBinding": 1})
+	find(t, objs, "ServiceAccount", install.KlusterletAgentServiceAccount("k2"))
+	find(t, objs, "ServiceAccount", install.KlusterletWorkServiceAccount("k2"))
+}
