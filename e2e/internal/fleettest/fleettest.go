@@ -22,8 +22,8 @@ import (
 
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
 	"github.com/flotilla-dev/flotilla/core/environment"
-	"github.com/flotilla-dev/flotilla/core/install"
 	envfleettest "github.com/flotilla-dev/flotilla/core/environment/fleettest"
+	"github.com/flotilla-dev/flotilla/core/install"
 	"github.com/flotilla-dev/flotilla/hub/admin"
 	"github.com/flotilla-dev/flotilla/hub/manager"
 	"github.com/flotilla-dev/flotilla/hub/registration/bootstrap"
