@@ -119,7 +119,7 @@ subjects:
 			Eventually(workCondition(w, workv1.WorkApplied)).Should(cond(metav1.ConditionTrue, "AppliedManifestWorkComplete"))
 			Expect(gone(cluster, m)()).To(BeFalse(), "the Machine is applied")
 
-			// The work goes while the permission is still there: the agent deletes the Machine.
+			// Deleting the work deletes its Machine (through its AppliedManifestWork).
 			Expect(hubClient.Delete(suiteCtx, w)).To(Succeed())
 			Eventually(func() bool { return apierrors.IsNotFound(hubClient.Get(suiteCtx, client.ObjectKeyFromObject(w), w)) }).
 				Should(BeTrue(), fmt.Sprintf("ManifestWork %s/%s is deleted", w.Namespace, w.Name))
