@@ -157,6 +157,7 @@ func (a *Agent) session(opts Options) func(ctx context.Context, s registration.S
 			go func() {
 				ag, err := addon.New(addon.Config{
 					ClusterName: s.ClusterName, AgentName: s.AgentName, HubConfig: s.HubConfig, HubEndpoint: s.HubEndpoint,
+					AgentNamespace:       opts.Registration.AgentNamespace,
 					ManagedConfig:        opts.Registration.ManagedConfig,
 					CSRExpirationSeconds: opts.Registration.CSRExpirationSeconds, RotationThreshold: opts.Registration.RotationThreshold,
 					LeaseDurationSeconds: opts.AddOn.LeaseDurationSeconds,
