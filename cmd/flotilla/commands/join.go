@@ -106,6 +106,10 @@ bootstrapHubKubeconfig=... installs the same manifests.`,
 			if err := install.Apply(ctx, cfg, objs); err != nil {
 				return err
 			}
+			// An upgrade: what earlier versions installed and this one no longer has goes.
+			if err := install.Delete(ctx, cfg, join.Legacy(o.KlusterletName), false); err != nil {
+				return err
+			}
 			if !wait {
 				fmt.Fprintf(cmd.OutOrStdout(), "klusterlet installed; on the hub: flotilla accept --clusters %s\n", o.ClusterName)
 				return nil
