@@ -88,7 +88,7 @@ var _ = Describe("A klusterlet restart", func() {
 		enable("gone")
 		enable("stays")
 		for _, name := range []string{"gone", "stays"} {
-			Eventually(labelled(name+"-hub-kubeconfig")).Should(And(HaveKeyWithValue(addon.SecretAddOnLabel, name),
+			Eventually(labelled(name + "-hub-kubeconfig")).Should(And(HaveKeyWithValue(addon.SecretAddOnLabel, name),
 				HaveKeyWithValue(addon.SecretKlusterletLabel, agentNS)))
 		}
 		// Another klusterlet's Secret (another hub's) for an add-on of the same name is not this one's.
