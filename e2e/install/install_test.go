@@ -34,6 +34,7 @@ const (
 	hubNS    = "open-cluster-management-hub"
 	agentNS  = "open-cluster-management-agent"
 	agentNS2 = "open-cluster-management-agent-hub2"
+	addonNS  = "open-cluster-management-agent-addon"
 	cluster  = "edge1"
 )
 
@@ -405,8 +406,8 @@ spec:
 	})
 
 	It("unjoin of the last klusterlet, running and serving an add-on, and deleting the cluster on the hub, leave nothing behind on either side", func(ctx SpecContext) {
-		// An add-on with a hub identity, installed in a namespace unjoin does not delete: its
-		// client certificate Secret must go with the klusterlet.
+		// An add-on with a hub identity: its client certificate Secret must go with the
+		// klusterlet, deleted by unjoin itself (not only with the add-on namespace).
 		apply(hub1Client, `apiVersion: addon.open-cluster-management.io/v1alpha1
 kind: AddOnTemplate
 metadata: {name: probe}
@@ -425,11 +426,11 @@ spec:
   supportedConfigs:
   - {group: addon.open-cluster-management.io, resource: addontemplates, defaultConfig: {name: probe}}
   installStrategy: {type: Manual}`)
-		_, errOut, err := flotilla(ctx, "addon", "enable", "probe", "--clusters", cluster, "--namespace", "default", "--kubeconfig", hub1.KubeconfigPath)
+		_, errOut, err := flotilla(ctx, "addon", "enable", "probe", "--clusters", cluster, "--kubeconfig", hub1.KubeconfigPath)
 		Expect(err).NotTo(HaveOccurred(), errOut)
 		addonSecret := &corev1.Secret{}
 		Eventually(func(g Gomega) {
-			g.Expect(spokeClient.Get(ctx, client.ObjectKey{Namespace: "default", Name: "probe-hub-kubeconfig"}, addonSecret)).To(Succeed())
+			g.Expect(spokeClient.Get(ctx, client.ObjectKey{Namespace: addonNS, Name: "probe-hub-kubeconfig"}, addonSecret)).To(Succeed())
 			g.Expect(addonSecret.Data).To(HaveKey("tls.crt"))
 		}).Should(Succeed(), "the klusterlet wrote the add-on's hub kubeconfig")
 		Expect(configMapPresent("from-hub1")()).To(Succeed())
@@ -439,7 +440,7 @@ spec:
 		stopped := stopWithDeployment(spokeClient, agent1, agentNS, "klusterlet-agent")
 		_, errOut, err = flotilla(ctx, "unjoin", "--kubeconfig", spok.KubeconfigPath)
 		Expect(err).NotTo(HaveOccurred(), errOut)
-		Expect(errOut).To(ContainSubstring("deleted the client certificate Secret default/probe-hub-kubeconfig of add-on probe"))
+		Expect(errOut).To(ContainSubstring("deleted the client certificate Secret " + addonNS + "/probe-hub-kubeconfig of add-on probe"))
 		Eventually(stopped).Should(BeClosed(), "the agent stopped with its Deployment")
 		Expect(apierrors.IsNotFound(spokeClient.Get(ctx, client.ObjectKeyFromObject(addonSecret), &corev1.Secret{}))).To(BeTrue(),
 			"the add-on's Secret is gone")
@@ -455,8 +456,12 @@ spec:
 		} {
 			Expect(apierrors.IsNotFound(spokeClient.Get(ctx, client.ObjectKeyFromObject(o), o))).To(BeTrue(), "%T %s is gone", o, o.GetName())
 		}
-		// The hub's half: its admin deletes the cluster (the hub removes the cluster
-		// namespace with its works, RBAC and lease).
+		// The hub's half: its admin disables the add-on and deletes the cluster (the hub removes
+		// the cluster namespace with its works, RBAC and lease). The add-on goes first: the hub
+		// does not delete a deleted cluster's ManagedClusterAddOns itself yet (OCM's gc does,
+		// before the works), and would keep deploying its work.
+		_, errOut, err = flotilla(ctx, "addon", "disable", "probe", "--clusters", cluster, "--kubeconfig", hub1.KubeconfigPath)
+		Expect(err).NotTo(HaveOccurred(), errOut)
 		Expect(hub1Client.Delete(ctx, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: cluster}})).To(Succeed())
 		Eventually(func() string {
 			if apierrors.IsNotFound(hub1Client.Get(ctx, client.ObjectKey{Name: cluster}, &corev1.Namespace{})) {
