@@ -100,8 +100,11 @@ func Condition(ctx context.Context, c client.Client, obj client.Object, current 
 
 // Guarded applies fields (for example {"spec": {"taints": [...]}}, typed values allowed) to
 // obj, or to its status subresource when status is set, with obj's resourceVersion as
-// precondition: for atomic lists, which the apply replaces. It fails with a Conflict when obj
-// has changed since it was read (see Quiet).
+// precondition: for atomic lists, which the apply replaces, and for writes computed from a
+// cached copy. It fails with a Conflict when obj has changed or was deleted since it was read
+// (see Quiet). The apply also carries obj's uid: an apply creates what does not exist, and
+// the API server ignores the resourceVersion of an object it creates, but not a uid no
+// existing object has, so an object deleted since it was read is not created again.
 func Guarded(ctx context.Context, c client.Client, obj client.Object, manager string, status bool, fields map[string]any) error {
 	if obj.GetResourceVersion() == "" {
 		return fmt.Errorf("%s: guarded apply needs the resourceVersion it was computed from", obj.GetName())
@@ -117,6 +120,9 @@ func Guarded(ctx context.Context, c client.Client, obj client.Object, manager st
 		m["metadata"] = md
 	}
 	md["resourceVersion"] = obj.GetResourceVersion()
+	if uid := obj.GetUID(); uid != "" {
+		md["uid"] = string(uid)
+	}
 	return do(ctx, c, obj, manager, status, m)
 }
 

@@ -152,6 +152,22 @@ func TestApply(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKey{Name: "set1"}, set); err != nil || len(set.Status.Conditions) != 1 {
 		t.Errorf("set status %+v (%v), want the applied condition", set.Status, err)
 	}
+
+	// An object deleted since it was read conflicts and is not created again (a server-side
+	// apply creates what is missing, whatever resourceVersion it carries).
+	gone := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "gone"}}
+	if err := c.Create(ctx, gone); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(ctx, gone); err != nil {
+		t.Fatal(err)
+	}
+	if err := apply.Guarded(ctx, c, gone, a, false, taints); !apierrors.IsConflict(err) {
+		t.Errorf("Guarded on a deleted object: got %v, want a Conflict", err)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Name: "gone"}, &clusterv1.ManagedCluster{}); !apierrors.IsNotFound(err) {
+		t.Errorf("after a guarded apply to the deleted ManagedCluster gone, reading it: %v, want NotFound (the apply created it again)", err)
+	}
 }
 
 func get(t *testing.T, c client.Client, name string) *clusterv1.ManagedCluster {

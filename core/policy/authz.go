@@ -5,14 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
-	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/clock"
+
+	"github.com/flotilla-dev/flotilla/core/sarcache"
 )
 
 // UserInfo is a requester, as in input.user.
@@ -86,126 +85,19 @@ func decodeTerm(t *ast.Term, into any) error {
 }
 
 // SubjectAccessReviewer creates SubjectAccessReviews:
-// kubernetes.Interface.AuthorizationV1().SubjectAccessReviews() satisfies it.
-type SubjectAccessReviewer interface {
-	Create(ctx context.Context, sar *authorizationv1.SubjectAccessReview, opts metav1.CreateOptions) (*authorizationv1.SubjectAccessReview, error)
+// kubernetes.Interface.AuthorizationV1().SubjectAccessReviews() satisfies it, and so does a
+// *sarcache.Cache over it.
+type SubjectAccessReviewer = sarcache.Reviewer
+
+// ReviewAuthorizer answers with a SubjectAccessReview from Reviews (a *sarcache.Cache keeps
+// the answers for a while and shares concurrent identical reviews).
+type ReviewAuthorizer struct {
+	Reviews SubjectAccessReviewer
 }
 
-// Defaults of CachingAuthorizer, as the API server's webhook authorizer caches but shorter:
-// a grant takes effect within DefaultDeniedTTL, a revocation within DefaultAllowedTTL.
-const (
-	DefaultAllowedTTL = 10 * time.Second
-	DefaultDeniedTTL  = 2 * time.Second
-	DefaultCacheSize  = 10000
-)
-
-// CachingAuthorizer answers with SubjectAccessReviews, each answer cached briefly; concurrent
-// identical questions share one review. The zero TTLs and size take the defaults.
-type CachingAuthorizer struct {
-	Reviews               SubjectAccessReviewer
-	AllowedTTL, DeniedTTL time.Duration
-	Size                  int
-	Clock                 clock.PassiveClock
-
-	mu       sync.Mutex
-	entries  map[string]cacheEntry
-	inflight map[string]*call
-}
-
-type cacheEntry struct {
-	allowed bool
-	expires time.Time
-}
-
-type call struct {
-	done    chan struct{}
-	allowed bool
-	err     error
-}
-
-// Authorized asks the API server, or the cache.
-func (c *CachingAuthorizer) Authorized(ctx context.Context, user UserInfo, attrs Attributes) (bool, error) {
-	keyBytes, err := json.Marshal(struct {
-		U UserInfo
-		A Attributes
-	}{user, attrs})
-	if err != nil {
-		return false, err
-	}
-	key := string(keyBytes)
-	now := c.now()
-	c.mu.Lock()
-	if e, ok := c.entries[key]; ok && now.Before(e.expires) {
-		c.mu.Unlock()
-		return e.allowed, nil
-	}
-	if cl, ok := c.inflight[key]; ok {
-		c.mu.Unlock()
-		select {
-		case <-cl.done:
-			return cl.allowed, cl.err
-		case <-ctx.Done():
-			return false, ctx.Err()
-		}
-	}
-	cl := &call{done: make(chan struct{})}
-	if c.inflight == nil {
-		c.inflight = map[string]*call{}
-	}
-	c.inflight[key] = cl
-	c.mu.Unlock()
-
-	cl.allowed, cl.err = c.review(ctx, user, attrs)
-	c.mu.Lock()
-	delete(c.inflight, key)
-	if cl.err == nil {
-		c.store(key, cl.allowed, c.now())
-	}
-	c.mu.Unlock()
-	close(cl.done)
-	return cl.allowed, cl.err
-}
-
-func (c *CachingAuthorizer) now() time.Time {
-	if c.Clock != nil {
-		return c.Clock.Now()
-	}
-	return time.Now()
-}
-
-// store caches an answer; at capacity expired entries go first, then everything (a burst of
-// distinct questions costs reviews, never memory).
-func (c *CachingAuthorizer) store(key string, allowed bool, now time.Time) {
-	size, ttl := c.Size, c.AllowedTTL
-	if size <= 0 {
-		size = DefaultCacheSize
-	}
-	if ttl <= 0 {
-		ttl = DefaultAllowedTTL
-	}
-	if !allowed {
-		if ttl = c.DeniedTTL; ttl <= 0 {
-			ttl = DefaultDeniedTTL
-		}
-	}
-	if c.entries == nil {
-		c.entries = map[string]cacheEntry{}
-	}
-	if len(c.entries) >= size {
-		for k, e := range c.entries {
-			if !now.Before(e.expires) {
-				delete(c.entries, k)
-			}
-		}
-		if len(c.entries) >= size {
-			clear(c.entries)
-		}
-	}
-	c.entries[key] = cacheEntry{allowed: allowed, expires: now.Add(ttl)}
-}
-
-func (c *CachingAuthorizer) review(ctx context.Context, user UserInfo, attrs Attributes) (bool, error) {
-	return Review(ctx, c.Reviews, user, attrs)
+// Authorized asks Reviews.
+func (a ReviewAuthorizer) Authorized(ctx context.Context, user UserInfo, attrs Attributes) (bool, error) {
+	return Review(ctx, a.Reviews, user, attrs)
 }
 
 // Review makes one SubjectAccessReview.

@@ -14,7 +14,8 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/flotilla-dev/flotilla/core/sarcache"
 )
 
 const labelPolicy = `package flotilla.admission.needs_team
@@ -224,47 +225,43 @@ func TestTimeoutIsAnError(t *testing.T) {
 	}
 }
 
-type fakeReviews struct{ calls atomic.Int32 }
+// fakeReviews allows alice only and records the last review.
+type fakeReviews struct {
+	calls atomic.Int32
+	last  atomic.Pointer[authorizationv1.SubjectAccessReviewSpec]
+}
 
 func (f *fakeReviews) Create(_ context.Context, sar *authorizationv1.SubjectAccessReview, _ metav1.CreateOptions) (*authorizationv1.SubjectAccessReview, error) {
 	f.calls.Add(1)
+	f.last.Store(sar.Spec.DeepCopy())
 	sar.Status.Allowed = sar.Spec.User == "alice"
 	return sar, nil
 }
 
-func TestCachingAuthorizer(t *testing.T) {
-	clk := clocktesting.NewFakePassiveClock(time.Now())
+func TestReviewAuthorizerAsksOnceThroughACache(t *testing.T) {
 	reviews := &fakeReviews{}
-	c := &CachingAuthorizer{Reviews: reviews, Clock: clk, AllowedTTL: 10 * time.Second, DeniedTTL: 2 * time.Second}
-	ctx := context.Background()
-	a := Attributes{Verb: "create", Resource: "x"}
+	cache, err := sarcache.New(sarcache.Options{Reviews: reviews, Name: t.Name(), AllowedTTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := ReviewAuthorizer{Reviews: cache}
+	alice := UserInfo{Username: "alice", UID: "u1", Groups: []string{"team"}, Extra: map[string][]string{"scopes": {"s"}}}
+	attrs := Attributes{Verb: "execute-as", Group: "work.open-cluster-management.io", Resource: "manifestworks", Name: "system:serviceaccount:ns:sa", Namespace: "cluster1"}
 	for range 3 {
-		if ok, _ := c.Authorized(ctx, UserInfo{Username: "alice"}, a); !ok {
-			t.Fatal("alice denied")
-		}
-		if ok, _ := c.Authorized(ctx, UserInfo{Username: "bob"}, a); ok {
-			t.Fatal("bob allowed")
+		if ok, err := a.Authorized(t.Context(), alice, attrs); err != nil || !ok {
+			t.Fatalf("alice: %v, %v", ok, err)
 		}
 	}
-	if n := reviews.calls.Load(); n != 2 {
-		t.Fatalf("reviews = %d, want 2 (cached)", n)
+	if n := reviews.calls.Load(); n != 1 {
+		t.Fatalf("reviews = %d, want 1 (cached)", n)
 	}
-	clk.SetTime(clk.Now().Add(3 * time.Second)) // bob's denial expired, alice's grant not
-	c.Authorized(ctx, UserInfo{Username: "alice"}, a)
-	c.Authorized(ctx, UserInfo{Username: "bob"}, a)
-	if n := reviews.calls.Load(); n != 3 {
-		t.Fatalf("reviews = %d, want 3", n)
+	got, _ := json.Marshal(reviews.last.Load())
+	want := `{"resourceAttributes":{"namespace":"cluster1","verb":"execute-as","group":"work.open-cluster-management.io","resource":"manifestworks","name":"system:serviceaccount:ns:sa"},"user":"alice","groups":["team"],"extra":{"scopes":["s"]},"uid":"u1"}`
+	if string(got) != want {
+		t.Fatalf("review spec\n got %s\nwant %s", got, want)
 	}
-	// A different group is a different question.
-	c.Authorized(ctx, UserInfo{Username: "alice", Groups: []string{"g"}}, a)
-	if n := reviews.calls.Load(); n != 4 {
-		t.Fatalf("reviews = %d, want 4", n)
-	}
-	// At capacity the cache starts over rather than grow.
-	c.Size = 2
-	c.Authorized(ctx, UserInfo{Username: "carol"}, a)
-	if len(c.entries) > 2 {
-		t.Fatalf("cache has %d entries, cap 2", len(c.entries))
+	if ok, err := a.Authorized(t.Context(), UserInfo{Username: "bob"}, attrs); err != nil || ok {
+		t.Fatalf("bob: %v, %v", ok, err)
 	}
 }
 

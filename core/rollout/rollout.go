@@ -41,8 +41,10 @@ func (s Status) String() string {
 
 // ClusterState is a cluster's status for the current generation and when it
 // entered that status. LastTransitionTime is the start of the progressDeadline
-// clock for Progressing and of the minSuccessTime soak for Succeeded; a zero
-// LastTransitionTime is read as Input.Now (the transition is just happening).
+// clock for Progressing (when the cluster was admitted to the rollout, which
+// the caller records) and of the minSuccessTime soak for Succeeded; it must be
+// set for those two. (Read as "now", a zero time would restart the clock at
+// every evaluation: a deadline that never expires, a soak that never ends.)
 type ClusterState struct {
 	Status             Status
 	LastTransitionTime time.Time
@@ -191,8 +193,17 @@ func Evaluate(in Input) (Result, error) {
 		return Result{}, err
 	}
 	for _, name := range sortedKeys(in.States) {
-		if s := in.States[name].Status; s < ToApply || s > Skip {
-			return Result{}, fmt.Errorf("states[%q].status: unknown status %d", name, int(s))
+		st := in.States[name]
+		if st.Status < ToApply || st.Status > Skip {
+			return Result{}, fmt.Errorf("states[%q].status: unknown status %d", name, int(st.Status))
+		}
+		if st.LastTransitionTime.IsZero() {
+			switch st.Status {
+			case Progressing:
+				return Result{}, fmt.Errorf("states[%q].lastTransitionTime: must be set for a Progressing cluster (when it was admitted to the rollout)", name)
+			case Succeeded:
+				return Result{}, fmt.Errorf("states[%q].lastTransitionTime: must be set for a Succeeded cluster (when it succeeded)", name)
+			}
 		}
 	}
 	e := newEvaluation(cfg, groups, mandatory, in.States, in.Now)
@@ -387,9 +398,6 @@ func (e *evaluation) classify() {
 
 func (e *evaluation) classOf(st ClusterState) class {
 	since := st.LastTransitionTime
-	if since.IsZero() {
-		since = e.now
-	}
 	switch st.Status {
 	case Progressing:
 		if !e.cfg.hasDeadline {

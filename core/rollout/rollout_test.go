@@ -811,13 +811,6 @@ func TestDeadlines(t *testing.T) {
 			want:     want{phase: PhaseProgressing, recheck: 30 * time.Minute},
 		},
 		{
-			name:     "a zero LastTransitionTime is read as now",
-			strategy: allS(deadline("10m"), soak(3*time.Minute)),
-			groups:   []Group{grp(0, "", "a1", "a2")},
-			states:   map[string]ClusterState{"a1": {Status: Progressing}, "a2": {Status: Succeeded}},
-			want:     want{phase: PhaseProgressing, recheck: 3 * time.Minute},
-		},
-		{
 			name:     "a LastTransitionTime in the future (clock skew) extends the deadline",
 			strategy: allS(deadline("10m")),
 			groups:   []Group{grp(0, "", "a1")},
@@ -981,6 +974,12 @@ func TestInvalidInput(t *testing.T) {
 			nil, `rolloutStrategy.progressivePerGroup.mandatoryDecisionGroups[0].groupIndex: -1 must not be negative`},
 		{"unknown cluster status", allS(),
 			map[string]ClusterState{"c1": {Status: Status(9)}}, `states["c1"].status: unknown status 9`},
+		// Read as now, a zero time would hold the cluster in flight forever: its deadline
+		// restarting at every evaluation, or its soak.
+		{"Progressing without the time it was admitted", allS(deadline("10m")),
+			map[string]ClusterState{"c1": {Status: Progressing}}, `states["c1"].lastTransitionTime: must be set for a Progressing cluster (when it was admitted to the rollout)`},
+		{"Succeeded without the time it succeeded", allS(soak(time.Minute)),
+			map[string]ClusterState{"a1": ago(Progressing, time.Minute), "c1": {Status: Succeeded}}, `states["c1"].lastTransitionTime: must be set for a Succeeded cluster (when it succeeded)`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -50,6 +50,9 @@ import (
 // source ConfigMap, so a ConfigMap change reaches exactly the plugins that use it.
 const ConfigMapIndex = "flotilla.dev/source-configmap"
 
+// statusFieldManager owns the WasmPlugin status the controller applies.
+const statusFieldManager = apply.FieldManagerPrefix + "wasmplugin"
+
 // Reconciler loads WasmPlugins. Client reads and writes WasmPlugins (cached); Reader
 // reads ConfigMaps uncached, so the manager caches only ConfigMap metadata rather than
 // every module's bytes.
@@ -392,7 +395,8 @@ func (r *Reconciler) writeStatus(ctx context.Context, wp *flotillav1alpha1.WasmP
 	if equalStatus(orig.Status, wp.Status) {
 		return nil
 	}
-	if err := r.Client.Status().Patch(ctx, wp, client.MergeFrom(orig)); err != nil {
+	// Only this controller writes the status: applied whole, guarded by the resourceVersion read.
+	if err := apply.Guarded(ctx, r.Client, orig, statusFieldManager, true, map[string]any{"status": wp.Status}); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}

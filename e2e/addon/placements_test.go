@@ -1,7 +1,9 @@
 package addon
 
 import (
+	"context"
 	"fmt"
+	"sync"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -55,6 +57,53 @@ func desiredName(cluster, addon string, gr addonv1alpha1.ConfigGroupResource) fu
 }
 
 var adcGR = addonv1alpha1.ConfigGroupResource{Group: "addon.open-cluster-management.io", Resource: "addondeploymentconfigs"}
+
+// adcRef is the add-on's configReference of AddOnDeploymentConfigs (nil without one).
+func adcRef(m *addonv1alpha1.ManagedClusterAddOn) *addonv1alpha1.ConfigReference {
+	for i := range m.Status.ConfigReferences {
+		if m.Status.ConfigReferences[i].ConfigGroupResource == adcGR {
+			return &m.Status.ConfigReferences[i]
+		}
+	}
+	return nil
+}
+
+// watchMCAs watches the ManagedClusterAddOns named name in every cluster namespace until the
+// spec ends, and returns a function that reports the versions seen so far: the existing ones
+// first, then every change in the order the API server made them.
+func watchMCAs(name string) func() []*addonv1alpha1.ManagedClusterAddOn {
+	GinkgoHelper()
+	c, err := client.NewWithWatch(fleet.Hub.Config, client.Options{Scheme: scheme})
+	Expect(err).NotTo(HaveOccurred())
+	ctx, cancel := context.WithCancel(suiteCtx)
+	w, err := c.Watch(ctx, &addonv1alpha1.ManagedClusterAddOnList{}, client.MatchingFields{"metadata.name": name})
+	Expect(err).NotTo(HaveOccurred(), "watching the ManagedClusterAddOns %s", name)
+	var (
+		mu   sync.Mutex
+		seen []*addonv1alpha1.ManagedClusterAddOn
+		done = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			if m, ok := ev.Object.(*addonv1alpha1.ManagedClusterAddOn); ok {
+				mu.Lock()
+				seen = append(seen, m)
+				mu.Unlock()
+			}
+		}
+	}()
+	DeferCleanup(func() {
+		w.Stop()
+		cancel()
+		<-done
+	})
+	return func() []*addonv1alpha1.ManagedClusterAddOn {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]*addonv1alpha1.ManagedClusterAddOn(nil), seen...)
+	}
+}
 
 func updateCMA(name string, edit func(*addonv1alpha1.ClusterManagementAddOn)) {
 	GinkgoHelper()
@@ -212,9 +261,32 @@ var _ = Describe("a configuration change rolled out Progressive", Ordered, func(
 	})
 
 	It("goes on, canary first, once the configuration is fixed", func() {
+		// Every change of the two add-ons, in the order the hub made them (one watch: events
+		// come in resourceVersion order), from their state before the fix on.
+		changes := watchMCAs(name)
 		setConf("v3", "level")
 		Eventually(levelOn(cluster1, name, "level")).Should(Equal("v3"))
 		Eventually(levelOn(cluster2, name, "level")).Should(Equal("v3"))
 		Eventually(mcaCondition(cluster2, name, addonv1alpha1.ManagedClusterAddOnConditionProgressing)).Should(cond(metav1.ConditionFalse, addonv1alpha1.ProgressingReasonUpgradeSucceed))
+
+		By("cluster2 was given the fixed configuration only after cluster1 succeeded with it")
+		fixed := adcRef(mca(Default, cluster2, name)).DesiredConfig.SpecHash
+		canaryDone, seen := false, false
+		for _, m := range changes() {
+			ref := adcRef(m)
+			if ref == nil || ref.DesiredConfig == nil || ref.DesiredConfig.SpecHash != fixed {
+				continue
+			}
+			switch m.Namespace {
+			case cluster1:
+				canaryDone = canaryDone || ref.LastAppliedConfig != nil && ref.LastAppliedConfig.SpecHash == fixed
+			case cluster2:
+				if !seen {
+					seen = true
+					Expect(canaryDone).To(BeTrue(), "cluster2's add-on got the fixed configuration (resourceVersion %s) before cluster1's reported it applied", m.ResourceVersion)
+				}
+			}
+		}
+		Expect(seen).To(BeTrue(), "the watch never saw cluster2's add-on get the fixed configuration")
 	})
 })

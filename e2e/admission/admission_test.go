@@ -2,26 +2,35 @@ package admission
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	dto "github.com/prometheus/client_model/go"
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	ctrladmission "sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
 	clusterv1beta2 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta2"
-	"github.com/flotilla-dev/flotilla/core/policy"
 	"github.com/flotilla-dev/flotilla/hub/admission"
 	"github.com/flotilla-dev/flotilla/policies"
 )
@@ -229,13 +238,10 @@ test_elsewhere if count(frozen.deny) == 0 with input as {"namespace": "apps", "n
 		Expect(policyEvent(ctx, "frozen", rv, "PolicyRejected")).To(ContainSubstring("tests failed: data.flotilla.admission.frozen_test.test_frozen"))
 		Expect(createAs(ctx, hana, placement("still", "frozen", ""))).To(deniedBy("frozen", "namespace frozen takes no new Placements"))
 
-		By("a hub restarting now enforces the last good version too: the hub keeps it in a ConfigMap")
-		restarted := restartedLoader(ctx)
-		names := []string{}
-		for _, p := range restarted.Policies().Matching(clusterGroup, "placements", "CREATE") {
-			names = append(names, p.Name+" from "+p.Source)
-		}
-		Expect(names).To(ContainElement("frozen from configmap open-cluster-management-hub/frozen"))
+		By("a hub restarting now denies by the last good version from the first request it serves: the hub keeps it in a ConfigMap")
+		first := firstAnswerAfterRestart(ctx, placementCreate("hana", "frozen", "after-restart"))
+		Expect(first.Allowed).To(BeFalse(), "the first request after a restart was admitted")
+		Expect(first.Result.Message).To(Equal("policy frozen: namespace frozen takes no new Placements (Placement after-restart)"))
 
 		By("a policy may not add rules to a default's package")
 		rv = pushPolicy(ctx, "frozen", map[string]string{"frozen.rego": frozenPolicy, "lib.rego": "package flotilla.lib\n\nallowed(_) := true\n"})
@@ -277,6 +283,40 @@ deny contains "unreachable" if {
 		By("system:masters is judged by the embedded policies only")
 		// Another name: one of ivan's attempts may have got in before the policy took effect.
 		Expect(createAs(ctx, admin, strings.Replace(set, "slow-set", "slow-set-admin", 1))).To(Succeed())
+	})
+
+	It("a replica's policies are current, so it may narrow the webhook's rules, only while the ConfigMaps are as it loaded them", func(ctx SpecContext) {
+		kube, err := kubernetes.NewForConfig(controlPlane.Config)
+		Expect(err).NotTo(HaveOccurred())
+		h, l, err := admission.New(admission.Options{Reviews: kube.AuthorizationV1().SubjectAccessReviews(), Clusters: admin, Logger: logger.WithName("replica")})
+		Expect(err).NotTo(HaveOccurred())
+		l.Reader, l.Client, l.Recorder = admin, admin, events.NewFakeRecorder(100)
+		Expect(h.Current(ctx)).To(BeFalse(), "current before any load")
+		_, err = l.Reconcile(ctx, reconcile.Request{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(h.Current(ctx)).To(BeTrue())
+		deletes := func() bool {
+			return slices.ContainsFunc(h.Registration().Rules, func(r admissionregistrationv1.RuleWithOperations) bool {
+				return r.Resources[0] == "placements" && slices.Contains(r.Operations, admissionregistrationv1.Delete)
+			})
+		}
+		Expect(deletes()).To(BeFalse())
+
+		By("another replica may have loaded a new ConfigMap this one has not: not current")
+		pushPolicy(ctx, "keep-placements", map[string]string{"keep.rego": `package flotilla.admission.keep_placements
+
+match := [{"group": "cluster.open-cluster-management.io", "resources": ["placements"], "operations": ["DELETE"]}]
+
+deny contains msg if {
+	input.name == "keep-forever"
+	msg := "Placement keep-forever stays"
+}
+`})
+		Expect(h.Current(ctx)).To(BeFalse(), "current while a new policy ConfigMap is not loaded")
+		_, err = l.Reconcile(ctx, reconcile.Request{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(h.Current(ctx)).To(BeTrue())
+		Expect(deletes()).To(BeTrue(), "the new policy's rule is not in the registration")
 	})
 
 	It("enforces every example policy of policies/examples", func(ctx SpecContext) {
@@ -354,20 +394,69 @@ func hasLabels(m *dto.Metric, want map[string]string) bool {
 	return n == len(want)
 }
 
-// restartedLoader is what a restarting hub's policy loader builds from the API server: a
-// fresh Handler and Loader, reconciled once.
-func restartedLoader(ctx context.Context) *admission.Handler {
+// firstAnswerAfterRestart builds the policy admission as a (re)starting hub does
+// (admission.New, with the API server's SubjectAccessReviews and the hub's identity) and returns
+// its answer to req, the first request it serves, sent as its Loader starts: the Loader's list
+// of the policy ConfigMaps is held until the request is in the handler (which asks the hub's
+// identity first), so the request comes before the load and an answer from the embedded
+// policies alone would come before it too.
+func firstAnswerAfterRestart(ctx context.Context, req ctrladmission.Request) ctrladmission.Response {
 	GinkgoHelper()
-	embedded, err := admission.EmbeddedSource()
+	kube, err := kubernetes.NewForConfig(controlPlane.Config)
 	Expect(err).NotTo(HaveOccurred())
-	authz := policy.AuthorizerFunc(func(context.Context, policy.UserInfo, policy.Attributes) (bool, error) { return true, nil })
-	set, err := policy.Compile(ctx, []policy.Source{embedded}, policy.Options{Authorizer: authz, SkipTests: true})
+	whoami := admission.WhoAmI(kube)
+	inHandler := make(chan struct{})
+	var once sync.Once
+	h, l, err := admission.New(admission.Options{
+		Reviews: kube.AuthorizationV1().SubjectAccessReviews(),
+		WhoAmI: func(ctx context.Context) (string, error) {
+			once.Do(func() { close(inHandler) })
+			return whoami(ctx)
+		},
+		Clusters: admin, Logger: logger.WithName("restarted"),
+		// The longest the hub allows: the load compiles the policies twice (the refused
+		// version, then the last good one), which takes a while on a busy machine.
+		EvalTimeout: admission.TimeoutSeconds*time.Second - 500*time.Millisecond,
+	})
 	Expect(err).NotTo(HaveOccurred())
-	h, err := admission.NewHandler(set, admission.HandlerOptions{Logger: logger})
+	l.Reader, l.Client, l.Recorder = heldReader{Reader: admin, until: inHandler}, admin, events.NewFakeRecorder(100)
+	loaded := make(chan error, 1)
+	go func() {
+		_, err := l.Reconcile(ctx, reconcile.Request{})
+		loaded <- err
+	}()
+	resp := h.Handle(ctx, req)
+	var loadErr error
+	Eventually(loaded).WithContext(ctx).Should(Receive(&loadErr), "the restarted hub's Loader did not finish")
+	Expect(loadErr).NotTo(HaveOccurred())
+	return resp
+}
+
+// heldReader holds every List until until is closed.
+type heldReader struct {
+	client.Reader
+	until <-chan struct{}
+}
+
+func (r heldReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	select {
+	case <-r.until:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return r.Reader.List(ctx, list, opts...)
+}
+
+// placementCreate is the admission request for user creating the Placement namespace/name.
+func placementCreate(user, namespace, name string) ctrladmission.Request {
+	GinkgoHelper()
+	raw, err := json.Marshal(object(placement(name, namespace, "")).Object)
 	Expect(err).NotTo(HaveOccurred())
-	l := &admission.Loader{Handler: h, Embedded: embedded, Reader: admin, Client: admin, Authorizer: authz,
-		Recorder: events.NewFakeRecorder(100), Logger: logger.WithName("restarted")}
-	_, err = l.Reconcile(ctx, reconcile.Request{})
-	Expect(err).NotTo(HaveOccurred())
-	return h
+	return ctrladmission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		UID: types.UID("create-" + name), Operation: admissionv1.Create, Namespace: namespace, Name: name,
+		Resource: metav1.GroupVersionResource{Group: clusterGroup, Version: "v1beta1", Resource: "placements"},
+		Kind:     metav1.GroupVersionKind{Group: clusterGroup, Version: "v1beta1", Kind: "Placement"},
+		UserInfo: authenticationv1.UserInfo{Username: user},
+		Object:   runtime.RawExtension{Raw: raw},
+	}}
 }

@@ -1,6 +1,7 @@
 package mwrs
 
 import (
+	"slices"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -92,6 +93,78 @@ var _ = Describe("Rollback (work.flotilla.dev/rollback-on-failure)", func() {
 		for _, cr := range revs.Items {
 			Expect(cr.OwnerReferences).To(ContainElement(HaveField("Name", rs)))
 		}
+	})
+})
+
+var _ = Describe("Rollback target", func() {
+	It("goes back to the last template that completed, not to a broken one rolled back before", func(ctx SpecContext) {
+		const ns, set, rs = "mwrs-rollback-target", "mwrs-rollback-target", "app"
+		cs := names("rt", 3)
+		namespace(ctx, ns)
+		bind(ctx, ns, set)
+		clusters(ctx, set, sims(cs, "app", "rollback-target")...)
+		placement(ctx, ns, "p", set, []string{"app", "rollback-target"}, "")
+		decided(ctx, ns, "p", cs)
+		a := startAgent(ns, rs, hold, nil)
+		// A succeeds; B, C and D degrade wherever they land.
+		a.setDecide(func(w *workv1.ManifestWork) outcome {
+			if strings.Contains(string(w.Spec.Workload.Manifests[0].Raw), `"A"`) {
+				return succeed
+			}
+			return degrade
+		})
+		// One at a time, no failure tolerated: a broken template reaches one cluster and stops.
+		replicaSet(ctx, ns, rs, "A", []string{"{name: p, rolloutStrategy: {type: Progressive, progressive: {maxConcurrency: 1}}}"}, "")
+		patch(ctx, &workv1alpha1.ManifestWorkReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: rs}},
+			`{"metadata": {"annotations": {"`+mwrs.RollbackAnnotation+`": "true"}}}`)
+		Eventually(func(g Gomega) {
+			r := getRS(ctx, ns, rs)
+			c := condition(r, workv1alpha1.ManifestWorkReplicaSetConditionPlacementRolledOut)
+			g.Expect(c).To(conditionOf(workv1alpha1.ManifestWorkReplicaSetConditionPlacementRolledOut, "True", workv1alpha1.ReasonComplete))
+			g.Expect(c.ObservedGeneration).To(Equal(r.Generation))
+			g.Expect(r.Status.Summary.Updated).To(Equal(len(cs)))
+		}).Should(Succeed(), "template A completes on %v", cs)
+		hashA := hashes(ctx, ns, rs)
+		Expect(hashA).To(HaveLen(1))
+
+		var seen []string // templates rolled back already
+		// rolledBackTo waits until the current generation is rolled back to template A on
+		// the first cluster, and returns the rolled-back template's hash.
+		rolledBackTo := func(version string) string {
+			GinkgoHelper()
+			Eventually(func(g Gomega) {
+				r := getRS(ctx, ns, rs)
+				rb := condition(r, mwrs.ConditionRolledBack)
+				g.Expect(rb).To(conditionOf(mwrs.ConditionRolledBack, "True", mwrs.ReasonMaxFailuresBreached))
+				g.Expect(rb.ObservedGeneration).To(Equal(r.Generation))
+				g.Expect(rb.Message).To(ContainSubstring("rolled back to " + hashA[0] + " on 1 clusters (" + cs[0] + ")"))
+				g.Expect(hashes(ctx, ns, rs)).To(Equal(hashA))
+			}).Should(Succeed(), "the broken template %s is rolled back to A (%s) on %s, and every work carries A", version, hashA[0], cs[0])
+			for _, h := range a.hashesSeen() {
+				if h != hashA[0] && slices.Contains(a.appeared(h), cs[0]) && !slices.Contains(seen, h) {
+					return h
+				}
+			}
+			Fail("the agent saw no template of version " + version)
+			return ""
+		}
+
+		By("B breaks on the first cluster and goes back to A")
+		setVersion(ctx, ns, rs, "B")
+		hashB := rolledBackTo("B")
+		seen = append(seen, hashB)
+
+		By("C breaks on the first cluster and goes back to A, the last template that completed, not to B")
+		setVersion(ctx, ns, rs, "C")
+		hashC := rolledBackTo("C")
+		Expect(hashC).NotTo(Equal(hashB))
+		Expect(a.appeared(hashB)).To(ConsistOf(cs[0]), "B reached a cluster other than the first")
+		seen = append(seen, hashC)
+
+		By("D breaks too and goes back to A, whose revision is kept although three newer ones exist")
+		setVersion(ctx, ns, rs, "D")
+		rolledBackTo("D")
+		Consistently(func() []string { return hashes(ctx, ns, rs) }).Should(Equal(hashA), "a work left template A after D was rolled back")
 	})
 })
 

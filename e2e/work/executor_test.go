@@ -1,15 +1,40 @@
 package work
 
 import (
+	"time"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
+	"github.com/flotilla-dev/flotilla/core/sarcache"
 )
+
+// executorCache is the value of the work agents' executor cache counter name (a
+// core/sarcache metric): only cluster2's agent has the cache.
+func executorCache(name string) float64 {
+	GinkgoHelper()
+	families, err := ctrlmetrics.Registry.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "cache" && l.GetValue() == "executor" {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
 
 // grant gives the ServiceAccount ns/sa the verbs on resources in namespace target of cluster.
 func grant(cluster, ns, sa, target, name string, rules ...rbacv1.PolicyRule) {
@@ -42,7 +67,8 @@ var _ = Describe("ManifestWork executors", func() {
 			w := createWork(withExecutor(newWork(cluster, "example-manifestwork-"+cluster, configMap(ns, "test", map[string]string{"a": "b"})), "default", sa))
 			Eventually(manifestCondition(w, 0, workv1.ManifestApplied)).Should(And(cond(metav1.ConditionFalse, "AppliedManifestFailed"),
 				HaveField("Message", And(ContainSubstring("system:serviceaccount:default:"+sa), ContainSubstring("may not delete"),
-					ContainSubstring("configmaps "+ns+"/test")))))
+					ContainSubstring("configmaps "+ns+"/test"),
+					ContainSubstring("will try again when RBAC on the managed cluster changes or at the next status sync (about every 2s)")))))
 			Expect(gone(cluster, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "test"}})()).To(BeTrue())
 
 			// Granting delete (an RBAC change the agent watches) lets the work apply.
@@ -51,6 +77,38 @@ var _ = Describe("ManifestWork executors", func() {
 			Expect(live(cluster, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "test"}})(Default)).NotTo(BeNil())
 		})
 	}
+
+	It("with ExecutorValidatingCaches, answers a second work with the same executor and manifests from the cache, and asks again after an RBAC change", func() {
+		const ns, sa = "exec-cached", "cached-executor"
+		c := managed[cluster2].client
+		Expect(c.Create(suiteCtx, namespace(ns))).To(Succeed())
+		Expect(c.Create(suiteCtx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: sa}})).To(Succeed())
+		invalidated := executorCache(sarcache.InvalidationsMetric)
+		grant(cluster2, "default", sa, ns, "configmaps", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"},
+			Verbs: []string{"get", "create", "update", "patch", "delete"}})
+		// The grant's invalidation is over before the answers counted below are cached.
+		Eventually(func() float64 { return executorCache(sarcache.InvalidationsMetric) }).Should(BeNumerically(">", invalidated),
+			"the agent's cache dropped after the grant")
+		first := createWork(withExecutor(newWork(cluster2, "cached-first", configMap(ns, "shared", map[string]string{"a": "b"})), "default", sa))
+		Eventually(workCondition(first, workv1.WorkApplied)).Should(cond(metav1.ConditionTrue, "AppliedManifestWorkComplete"))
+		// The Role and the RoleBinding may have been two changes: the second one's requeue is over.
+		settled := executorCache(sarcache.InvalidationsMetric)
+		Consistently(func() float64 { return executorCache(sarcache.InvalidationsMetric) }).WithTimeout(2*time.Second).Should(Equal(settled),
+			"the agent's cache dropped again after the grant")
+
+		hits, misses, invalidated := executorCache(sarcache.HitsMetric), executorCache(sarcache.MissesMetric), executorCache(sarcache.InvalidationsMetric)
+		second := createWork(withExecutor(newWork(cluster2, "cached-second", configMap(ns, "shared", map[string]string{"a": "b"})), "default", sa))
+		Eventually(workCondition(second, workv1.WorkApplied)).Should(cond(metav1.ConditionTrue, "AppliedManifestWorkComplete"))
+		Expect(executorCache(sarcache.InvalidationsMetric)).To(Equal(invalidated), "RBAC on %s changed during the spec", cluster2)
+		Expect(executorCache(sarcache.MissesMetric)).To(Equal(misses), "the second work's executor checks made SubjectAccessReviews")
+		// get, create, update, patch and delete of the ConfigMap, at least once.
+		Expect(executorCache(sarcache.HitsMetric)).To(BeNumerically(">=", hits+5), "cache hits for the second work")
+
+		By("an RBAC change drops the answers: the works with an executor are checked again")
+		grant(cluster2, "default", sa, ns, "secrets", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}})
+		Eventually(func() float64 { return executorCache(sarcache.MissesMetric) }).Should(BeNumerically(">", misses),
+			"SubjectAccessReviews after the RBAC change")
+	})
 
 	It("refuses a Role granting more than its executor holds (escalation), and applies it once the executor holds it", func() {
 		const ns, sa = "exec-rbac", "rbac-executor"

@@ -87,11 +87,59 @@ var _ = Describe("ServerSideApply ignoreFields", func() {
 
 	It("reports a selector it cannot use as AppliedManifestSSAIgnoreFieldError", func() {
 		Expect(client.IgnoreAlreadyExists(managed[cluster1].client.Create(suiteCtx, namespace("ignore")))).To(Succeed())
-		w := newWork(cluster1, "ignore-bad", deployment("ignore", "bad", "busybox:1"))
+		d := deployment("ignore", "bad", "busybox:1")
+		d.Spec.Replicas = ptr.To[int32](1)
+		w := newWork(cluster1, "ignore-bad", d)
+		// A path expression the webhook lets through, which fails on the object.
 		w.Spec.ManifestConfigs = ssaIgnoring("ignore", "bad", workv1.IgnoreField{
-			Condition: workv1.IgnoreFieldsConditionOnSpokePresent, JQPathExpressions: []string{".spec | | ."}})
+			Condition: workv1.IgnoreFieldsConditionOnSpokePresent, JQPathExpressions: []string{".spec.replicas[]"}})
 		createWork(w)
 		Eventually(manifestCondition(w, 0, workv1.ManifestApplied)).Should(And(cond(metav1.ConditionFalse, "AppliedManifestSSAIgnoreFieldError"),
-			HaveField("Message", ContainSubstring("jqPathExpressions"))))
+			HaveField("Message", `ignoreFields[0].jqPathExpressions[0] ".spec.replicas[]": cannot iterate over: number (1)`)))
+	})
+
+	It("fails only the manifest whose jq expression passes a bound, and keeps applying the rest", func() {
+		Expect(client.IgnoreAlreadyExists(managed[cluster1].client.Create(suiteCtx, namespace("ignore")))).To(Succeed())
+		keys := func(n int) map[string]string {
+			data := make(map[string]string, n)
+			for i := 0; i < n; i++ {
+				data[fmt.Sprintf("k%05d", i)] = "v"
+			}
+			return data
+		}
+		ignoring := func(name, expr string) workv1.ManifestConfigOption {
+			return workv1.ManifestConfigOption{
+				ResourceIdentifier: workv1.ResourceIdentifier{Resource: "configmaps", Namespace: "ignore", Name: name},
+				UpdateStrategy: &workv1.UpdateStrategy{Type: workv1.UpdateStrategyTypeServerSideApply,
+					ServerSideApply: &workv1.ServerSideApplyConfig{IgnoreFields: []workv1.IgnoreField{{
+						Condition: workv1.IgnoreFieldsConditionOnSpokePresent, JQPathExpressions: []string{expr}}}}}}
+		}
+		// Both expressions pass the webhook: bounded in kind, but not on these objects.
+		w := newWork(cluster1, "ignore-bounds",
+			configMap("ignore", "many-keys", keys(10001)),
+			configMap("ignore", "slow", keys(1000)),
+			configMap("ignore", "plain", map[string]string{"a": "b"}))
+		w.Spec.ManifestConfigs = []workv1.ManifestConfigOption{
+			ignoring("many-keys", ".data[]"),
+			ignoring("slow", ".data[] as $a | .data[] as $b | .data[] | select(false)"),
+		}
+		createWork(w)
+		Eventually(manifestCondition(w, 0, workv1.ManifestApplied)).Should(And(cond(metav1.ConditionFalse, "AppliedManifestSSAIgnoreFieldError"),
+			HaveField("Message", `ignoreFields[0].jqPathExpressions[0] ".data[]": selects more than 10000 fields (the cap of one expression)`)),
+			"the many-keys manifest's Applied condition")
+		Eventually(manifestCondition(w, 1, workv1.ManifestApplied)).Should(And(cond(metav1.ConditionFalse, "AppliedManifestSSAIgnoreFieldError"),
+			HaveField("Message", `ignoreFields[0].jqPathExpressions[0] ".data[] as $a | .data[] as $b | .data[] | select(false)": did not finish within 250ms (the deadline of one expression)`)),
+			"the slow manifest's Applied condition")
+		Eventually(manifestCondition(w, 2, workv1.ManifestApplied)).Should(cond(metav1.ConditionTrue, "AppliedManifestComplete"),
+			"the plain manifest's Applied condition")
+		Eventually(workCondition(w, workv1.WorkApplied)).Should(cond(metav1.ConditionFalse, "AppliedManifestWorkFailed"))
+		Expect(live(cluster1, configMap("ignore", "plain", nil))(Default)).NotTo(BeNil(), "ConfigMap ignore/plain on %s", cluster1)
+		Expect(live(cluster1, configMap("ignore", "many-keys", nil))(Default)).To(BeNil(), "ConfigMap ignore/many-keys on %s", cluster1)
+
+		By("a work created after it applies: the agent serves on")
+		other := newWork(cluster1, "ignore-bounds-other", configMap("ignore", "other", map[string]string{"a": "b"}))
+		createWork(other)
+		Eventually(workCondition(other, workv1.WorkApplied)).Should(cond(metav1.ConditionTrue, "AppliedManifestWorkComplete"))
+		Eventually(live(cluster1, configMap("ignore", "other", nil))).ShouldNot(BeNil(), "ConfigMap ignore/other on %s", cluster1)
 	})
 })

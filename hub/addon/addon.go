@@ -2,8 +2,6 @@ package addon
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -16,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	addonv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/addon/v1alpha1"
+	"github.com/flotilla-dev/flotilla/core/hash"
 )
 
 // Configuration kinds the manager knows by group and resource.
@@ -273,23 +272,7 @@ func specHash(obj *unstructured.Unstructured) (string, error) {
 	if !ok {
 		spec = map[string]any{}
 	}
-	data, err := json.Marshal(spec)
-	if err != nil {
-		return "", fmt.Errorf("hashing spec: %w", err)
-	}
-	return hashBytes(data), nil
-}
-
-// hashJSON is the hex SHA-256 of v as JSON (map keys sorted): the one hash of the add-on
-// manager, for configuration specs and rendered work specs alike.
-func hashJSON(v any) string {
-	data, _ := json.Marshal(v)
-	return hashBytes(data)
-}
-
-func hashBytes(data []byte) string {
-	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:])
+	return hash.JSON(spec)
 }
 
 // sameDesired reports whether an MCA's status.configReferences desire exactly want.

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	addonv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/addon/v1alpha1"
+	clusterv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1alpha1"
 	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
 	"github.com/flotilla-dev/flotilla/core/rollout"
 )
@@ -554,7 +555,6 @@ func TestClusterState(t *testing.T) {
 		return m
 	}
 	installing := addonv1alpha1.ProgressingReasonInstalling
-	var zero time.Time
 	tests := []struct {
 		name string
 		mca  *addonv1alpha1.ManagedClusterAddOn
@@ -594,17 +594,18 @@ func TestClusterState(t *testing.T) {
 		{"Failed", mca(pendingRefs, configured(metav1.ConditionTrue, late), progressing(addonv1alpha1.ProgressingReasonFailed, early)), want,
 			rollout.ClusterState{Status: rollout.Failed, LastTransitionTime: early}},
 
-		// Progressing otherwise: the deadline runs from Installing/Upgrading, else not yet (zero).
-		{"pending, no Progressing", mca(pendingRefs, configured(metav1.ConditionTrue, early)), want,
-			rollout.ClusterState{Status: rollout.Progressing, LastTransitionTime: zero}},
-		{"pending, Upgrading: since Progressing", mca(pendingRefs, configured(metav1.ConditionTrue, early), progressing(addonv1alpha1.ProgressingReasonUpgrading, late)), want,
-			rollout.ClusterState{Status: rollout.Progressing, LastTransitionTime: late}},
-		{"pending, Installing: since Progressing even if earlier", mca(pendingRefs, configured(metav1.ConditionTrue, late), progressing(installing, early)), want,
+		// Progressing otherwise: the deadline runs from the admission (Configured), whatever
+		// the deploy reported, or if it reported nothing.
+		{"pending, no Progressing: since admitted", mca(pendingRefs, configured(metav1.ConditionTrue, early)), want,
 			rollout.ClusterState{Status: rollout.Progressing, LastTransitionTime: early}},
-		{"pending, the previous success is stale: not started", mca(pendingRefs, configured(metav1.ConditionTrue, early), progressing(addonv1alpha1.ProgressingReasonUpgradeSucceed, early)), want,
-			rollout.ClusterState{Status: rollout.Progressing, LastTransitionTime: zero}},
+		{"pending, Upgrading reported later: still since admitted", mca(pendingRefs, configured(metav1.ConditionTrue, early), progressing(addonv1alpha1.ProgressingReasonUpgrading, late)), want,
+			rollout.ClusterState{Status: rollout.Progressing, LastTransitionTime: early}},
+		{"pending, Installing left from before the admission: since admitted", mca(pendingRefs, configured(metav1.ConditionTrue, late), progressing(installing, early)), want,
+			rollout.ClusterState{Status: rollout.Progressing, LastTransitionTime: late}},
+		{"pending, the previous success is stale: since admitted", mca(pendingRefs, configured(metav1.ConditionTrue, late), progressing(addonv1alpha1.ProgressingReasonUpgradeSucceed, early)), want,
+			rollout.ClusterState{Status: rollout.Progressing, LastTransitionTime: late}},
 		{"ConfigurationUnsupported is not a failure", mca(pendingRefs, configured(metav1.ConditionTrue, early), progressing(addonv1alpha1.ProgressingReasonConfigurationUnsupported, late)), want,
-			rollout.ClusterState{Status: rollout.Progressing, LastTransitionTime: zero}},
+			rollout.ClusterState{Status: rollout.Progressing, LastTransitionTime: early}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -613,6 +614,71 @@ func TestClusterState(t *testing.T) {
 				t.Errorf("clusterState() = %v at %v, want %v at %v", got.Status, got.LastTransitionTime, tt.st.Status, tt.st.LastTransitionTime)
 			}
 		})
+	}
+}
+
+// TestAdmissionStartsTheDeadline: a cluster admitted to a rollout whose add-on never reports
+// Installing or Upgrading (a deploy that never gets there, an add-on whose own manager says
+// nothing) times out by progressDeadline, counted from the admission that configure records,
+// instead of holding its rollout slot forever.
+func TestAdmissionStartsTheDeadline(t *testing.T) {
+	configuredAt := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	admittedAt := configuredAt.Add(time.Hour)
+	old := []resolvedConfig{resolved(adcGR, "ns", "a", "h1", 0)}
+	want := []resolvedConfig{resolved(adcGR, "ns", "a", "h2", 0)}
+	// Installed with h1 long ago: Configured True since then, the install reported done.
+	m := &addonv1alpha1.ManagedClusterAddOn{}
+	m.Namespace, m.Name = "cluster1", "hello"
+	m.Status.ConfigReferences = []addonv1alpha1.ConfigReference{desiredRef(adcGR, hashOf("ns", "a", "h1"), hashOf("ns", "a", "h1"), 0)}
+	m.Status.Conditions = []metav1.Condition{
+		cond(addonv1alpha1.ManagedClusterAddOnConditionConfigured, metav1.ConditionTrue, ReasonConfigured, configuredAt),
+		cond(addonv1alpha1.ManagedClusterAddOnConditionProgressing, metav1.ConditionFalse, addonv1alpha1.ProgressingReasonInstallSucceed, configuredAt),
+	}
+	if st := clusterState(m, old); st.Status != rollout.Succeeded {
+		t.Fatalf("before the change: %v, want Succeeded", st.Status)
+	}
+	if st := clusterState(m, want); st.Status != rollout.ToApply {
+		t.Fatalf("h2 desired, not admitted: %v, want ToApply", st.Status)
+	}
+
+	// Not admitted yet: Configured False, the configurations stay.
+	refs, conds := configure(m, &target{want: want}, false, admittedAt)
+	if c := meta.FindStatusCondition(conds, addonv1alpha1.ManagedClusterAddOnConditionConfigured); c.Status != metav1.ConditionFalse || !reflect.DeepEqual(refs, m.Status.ConfigReferences) {
+		t.Fatalf("waiting its turn: Configured %s, configReferences %+v; want False and unchanged", c.Status, refs)
+	}
+
+	// Admitted in the reconcile that first sees the change: Configured was True and stays
+	// True, but its lastTransitionTime becomes the admission.
+	refs, conds = configure(m, &target{want: want}, true, admittedAt)
+	c := meta.FindStatusCondition(conds, addonv1alpha1.ManagedClusterAddOnConditionConfigured)
+	if c.Status != metav1.ConditionTrue || !c.LastTransitionTime.Time.Equal(admittedAt) {
+		t.Fatalf("admitted: Configured %s since %v, want True since the admission %v", c.Status, c.LastTransitionTime, admittedAt)
+	}
+	admitted := m.DeepCopy()
+	admitted.Status.ConfigReferences, admitted.Status.Conditions = refs, conds
+	st := clusterState(admitted, want)
+	if st.Status != rollout.Progressing || !st.LastTransitionTime.Equal(admittedAt) {
+		t.Fatalf("admitted, nothing reported: %v since %v, want Progressing since the admission %v", st.Status, st.LastTransitionTime, admittedAt)
+	}
+
+	// Nothing is ever reported: past progressDeadline, the cluster times out.
+	res, err := rollout.Evaluate(rollout.Input{
+		Strategy: clusterv1alpha1.RolloutStrategy{Type: clusterv1alpha1.All, All: &clusterv1alpha1.RolloutAll{RolloutConfig: clusterv1alpha1.RolloutConfig{ProgressDeadline: "5m"}}},
+		Groups:   []rollout.Group{{Clusters: []string{"cluster1"}}},
+		States:   map[string]rollout.ClusterState{"cluster1": st},
+		Now:      admittedAt.Add(6 * time.Minute),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(res.TimedOut, []string{"cluster1"}) {
+		t.Fatalf("6m after the admission with progressDeadline 5m: timed out %v (%s), want cluster1", res.TimedOut, res.Message)
+	}
+
+	// A reconcile after the admission keeps the time.
+	_, again := configure(admitted, &target{want: want}, false, admittedAt.Add(time.Minute))
+	if c := meta.FindStatusCondition(again, addonv1alpha1.ManagedClusterAddOnConditionConfigured); !c.LastTransitionTime.Time.Equal(admittedAt) {
+		t.Fatalf("a later reconcile moved Configured's lastTransitionTime to %v, want the admission %v", c.LastTransitionTime, admittedAt)
 	}
 }
 

@@ -187,7 +187,7 @@ func (r *ConfigReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	g.SetLimit(parallelWrites)
 	for cluster, mca := range mcas {
 		g.Go(func() error {
-			if err := r.writeMCA(ctx, cma, mca, targets[cluster], admit[cluster]); err != nil {
+			if err := r.writeMCA(ctx, cma, mca, targets[cluster], admit[cluster], now); err != nil {
 				mu.Lock()
 				errs = append(errs, err)
 				mu.Unlock()
@@ -204,9 +204,10 @@ func (r *ConfigReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 
 // clusterState is where a ManagedClusterAddOn stands in the rollout of want. Applied beats
 // a failure reason (a transient render error on an up-to-date add-on is no failed upgrade).
-// The progressDeadline clock starts when the deploy reconciler reports Installing or
-// Upgrading (until then it has not started: zero, read as now); the minSuccessTime soak when
-// it reported success.
+// The progressDeadline clock starts when the cluster was admitted to the rollout, which is
+// Configured's lastTransitionTime (see configure): whether or not whoever deploys the add-on
+// ever reports Installing or Upgrading, a cluster that does not get there in time times out.
+// The minSuccessTime soak starts when the deploy reported success, else when it was admitted.
 func clusterState(mca *addonv1alpha1.ManagedClusterAddOn, want []resolvedConfig) rollout.ClusterState {
 	if mca == nil || !sameDesired(mca.Status.ConfigReferences, want) {
 		return rollout.ClusterState{Status: rollout.ToApply}
@@ -226,11 +227,7 @@ func clusterState(mca *addonv1alpha1.ManagedClusterAddOn, want []resolvedConfig)
 	if p != nil && failedReason(p.Reason) {
 		return rollout.ClusterState{Status: rollout.Failed, LastTransitionTime: p.LastTransitionTime.Time}
 	}
-	var since time.Time
-	if p != nil && (p.Reason == addonv1alpha1.ProgressingReasonInstalling || p.Reason == addonv1alpha1.ProgressingReasonUpgrading) {
-		since = p.LastTransitionTime.Time
-	}
-	return rollout.ClusterState{Status: rollout.Progressing, LastTransitionTime: since}
+	return rollout.ClusterState{Status: rollout.Progressing, LastTransitionTime: cfg.LastTransitionTime.Time}
 }
 
 func failedReason(reason string) bool {
@@ -241,9 +238,12 @@ func failedReason(reason string) bool {
 	return false
 }
 
-// writeMCA writes a ManagedClusterAddOn's configReferences, supportedConfigs and Configured
-// condition when they change.
-func (r *ConfigReconciler) writeMCA(ctx context.Context, cma *addonv1alpha1.ClusterManagementAddOn, mca *addonv1alpha1.ManagedClusterAddOn, t *target, admitted bool) error {
+// configure is a ManagedClusterAddOn's configReferences and conditions with its Configured
+// condition for target t. An admitted cluster gets the desired configurations, and Configured
+// True with lastTransitionTime now even when it was True for the configurations before: the
+// cluster entered the rollout now, and clusterState counts progressDeadline from then. It is
+// kept in the same write as the configurations, so it survives reconciles and restarts.
+func configure(mca *addonv1alpha1.ManagedClusterAddOn, t *target, admitted bool, now time.Time) ([]addonv1alpha1.ConfigReference, []metav1.Condition) {
 	refs := mca.Status.ConfigReferences
 	conds := append([]metav1.Condition(nil), mca.Status.Conditions...)
 	set := func(status metav1.ConditionStatus, reason, msg string) {
@@ -257,9 +257,17 @@ func (r *ConfigReconciler) writeMCA(ctx context.Context, cma *addonv1alpha1.Clus
 	case admitted:
 		refs = desiredReferences(refs, t.want)
 		set(metav1.ConditionTrue, ReasonConfigured, "Configurations configured")
+		meta.FindStatusCondition(conds, addonv1alpha1.ManagedClusterAddOnConditionConfigured).LastTransitionTime = metav1.NewTime(now)
 	default:
 		set(metav1.ConditionFalse, ReasonNotConfigured, "Configurations updated and not configured yet")
 	}
+	return refs, conds
+}
+
+// writeMCA writes a ManagedClusterAddOn's configReferences, supportedConfigs and Configured
+// condition (see configure) when they change.
+func (r *ConfigReconciler) writeMCA(ctx context.Context, cma *addonv1alpha1.ClusterManagementAddOn, mca *addonv1alpha1.ManagedClusterAddOn, t *target, admitted bool, now time.Time) error {
+	refs, conds := configure(mca, t, admitted, now)
 	var supported []addonv1alpha1.ConfigGroupResource
 	for _, sc := range cma.Spec.SupportedConfigs {
 		supported = append(supported, sc.ConfigGroupResource)

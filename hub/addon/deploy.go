@@ -28,6 +28,7 @@ import (
 	flotillav1alpha1 "github.com/flotilla-dev/flotilla/core/apis/flotilla/v1alpha1"
 	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
 	"github.com/flotilla-dev/flotilla/core/apply"
+	"github.com/flotilla-dev/flotilla/core/hash"
 	"github.com/flotilla-dev/flotilla/core/wasm"
 	"github.com/flotilla-dev/flotilla/hub/addon/render"
 )
@@ -343,7 +344,7 @@ func (r *DeployReconciler) applyWorks(ctx context.Context, mca *addonv1alpha1.Ma
 		}
 		// The API server defaults fields of the spec, so what was applied is recognised by
 		// the hash of what was rendered, not by comparing specs.
-		renderedHash := hashJSON(spec)
+		renderedHash := hash.MustJSON(spec)
 		if cur := findWork(existing, w.Name); cur != nil && cur.Annotations[ConfigSpecHashAnnotation] == hashes &&
 			cur.Annotations[renderedSpecAnnotation] == renderedHash && ownedByMCA(cur, mca) {
 			continue
@@ -499,7 +500,7 @@ func hookCompleted(cur, rendered *workv1.ManifestWork) bool {
 
 func hashJSONSpec(spec workv1.ManifestWorkSpec) string {
 	v, _ := jsonMap(spec)
-	return hashJSON(v)
+	return hash.MustJSON(v)
 }
 
 // renderedSpecAnnotation records the hash of the spec the deploy reconciler rendered for a

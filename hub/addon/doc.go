@@ -15,8 +15,9 @@
 //     configurations (supportedConfigs' defaults, overridden per group and resource by the
 //     placement's configs, overridden by the ManagedClusterAddOn's spec.configs), with their
 //     spec hashes, and rolls a change out with core/rollout under the placement's
-//     rolloutStrategy: an admitted cluster gets the new desiredConfig and Configured=True, the
-//     others Configured=False until their turn. It writes the ClusterManagementAddOn's
+//     rolloutStrategy: an admitted cluster gets the new desiredConfig and Configured=True (its
+//     lastTransitionTime the admission, from which progressDeadline counts), the others
+//     Configured=False until their turn. It writes the ClusterManagementAddOn's
 //     defaultconfigReferences and installProgressions.
 //   - DeployReconciler (per ManagedClusterAddOn of a template add-on): renders the
 //     AddOnTemplate or Wasm template (hub/addon/render) with the desired configurations into

@@ -6,7 +6,9 @@
 // flotilla.dev/policy=true in the hub's namespace, hot-reloaded by Loader: a ConfigMap whose
 // policies fail to compile or to pass their tests is refused with an Event and a log line, and
 // its last good version (or nothing) stays in force. The webhook's rules follow the policies'
-// match rules.
+// match rules. Until Loader's first load (at every start) the Handler holds requests and is
+// not Loaded, so the hub is not ready and the webhook server writes no configuration; a
+// replica narrows the shared rules only while its policies are current (webhook.Shared).
 //
 // Failures close: an evaluation error or timeout denies and is counted in
 // flotilla_admission_policy_errors_total. The hub's own identity and members of
@@ -24,6 +26,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"golang.org/x/sync/singleflight"
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -50,9 +53,12 @@ const (
 	TimeoutSeconds = 5
 )
 
-// Handler evaluates the current policy set for each request; it is a webhook.Validating.
+// Handler evaluates the current policy set for each request; it is a webhook.Shared.
 type Handler struct {
 	set         atomic.Pointer[policy.Set]
+	loaded      chan struct{} // closed by the first SetPolicies (at once without AwaitLoad)
+	loadOnce    sync.Once
+	current     func(ctx context.Context) (bool, error) // the Loader's; nil: always current
 	evalTimeout time.Duration
 	isCluster   func(ctx context.Context, namespace string) bool
 	gates       map[string]bool
@@ -72,10 +78,15 @@ type HandlerOptions struct {
 	// HubIdentity returns the hub's own user name, "" while unknown; its requests, like those
 	// of system:masters, are judged by the embedded policies only.
 	HubIdentity func(ctx context.Context) string
-	Logger      logr.Logger
+	// AwaitLoad says the set given to NewHandler holds the embedded policies only and a Loader
+	// puts the full set in force with SetPolicies: until its first call Loaded stays open, the
+	// webhook server applies no configuration, and a request of anyone but the privileged
+	// waits for it (Handle).
+	AwaitLoad bool
+	Logger    logr.Logger
 }
 
-var _ webhook.Validating = (*Handler)(nil)
+var _ webhook.Shared = (*Handler)(nil)
 
 // NewHandler returns a handler enforcing set until SetPolicies replaces it.
 func NewHandler(set *policy.Set, opts HandlerOptions) (*Handler, error) {
@@ -91,9 +102,12 @@ func NewHandler(set *policy.Set, opts HandlerOptions) (*Handler, error) {
 	}
 	h := &Handler{
 		evalTimeout: opts.EvalTimeout, isCluster: opts.IsClusterNamespace, gates: gateValues(opts.FeatureGates),
-		privileged: opts.HubIdentity, metrics: m, log: opts.Logger,
+		privileged: opts.HubIdentity, metrics: m, log: opts.Logger, loaded: make(chan struct{}),
 	}
 	h.set.Store(set)
+	if !opts.AwaitLoad {
+		h.loadOnce.Do(func() { close(h.loaded) })
+	}
 	return h, nil
 }
 
@@ -116,11 +130,28 @@ func gateValues(g featuregate.FeatureGate) map[string]bool {
 // Policies is the set in force.
 func (h *Handler) Policies() *policy.Set { return h.set.Load() }
 
-// SetPolicies puts set in force and reports whether the webhook's rules changed (the caller
-// then has the server re-register: webhook.Server.Resync).
+// SetPolicies puts set in force and reports whether the webhook's rules changed, or this is
+// the first load the handler awaited (the caller then has the server re-register:
+// webhook.Server.Resync).
 func (h *Handler) SetPolicies(set *policy.Set) bool {
 	old := h.set.Swap(set)
-	return old == nil || !equalRules(old.Rules(), set.Rules())
+	first := false
+	h.loadOnce.Do(func() { close(h.loaded); first = true })
+	return first || old == nil || !equalRules(old.Rules(), set.Rules())
+}
+
+// Loaded is closed once the policies of the ConfigMaps are in force (see
+// HandlerOptions.AwaitLoad).
+func (h *Handler) Loaded() <-chan struct{} { return h.loaded }
+
+// Current reports whether the policies in force were loaded from the policy ConfigMaps as
+// they are now (the Loader's check; a handler without Loader is always current). The webhook
+// server asks before it narrows the rules another replica may have widened.
+func (h *Handler) Current(ctx context.Context) (bool, error) {
+	if h.current == nil {
+		return true, nil
+	}
+	return h.current(ctx)
 }
 
 func equalRules(a, b map[string]map[string][]string) bool {
@@ -167,7 +198,6 @@ func (h *Handler) Registration() webhook.Registration {
 // Handle evaluates the matching policies.
 func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.Response {
 	start := time.Now()
-	set := h.set.Load()
 	resource := req.Resource.Resource
 	in, err := policy.NewInput(&req.AdmissionRequest, policy.InputOptions{
 		FeatureGates:       h.gates,
@@ -180,6 +210,19 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	privileged := h.isPrivileged(ctx, req.UserInfo.Username, req.UserInfo.Groups)
 	evalCtx, cancel := context.WithTimeout(ctx, h.evalTimeout)
 	defer cancel()
+	if !privileged {
+		// Until the first load the set is the embedded policies only, which would admit what
+		// the ConfigMaps' policies deny (a hub starting, a new replica): wait for the load
+		// within the evaluation's deadline, and fail closed if it does not come.
+		select {
+		case <-h.loaded:
+		case <-evalCtx.Done():
+			h.metrics.requests.WithLabelValues(resource, "error").Inc()
+			return admission.Errored(http.StatusServiceUnavailable, fmt.Errorf("%s %s/%s: the hub has not loaded the policy ConfigMaps yet (denied: policies fail closed)",
+				req.Kind.Kind, req.Namespace, req.Name))
+		}
+	}
+	set := h.set.Load()
 	d, err := set.Evaluate(evalCtx, in, SkipFor(privileged))
 	h.metrics.duration.Observe(time.Since(start).Seconds())
 	if err != nil {
@@ -226,26 +269,37 @@ func (h *Handler) isPrivileged(ctx context.Context, user string, groups []string
 	return h.privileged != nil && user != "" && Privileged(user, nil, h.privileged(ctx))
 }
 
-// HubIdentityFunc returns a HubIdentity that asks once (a SelfSubjectReview through whoami)
-// and remembers a success.
+// HubIdentityFunc returns a HubIdentity that asks whoami (a SelfSubjectReview) until it
+// succeeds and then remembers the name. Callers that find it unknown share one request, which
+// runs under its own one-second deadline; each waits for it only as long as its own context
+// allows, so no request is held behind another's round-trip.
 func HubIdentityFunc(whoami func(ctx context.Context) (string, error), log logr.Logger) func(ctx context.Context) string {
-	var mu sync.Mutex
-	var name string
+	var known atomic.Pointer[string]
+	var flight singleflight.Group
 	return func(ctx context.Context) string {
-		mu.Lock()
-		defer mu.Unlock()
-		if name != "" {
-			return name
+		if n := known.Load(); n != nil {
+			return *n
 		}
-		ctx, cancel := context.WithTimeout(ctx, time.Second)
-		defer cancel()
-		n, err := whoami(ctx)
-		if err != nil {
-			log.V(1).Info("cannot tell the hub's own identity yet", "error", err.Error())
+		answer := flight.DoChan("whoami", func() (any, error) {
+			// Not the first caller's cancellation: the answer serves every caller waiting.
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+			defer cancel()
+			n, err := whoami(ctx)
+			if err == nil && n != "" {
+				known.Store(&n)
+			}
+			return n, err
+		})
+		select {
+		case r := <-answer:
+			if r.Err != nil {
+				log.V(1).Info("cannot tell the hub's own identity yet", "error", r.Err.Error())
+				return ""
+			}
+			return r.Val.(string)
+		case <-ctx.Done():
 			return ""
 		}
-		name = n
-		return name
 	}
 }
 

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/testr"
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -106,5 +108,97 @@ func TestEvalTimeoutMustBeUnderTheWebhooks(t *testing.T) {
 	set, _ := policy.Compile(context.Background(), nil, policy.Options{SkipTests: true})
 	if _, err := NewHandler(set, HandlerOptions{EvalTimeout: TimeoutSeconds * time.Second}); err == nil {
 		t.Fatal("no error")
+	}
+}
+
+// TestHandleAwaitsTheFirstLoad: a handler built for a Loader answers nobody but the privileged
+// from the embedded policies; until the first load others are held, and denied when the load
+// does not come within the evaluation timeout.
+func TestHandleAwaitsTheFirstLoad(t *testing.T) {
+	embedded, err := policy.Compile(context.Background(), nil, policy.Options{SkipTests: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := NewHandler(embedded, HandlerOptions{AwaitLoad: true, EvalTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-h.Loaded():
+		t.Fatal("loaded before the first SetPolicies")
+	default:
+	}
+	if resp := h.Handle(context.Background(), placementRequest("admin", "system:masters")); !resp.Allowed {
+		t.Fatalf("system:masters before the load: %+v, want allowed by the embedded policies at once", resp.Result)
+	}
+	resp := h.Handle(context.Background(), placementRequest("alice"))
+	if resp.Allowed || resp.Result.Code != 503 || !strings.Contains(resp.Result.Message, "has not loaded the policy ConfigMaps yet") {
+		t.Fatalf("alice before the load: %+v, want denied: not loaded", resp.Result)
+	}
+
+	loaded, err := policy.Compile(context.Background(), []policy.Source{{Name: "configmap ns/mine", Files: []policy.File{{Name: "a.rego", Content: denyAll}}}}, policy.Options{SkipTests: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !h.SetPolicies(loaded) {
+		t.Fatal("the first load is not reported (the webhook server would not resync)")
+	}
+	select {
+	case <-h.Loaded():
+	default:
+		t.Fatal("not loaded after SetPolicies")
+	}
+	if resp := h.Handle(context.Background(), placementRequest("alice")); resp.Allowed || resp.Result.Message != "policy deny_all: no placements" {
+		t.Fatalf("alice after the load: %+v", resp.Result)
+	}
+}
+
+// TestHubIdentityDoesNotSerializeCallers: while one lookup of the hub's identity hangs, another
+// caller gives up with its own context instead of queueing behind it, callers share the one
+// lookup, and its answer is remembered.
+func TestHubIdentityDoesNotSerializeCallers(t *testing.T) {
+	release, started := make(chan struct{}), make(chan struct{}, 1)
+	var calls atomic.Int32
+	// A round-trip that hangs until released, its deadline notwithstanding.
+	identity := HubIdentityFunc(func(context.Context) (string, error) {
+		calls.Add(1)
+		started <- struct{}{}
+		<-release
+		return "system:serviceaccount:hub:flotilla", nil
+	}, testr.New(t))
+
+	first := make(chan string, 1)
+	go func() { first <- identity(context.Background()) }()
+	select {
+	case <-started:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the first caller's lookup did not start within 5s")
+	}
+
+	hurried, cancel := context.WithCancel(context.Background())
+	cancel()
+	second := make(chan string, 1)
+	go func() { second <- identity(hurried) }()
+	select {
+	case got := <-second:
+		if got != "" {
+			t.Fatalf("a caller whose context ended got %q", got)
+		}
+	case <-time.After(5 * time.Second):
+		close(release)
+		t.Fatal("a caller whose context had ended still waited after 5s for another caller's lookup")
+	}
+
+	close(release)
+	select {
+	case got := <-first:
+		if got != "system:serviceaccount:hub:flotilla" {
+			t.Fatalf("first caller got %q", got)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the first caller got no answer within 5s of the lookup's release")
+	}
+	if got := identity(context.Background()); got != "system:serviceaccount:hub:flotilla" || calls.Load() != 1 {
+		t.Fatalf("later caller got %q after %d lookups, want the remembered name after 1", got, calls.Load())
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -14,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/flotilla-dev/flotilla/core/apply"
 	"github.com/flotilla-dev/flotilla/core/policy"
@@ -36,6 +39,11 @@ import (
 // The last good versions are kept in the ConfigMap StateName (not a policy ConfigMap) so that a
 // hub restarting while a ConfigMap holds a refused version still enforces the version before it:
 // a broken push never silently turns a policy off.
+//
+// The first load runs as the Loader starts, ConfigMaps or none; until it is done the Handler
+// (built with AwaitLoad) holds requests, the hub is not ready and the webhook server applies no
+// configuration, so no hub start, restart or new replica answers with the embedded policies
+// alone.
 type Loader struct {
 	Handler *Handler
 	// Embedded is the source every set starts from.
@@ -60,6 +68,10 @@ type Loader struct {
 	reported map[types.NamespacedName]string  // resourceVersion last reported (loaded or rejected)
 	restored bool                             // good was read from the state ConfigMap
 	saved    string                           // the state last written
+
+	// view is the resourceVersion of each policy ConfigMap (by name) the set in force was built
+	// from; stored after the set, read by current from the webhook server's goroutine.
+	view atomic.Pointer[map[string]string]
 }
 
 // DefaultStateName is the ConfigMap keeping the last good version of each policy ConfigMap.
@@ -107,6 +119,11 @@ func (l *Loader) SetupWithManager(mgr ctrl.Manager) error {
 		Named("admission-policies").
 		// Every hub replica serves the webhook, so every replica loads the policies.
 		WithOptions(controller.Options{NeedLeaderElection: &every}).
+		// The first load, also when no policy ConfigMap exists (no event would come).
+		WatchesRawSource(source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+			q.Add(loaderKey)
+			return nil
+		})).
 		WatchesMetadata(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 			return []reconcile.Request{loaderKey}
 		}), builder.WithPredicates(predicate.Funcs{
@@ -142,6 +159,10 @@ func (l *Loader) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.
 		return reconcile.Result{}, fmt.Errorf("admission: listing policy ConfigMaps in %s: %w", l.Namespace, err)
 	}
 	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
+	view := map[string]string{}
+	for i := range list.Items {
+		view[list.Items[i].Name] = list.Items[i].ResourceVersion
+	}
 	if !l.restored {
 		if err := l.restore(ctx); err != nil {
 			return reconcile.Result{}, err
@@ -180,11 +201,38 @@ func (l *Loader) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.
 			delete(l.reported, key)
 		}
 	}
-	if l.Handler.SetPolicies(set) && l.Resync != nil {
+	changed := l.Handler.SetPolicies(set)
+	l.view.Store(&view)
+	if changed && l.Resync != nil {
 		l.Resync()
 	}
 	l.Logger.V(1).Info("policies in force", "policies", len(set.Policies()), "configmaps", len(good))
 	return reconcile.Result{}, l.save(ctx)
+}
+
+// current reports whether the policy ConfigMaps are still as the set in force was built from
+// them: a fresh list (a consistent read of the API server, not a cache) names the same
+// ConfigMaps at the same resourceVersions. Every resourceVersion moves with every change, so
+// a replica whose view is current has the set any other current replica has.
+func (l *Loader) current(ctx context.Context) (bool, error) {
+	view := l.view.Load()
+	if view == nil {
+		return false, nil
+	}
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMapList"))
+	if err := l.Reader.List(ctx, list, client.InNamespace(l.Namespace), client.MatchingLabels{policy.ConfigMapLabel: policy.ConfigMapLabelValue}); err != nil {
+		return false, fmt.Errorf("admission: listing policy ConfigMaps in %s: %w", l.Namespace, err)
+	}
+	if len(list.Items) != len(*view) {
+		return false, nil
+	}
+	for _, cm := range list.Items {
+		if rv, ok := (*view)[cm.Name]; !ok || rv != cm.ResourceVersion {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // policyFiles are a ConfigMap's .rego keys.
@@ -201,7 +249,8 @@ func (l *Loader) restore(ctx context.Context) error {
 	cm := &corev1.ConfigMap{}
 	err := l.Reader.Get(ctx, client.ObjectKey{Namespace: l.Namespace, Name: l.StateName}, cm)
 	if apierrors.IsNotFound(err) {
-		l.restored = true
+		// Nothing to save until a ConfigMap is accepted: a hub without policies writes nothing.
+		l.restored, l.saved = true, stateKey(map[string]string{})
 		return nil
 	}
 	if err != nil {

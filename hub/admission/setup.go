@@ -45,7 +45,8 @@ func SkipFor(privileged bool) func(*policy.Policy) bool {
 
 // Options configure the hub's policy admission (New).
 type Options struct {
-	// Reviews answers flotilla.authorized, through a policy.CachingAuthorizer.
+	// Reviews answers flotilla.authorized: hub/manager passes a *sarcache.Cache, dropped by a
+	// sarcache.RBACWatch when RBAC changes.
 	Reviews policy.SubjectAccessReviewer
 	// WhoAmI returns the hub's own user name (WhoAmI(kube) asks a SelfSubjectReview).
 	WhoAmI func(ctx context.Context) (string, error)
@@ -59,14 +60,15 @@ type Options struct {
 	Logger      logr.Logger
 }
 
-// New compiles the embedded policies and returns the webhook handler enforcing them and the
-// Loader that adds the policy ConfigMaps (a Component; its Resync is the caller's to set).
+// New compiles the embedded policies and returns the webhook handler and the Loader that puts
+// them in force with the policy ConfigMaps' (a Component; its Resync is the caller's to set).
+// The handler awaits the Loader's first load (HandlerOptions.AwaitLoad).
 func New(opts Options) (*Handler, *Loader, error) {
 	embedded, err := EmbeddedSource()
 	if err != nil {
 		return nil, nil, err
 	}
-	authz := &policy.CachingAuthorizer{Reviews: opts.Reviews}
+	authz := policy.ReviewAuthorizer{Reviews: opts.Reviews}
 	// The embedded policies' tests run in go test, not at every start.
 	set, err := policy.Compile(context.Background(), []policy.Source{embedded}, policy.Options{Authorizer: authz, SkipTests: true})
 	if err != nil {
@@ -83,12 +85,15 @@ func New(opts Options) (*Handler, *Loader, error) {
 			return opts.Clusters != nil && opts.Clusters.Get(ctx, client.ObjectKey{Name: ns}, &clusterv1.ManagedCluster{}) == nil
 		},
 		HubIdentity: hubIdentity,
+		AwaitLoad:   true,
 		Logger:      opts.Logger,
 	})
 	if err != nil {
 		return nil, nil, err
 	}
-	return h, &Loader{Handler: h, Embedded: embedded, Namespace: opts.Namespace, Authorizer: authz, Logger: opts.Logger}, nil
+	l := &Loader{Handler: h, Embedded: embedded, Namespace: opts.Namespace, Authorizer: authz, Logger: opts.Logger}
+	h.current = l.current
+	return h, l, nil
 }
 
 // WhoAmI asks the API server who kube authenticates as.

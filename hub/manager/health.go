@@ -17,8 +17,10 @@ const probeTimeout = 500 * time.Millisecond
 
 // addHealthChecks registers the checks served on Options.HealthProbeBindAddress: /healthz
 // answers while the process runs; /readyz once the manager's caches have synced and, with the
-// webhook on, the webhook server completes TLS handshakes. Caches and webhooks run on every
-// replica, so a replica waiting for the leader Lease is ready too: it serves admission.
+// webhook on, the webhook server completes TLS handshakes and the policy ConfigMaps are loaded
+// (before, the policy webhook would have only the embedded defaults to judge by). Caches,
+// webhooks and policies run on every replica, so a replica waiting for the leader Lease is
+// ready too: it serves admission.
 func (h *Hub) addHealthChecks() error {
 	if err := h.mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return fmt.Errorf("hub: health check: %w", err)
@@ -28,6 +30,9 @@ func (h *Hub) addHealthChecks() error {
 	}
 	if h.webhooks != nil {
 		if err := h.mgr.AddReadyzCheck("webhook", h.webhookServing); err != nil {
+			return fmt.Errorf("hub: readiness check: %w", err)
+		}
+		if err := h.mgr.AddReadyzCheck("policies", h.policiesLoaded); err != nil {
 			return fmt.Errorf("hub: readiness check: %w", err)
 		}
 	}
@@ -42,6 +47,16 @@ func (h *Hub) cachesSynced(req *http.Request) error {
 		return errors.New("informer caches have not synced")
 	}
 	return nil
+}
+
+// policiesLoaded holds once the admission policies of the policy ConfigMaps are in force.
+func (h *Hub) policiesLoaded(*http.Request) error {
+	select {
+	case <-h.policyLoader.Handler.Loaded():
+		return nil
+	default:
+		return fmt.Errorf("the admission policies of the ConfigMaps in %s are not loaded yet", h.policyLoader.Namespace)
+	}
 }
 
 // webhookServing dials the webhook server and completes a TLS handshake, which fails until

@@ -2,17 +2,24 @@ package manager
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr/testr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/flotilla-dev/flotilla/core/environment"
+	"github.com/flotilla-dev/flotilla/core/policy"
 	"github.com/flotilla-dev/flotilla/hub/webhook"
 )
 
@@ -129,5 +136,79 @@ func TestHealthProbes(t *testing.T) {
 	}
 	if err := standby.webhookServing(httptest.NewRequest(http.MethodGet, "/readyz", nil)); err != nil {
 		t.Fatalf("webhook check: %v", err)
+	}
+}
+
+// roundTripperFunc adapts a function to http.RoundTripper.
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// TestNotReadyUntilThePoliciesLoad: a hub whose policy loader's list of the policy ConfigMaps
+// is held has synced its caches and serves TLS, yet is not ready and applies no webhook
+// configuration (its policy webhook would judge by the embedded policies alone); once the list
+// goes through, it is ready and the configuration in effect.
+func TestNotReadyUntilThePoliciesLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an API server")
+	}
+	cp, err := environment.StartControlPlane(t.Context(), environment.ControlPlaneOptions{Name: environment.HubName, AllCRDs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cp.Stop() })
+	release := make(chan struct{})
+	var held atomic.Int32
+	cfg := rest.CopyConfig(cp.Config)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			if req.Method == http.MethodGet && req.URL.Path == "/api/v1/namespaces/"+policy.DefaultNamespace+"/configmaps" &&
+				strings.Contains(req.URL.Query().Get("labelSelector"), policy.ConfigMapLabel) {
+				held.Add(1)
+				select {
+				case <-release:
+				case <-req.Context().Done():
+					return nil, req.Context().Err()
+				}
+			}
+			return rt.RoundTrip(req)
+		})
+	})
+	addr := freeAddr(t)
+	h, err := New(Options{Config: cfg, SkipCRDInstall: true, SkipWasmPluginController: true, HealthProbeBindAddress: addr, Logger: testr.New(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- h.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+
+	waitFor(t, "caches synced and the webhook serving while the policies' list is held", func() (bool, string) {
+		code, body := probe(addr, "/readyz?verbose")
+		return held.Load() > 0 && strings.Contains(body, "[+]caches ok") && strings.Contains(body, "[+]webhook ok"), fmt.Sprintf("%d %s", code, body)
+	})
+	if code, body := probe(addr, "/readyz?verbose"); code == http.StatusOK || !strings.Contains(body, "[-]policies failed") {
+		t.Fatalf("ready before the policies loaded: %d %s", code, body)
+	}
+	kube := kubernetes.NewForConfigOrDie(cp.Config)
+	if _, err := kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(t.Context(), webhook.DefaultConfigurationName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the webhook configuration was applied before the policies loaded (get: %v)", err)
+	}
+
+	close(release)
+	waitFor(t, "ready once the policies loaded", func() (bool, string) {
+		code, body := probe(addr, "/readyz?verbose")
+		return code == http.StatusOK && strings.Contains(body, "[+]policies ok"), fmt.Sprintf("%d %s", code, body)
+	})
+	select {
+	case <-h.Webhooks().Ready():
+	case <-time.After(time.Minute):
+		t.Fatal("the webhook configuration was not in effect within a minute of the policies loading")
 	}
 }

@@ -12,9 +12,6 @@ import (
 
 	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -30,6 +27,7 @@ import (
 	apischeme "github.com/flotilla-dev/flotilla/core/apis/scheme"
 	"github.com/flotilla-dev/flotilla/core/crds"
 	"github.com/flotilla-dev/flotilla/core/leaderelection"
+	"github.com/flotilla-dev/flotilla/core/sarcache"
 	"github.com/flotilla-dev/flotilla/core/wasm"
 	"github.com/flotilla-dev/flotilla/core/wasmplugin"
 	"github.com/flotilla-dev/flotilla/hub/addon"
@@ -105,16 +103,11 @@ type Options struct {
 	Logger         logr.Logger
 }
 
-// LeaderElection configures the hub replicas' election. Zero durations take OCM's controller
-// defaults (137 s lease, 107 s renew deadline, 26 s retry), which ride out an API server
-// restart without a change of leader.
-type LeaderElection struct {
-	Enabled bool
-	// Namespace and Name of the Lease; defaults DefaultLeaderElectionNamespace and
-	// DefaultLeaderElectionName.
-	Namespace, Name                           string
-	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
-}
+// LeaderElection configures the hub replicas' election (core/leaderelection, the klusterlet's
+// too). Zero values take the defaults: the Lease DefaultLeaderElectionName in
+// DefaultLeaderElectionNamespace, OCM's controller timings (137 s lease, 107 s renew deadline,
+// 26 s retry), which ride out an API server restart without a change of leader.
+type LeaderElection = leaderelection.Config
 
 // Defaults of LeaderElection.
 const (
@@ -124,25 +117,6 @@ const (
 	DefaultRenewDeadline           = leaderelection.DefaultRenewDeadline
 	DefaultRetryPeriod             = leaderelection.DefaultRetryPeriod
 )
-
-func (l LeaderElection) withDefaults() LeaderElection {
-	if l.Namespace == "" {
-		l.Namespace = DefaultLeaderElectionNamespace
-	}
-	if l.Name == "" {
-		l.Name = DefaultLeaderElectionName
-	}
-	if l.LeaseDuration == 0 {
-		l.LeaseDuration = DefaultLeaseDuration
-	}
-	if l.RenewDeadline == 0 {
-		l.RenewDeadline = DefaultRenewDeadline
-	}
-	if l.RetryPeriod == 0 {
-		l.RetryPeriod = DefaultRetryPeriod
-	}
-	return l
-}
 
 // The hub's client rate when its config sets none.
 const (
@@ -165,12 +139,15 @@ func (f ComponentFunc) SetupWithManager(mgr ctrl.Manager) error { return f(mgr) 
 type Hub struct {
 	opts      Options
 	mgr       ctrl.Manager
+	elector   *leaderelection.Elector // nil without leader election
 	registry  *wasm.Registry
 	engine    *wasm.Engine
 	ownEngine bool
 	webhooks  *webhook.Server
 	// policyLoader keeps the admission policies in step with the policy ConfigMaps.
 	policyLoader *admission.Loader
+	// policyRBAC drops the admission's cached SubjectAccessReview answers when RBAC changes.
+	policyRBAC *sarcache.RBACWatch
 }
 
 // NewScheme returns a scheme with client-go's types and every Flotilla API group.
@@ -219,19 +196,11 @@ func New(opts Options) (*Hub, error) {
 		return nil, fmt.Errorf("hub: scheme: %w", err)
 	}
 	skip := true
-	le := opts.LeaderElection.withDefaults()
-	opts.LeaderElection = le
-	mgr, err := ctrl.NewManager(opts.Config, ctrl.Options{
-		LeaderElection:                le.Enabled,
-		LeaderElectionNamespace:       le.Namespace,
-		LeaderElectionID:              le.Name,
-		LeaseDuration:                 &le.LeaseDuration,
-		RenewDeadline:                 &le.RenewDeadline,
-		RetryPeriod:                   &le.RetryPeriod,
-		LeaderElectionReleaseOnCancel: true, // a replica stopping hands over at once
-		Scheme:                        scheme,
-		Logger:                        opts.Logger,
-		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+	opts.LeaderElection = opts.LeaderElection.WithDefaults(DefaultLeaderElectionNamespace, DefaultLeaderElectionName)
+	mgrOpts := ctrl.Options{
+		Scheme:  scheme,
+		Logger:  opts.Logger,
+		Metrics: metricsserver.Options{BindAddress: opts.MetricsBindAddress},
 		// Several hubs may share a process (tests, benchmarks): controller names repeat.
 		Controller:             config.Controller{SkipNameValidation: &skip},
 		HealthProbeBindAddress: opts.HealthProbeBindAddress,
@@ -239,11 +208,19 @@ func New(opts Options) (*Hub, error) {
 			// Only cluster heartbeats, not node or leader-election leases.
 			&coordinationv1.Lease{}: {Field: fields.OneTermEqualSelector("metadata.name", lease.Name)},
 		}},
-	})
+	}
+	var elector *leaderelection.Elector
+	if opts.LeaderElection.Enabled {
+		if elector, err = leaderelection.New(opts.Config, opts.LeaderElection, "flotilla-hub", opts.Logger.WithName("leader-election")); err != nil {
+			return nil, fmt.Errorf("hub: %w", err)
+		}
+		elector.ManagerOptions(&mgrOpts)
+	}
+	mgr, err := ctrl.NewManager(opts.Config, mgrOpts)
 	if err != nil {
 		return nil, fmt.Errorf("hub: manager: %w", err)
 	}
-	h := &Hub{opts: opts, mgr: mgr, registry: opts.Registry, engine: opts.Engine}
+	h := &Hub{opts: opts, mgr: mgr, elector: elector, registry: opts.Registry, engine: opts.Engine}
 	if h.engine == nil && !opts.SkipWasmPluginController {
 		e, err := wasm.NewEngine(context.Background(), wasm.EngineOptions{CacheDir: opts.PluginCacheDir, Logger: opts.Logger.WithName("wasm")})
 		if err != nil {
@@ -317,7 +294,7 @@ func (h *Hub) setup() error {
 		return err
 	}
 	if h.webhooks != nil {
-		components = append(components, h.webhooks, h.policyLoader)
+		components = append(components, h.webhooks, h.policyLoader, h.policyRBAC)
 	}
 	components = append(components, h.opts.Components...)
 	for _, comp := range components {
@@ -347,11 +324,10 @@ func (h *Hub) Prepare(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("hub: client: %w", err)
 	}
-	if le := h.opts.LeaderElection; le.Enabled {
+	if h.elector != nil {
 		// The election's Lease lives there: it must exist before the manager starts.
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: le.Namespace}}
-		if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("hub: leader election namespace %s: %w", le.Namespace, err)
+		if err := h.elector.EnsureNamespace(ctx); err != nil {
+			return fmt.Errorf("hub: %w", err)
 		}
 	}
 	if err := bootstrap.Ensure(ctx, c); err != nil {
@@ -428,8 +404,12 @@ func (h *Hub) setupWebhooks(kube kubernetes.Interface) error {
 
 // setupPolicies builds the policy admission: the handler and the loader of policy ConfigMaps.
 func (h *Hub) setupPolicies(kube kubernetes.Interface, srv *webhook.Server) (*admission.Handler, error) {
+	sars, err := sarcache.New(sarcache.Options{Reviews: kube.AuthorizationV1().SubjectAccessReviews(), Name: "admission"})
+	if err != nil {
+		return nil, fmt.Errorf("hub: %w", err)
+	}
 	handler, loader, err := admission.New(admission.Options{
-		Reviews:      kube.AuthorizationV1().SubjectAccessReviews(),
+		Reviews:      sars,
 		WhoAmI:       admission.WhoAmI(kube),
 		Clusters:     h.mgr.GetClient(),
 		FeatureGates: h.opts.FeatureGates,
@@ -442,6 +422,7 @@ func (h *Hub) setupPolicies(kube kubernetes.Interface, srv *webhook.Server) (*ad
 	}
 	loader.Resync = srv.Resync
 	h.policyLoader = loader
+	h.policyRBAC = &sarcache.RBACWatch{Name: "admission-rbac", Cache: sars}
 	return handler, nil
 }
 

@@ -16,8 +16,6 @@ package mwrs
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -35,12 +33,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clusterv1beta1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta1"
 	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/core/apply"
+	"github.com/flotilla-dev/flotilla/core/hash"
 	"github.com/flotilla-dev/flotilla/core/rollout"
 	"github.com/flotilla-dev/flotilla/hub/placement/decisions"
 )
@@ -113,17 +113,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}); err != nil {
 		return fmt.Errorf("%s: indexing generated ManifestWorks: %w", ControllerName, err)
 	}
-	byPlacement := func(ctx context.Context, ns, placement string) []reconcile.Request {
-		list := &workv1alpha1.ManifestWorkReplicaSetList{}
-		if err := r.Client.List(ctx, list, client.InNamespace(ns), client.MatchingFields{placementRefIndex: placement}); err != nil {
-			return nil
-		}
-		out := make([]reconcile.Request, 0, len(list.Items))
-		for i := range list.Items {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-		}
-		return out
-	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&workv1alpha1.ManifestWorkReplicaSet{}).
@@ -135,15 +124,31 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return []reconcile.Request{{NamespacedName: key}}
 		})).
 		Watches(&clusterv1beta1.Placement{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-			return byPlacement(ctx, o.GetNamespace(), o.GetName())
+			return r.byPlacement(ctx, o.GetNamespace(), o.GetName())
 		})).
 		Watches(&clusterv1beta1.PlacementDecision{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			if p := o.GetLabels()[clusterv1beta1.PlacementLabel]; p != "" {
-				return byPlacement(ctx, o.GetNamespace(), p)
+				return r.byPlacement(ctx, o.GetNamespace(), p)
 			}
 			return nil
 		})).
 		Complete(apply.Quiet(r))
+}
+
+// byPlacement is the replica sets of namespace ns that name placement. A map function cannot
+// return an error, so a failed list is logged: the placement's change then reaches its replica
+// sets only with their next event.
+func (r *Reconciler) byPlacement(ctx context.Context, ns, placement string) []reconcile.Request {
+	list := &workv1alpha1.ManifestWorkReplicaSetList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(ns), client.MatchingFields{placementRefIndex: placement}); err != nil {
+		log.FromContext(ctx).Error(err, "listing the ManifestWorkReplicaSets of a placement; its change reaches none of them", "placement", ns+"/"+placement)
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return out
 }
 
 // ownerKey parses the replica set label's "<namespace>.<name>". A namespace has no dots, so
@@ -182,7 +187,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	now := r.Now()
-	prev, err := r.recordRevision(ctx, rs, hash)
+	rev, prev, err := r.recordRevision(ctx, rs, hash)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -215,7 +220,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			toUpdate = nil // rolled back: this generation is not rolled out again
 		}
 		if rollbackEnabled(rs) && prev != nil && (held || res.Phase == rollout.PhaseStopped) {
-			// The clusters that carry the new template get the previous one back.
+			// The clusters that carry the new template get the last completed one back.
 			var back []string
 			for _, g := range pr.Groups {
 				for _, c := range g.Clusters {
@@ -264,6 +269,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, fmt.Errorf("ManifestWorkReplicaSet %s/%s: deleting the ManifestWork of cluster %s, which no placement selects: %w", rs.Namespace, rs.Name, cluster, err)
 		}
 		delete(works, cluster)
+	}
+	// A template that completed is a rollback target; marked before the status says Complete.
+	if st.completed(len(rs.Spec.PlacementRefs)) {
+		if err := r.markCompleted(ctx, rs, rev); err != nil {
+			return reconcile.Result{}, err
+		}
 	}
 	if err := r.writeStatus(ctx, rs, st); err != nil {
 		return reconcile.Result{}, err
@@ -386,13 +397,16 @@ func staleSuccess(w *workv1.ManifestWork, tmpl *workv1.ManifestWorkSpec) bool {
 }
 
 // firstSeenSuccess is when the controller first saw w succeed with template hash: recorded in
-// SucceededAtAnnotation, or now, which it records.
+// SucceededAtAnnotation, or now, which it records. w comes from the cache, so the write is
+// guarded (apply.Guarded): an apply to a work deleted since would create a work holding only
+// the annotation, one to a work changed since might record a success it no longer has; the
+// conflict brings the reconcile back to the current work instead.
 func (r *Reconciler) firstSeenSuccess(ctx context.Context, w *workv1.ManifestWork, hash string, now time.Time) (time.Time, error) {
 	if t, ok := recordedSuccess(w, hash); ok {
 		return t, nil
 	}
 	v := hash + "," + now.UTC().Format(time.RFC3339)
-	if err := apply.Fields(ctx, r.Client, w, soakFieldManager, false, map[string]any{
+	if err := apply.Guarded(ctx, r.Client, w, soakFieldManager, false, map[string]any{
 		"metadata": map[string]any{"annotations": map[string]any{SucceededAtAnnotation: v}},
 	}); err != nil {
 		return time.Time{}, fmt.Errorf("ManifestWork %s/%s: recording when it succeeded: %w", w.Namespace, w.Name, err)
@@ -468,12 +482,11 @@ func successConditions(tmpl *workv1.ManifestWorkSpec) []string {
 
 // templateHash identifies a template: works carrying another one are to be updated.
 func templateHash(t *workv1.ManifestWorkSpec) (string, error) {
-	b, err := json.Marshal(t)
+	h, err := hash.JSON(t)
 	if err != nil {
-		return "", fmt.Errorf("hashing the ManifestWork template: %w", err)
+		return "", fmt.Errorf("the ManifestWork template: %w", err)
 	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:8]), nil
+	return hash.Short(h), nil
 }
 
 // applyWork writes the template tmpl (with hash) into cluster's work (creating it), with the labels that tie
@@ -540,6 +553,23 @@ func (s *status) rollback(placement, why, hash, prev string, clusters []string) 
 	}
 	s.rolledBack = append(s.rolledBack, msg)
 	s.rolledBackNow = s.rolledBackNow || len(clusters) > 0
+}
+
+// completed reports whether the template rolled out successfully everywhere it was meant to:
+// every one of refs placement references found and its rollout Complete, not rolled back,
+// and at least one cluster succeeded (a template that reached no cluster proved nothing).
+func (s *status) completed(refs int) bool {
+	if s.held || len(s.invalid) > 0 || len(s.missing) > 0 || len(s.results) != refs || refs == 0 {
+		return false
+	}
+	succeeded := 0
+	for _, rr := range s.results {
+		if rr.res.Phase != rollout.PhaseComplete {
+			return false
+		}
+		succeeded += rr.res.Counts.Succeeded
+	}
+	return succeeded > 0
 }
 
 type refResult struct {

@@ -15,17 +15,23 @@ import (
 
 	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/work/v1alpha1"
+	"github.com/flotilla-dev/flotilla/core/apply"
 )
 
 // Rollback, beyond OCM. With the annotation RollbackAnnotation: "true" on a replica set, a
 // rollout that maxFailures stops does not just stop: the clusters that already carry the new
-// template (those that failed included) get the previous template back, and the new template
-// is not rolled out again until the spec changes (a new generation, e.g. the fixed template,
-// rolls out from the start). The controller keeps the templates it rolled out as
-// apps/v1 ControllerRevisions owned by the replica set (the last keepRevisions), and records a
-// rollback in the condition RolledBack (reason MaxFailuresBreached, observedGeneration the
-// generation rolled back) and an Event. An annotation, not a field, so OCM's clients, which do
-// not know it, keep it when they update the replica set.
+// template (those that failed included) get back the last template that completed (rolled
+// out successfully everywhere its placements meant it to go), and the new template is not
+// rolled out again until the spec changes (a new generation, e.g. the fixed template, rolls
+// out from the start). Not simply the template before: after A completed and B was rolled
+// back to A, a failing C goes back to A, not to the never-completed B. The controller keeps
+// the templates it rolled out as apps/v1 ControllerRevisions owned by the replica set (the
+// last keepRevisions, and always the rollback target), marks the ones that completed with
+// completedLabel, and records a rollback in the condition RolledBack (reason
+// MaxFailuresBreached, observedGeneration the generation rolled back) and an Event. An
+// annotation, not a field, so OCM's clients, which do not know it, keep it when they update
+// the replica set. With no completed template (the first one fails) there is nothing to go
+// back to: the rollout stops.
 const (
 	// RollbackAnnotation, "true" on a ManifestWorkReplicaSet, turns rollback on.
 	RollbackAnnotation = "work.flotilla.dev/rollback-on-failure"
@@ -40,7 +46,12 @@ const (
 
 	// revisionHashLabel on a ControllerRevision is the template hash it holds.
 	revisionHashLabel = "work.flotilla.dev/template-hash"
-	keepRevisions     = 3
+	// completedLabel, "true" on a ControllerRevision, says its template completed its rollout
+	// the last time it was rolled out: a rollback target. Rolling it out again clears it.
+	completedLabel = "work.flotilla.dev/rollout-completed"
+	keepRevisions  = 3
+	// revisionFieldManager owns completedLabel.
+	revisionFieldManager = FieldManager + "-revision"
 )
 
 func rollbackEnabled(rs *workv1alpha1.ManifestWorkReplicaSet) bool {
@@ -63,37 +74,41 @@ type revision struct {
 	template *workv1.ManifestWorkSpec
 }
 
-// recordRevision keeps the template with hash as a ControllerRevision and returns the one
-// rolled out before it (nil if none), pruning revisions beyond keepRevisions.
-func (r *Reconciler) recordRevision(ctx context.Context, rs *workv1alpha1.ManifestWorkReplicaSet, hash string) (*revision, error) {
+// recordRevision keeps the template with hash as a ControllerRevision and returns it
+// (current) and the rollback target: the latest revision of another template that completed
+// (nil if none). It prunes the oldest revisions beyond keepRevisions, never the target.
+func (r *Reconciler) recordRevision(ctx context.Context, rs *workv1alpha1.ManifestWorkReplicaSet, hash string) (current *appsv1.ControllerRevision, target *revision, err error) {
 	list := &appsv1.ControllerRevisionList{}
 	if err := r.Client.List(ctx, list, client.InNamespace(rs.Namespace),
 		client.MatchingLabels{workv1alpha1.ManifestWorkReplicaSetControllerNameLabelKey: ownerValue(rs)}); err != nil {
-		return nil, fmt.Errorf("ManifestWorkReplicaSet %s/%s: listing its template revisions: %w", rs.Namespace, rs.Name, err)
+		return nil, nil, fmt.Errorf("ManifestWorkReplicaSet %s/%s: listing its template revisions: %w", rs.Namespace, rs.Name, err)
 	}
 	revs := list.Items
 	sort.Slice(revs, func(i, j int) bool { return revs[i].Revision < revs[j].Revision })
-	current := -1
+	cur := -1
 	var latest int64
 	for i := range revs {
 		latest = max(latest, revs[i].Revision)
 		if revs[i].Labels[revisionHashLabel] == hash {
-			current = i
+			cur = i
 		}
 	}
 	switch {
-	case current >= 0 && revs[current].Revision < latest:
-		// A template rolled out again (A, B, then A): it becomes the latest revision.
-		cr := &revs[current]
+	case cur >= 0 && revs[cur].Revision < latest:
+		// A template rolled out again (A, B, then A): it becomes the latest revision, and
+		// counts as completed only once this rollout completes.
+		cr := revs[cur].DeepCopy()
 		cr.Revision = latest + 1
+		delete(cr.Labels, completedLabel)
 		if err := r.Client.Update(ctx, cr); err != nil {
-			return nil, fmt.Errorf("ManifestWorkReplicaSet %s/%s: renumbering template revision %s: %w", rs.Namespace, rs.Name, cr.Name, err)
+			return nil, nil, fmt.Errorf("ManifestWorkReplicaSet %s/%s: renumbering template revision %s: %w", rs.Namespace, rs.Name, cr.Name, err)
 		}
-		sort.Slice(revs, func(i, j int) bool { return revs[i].Revision < revs[j].Revision })
-	case current < 0:
+		revs = append(append(revs[:cur:cur], revs[cur+1:]...), *cr)
+		cur = len(revs) - 1
+	case cur < 0:
 		data, err := json.Marshal(rs.Spec.ManifestWorkTemplate)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		cr := appsv1.ControllerRevision{
 			ObjectMeta: metav1.ObjectMeta{Namespace: rs.Namespace, Name: rs.Name + "-" + hash,
@@ -102,26 +117,59 @@ func (r *Reconciler) recordRevision(ctx context.Context, rs *workv1alpha1.Manife
 			Data:     runtime.RawExtension{Raw: data},
 			Revision: latest + 1,
 		}
-		if err := r.Client.Create(ctx, &cr); err != nil && !apierrors.IsAlreadyExists(err) {
-			return nil, fmt.Errorf("ManifestWorkReplicaSet %s/%s: recording template revision %s: %w", rs.Namespace, rs.Name, hash, err)
+		if err := r.Client.Create(ctx, &cr); err != nil {
+			if !apierrors.IsAlreadyExists(err) {
+				return nil, nil, fmt.Errorf("ManifestWorkReplicaSet %s/%s: recording template revision %s: %w", rs.Namespace, rs.Name, hash, err)
+			}
+			// Created by a reconcile the cache has not caught up with: read it.
+			if err := r.Client.Get(ctx, client.ObjectKeyFromObject(&cr), &cr); err != nil {
+				return nil, nil, fmt.Errorf("ManifestWorkReplicaSet %s/%s: reading template revision %s: %w", rs.Namespace, rs.Name, hash, err)
+			}
 		}
 		revs = append(revs, cr)
+		cur = len(revs) - 1
 	}
-	for len(revs) > keepRevisions {
-		if err := client.IgnoreNotFound(r.Client.Delete(ctx, &revs[0])); err != nil {
-			return nil, fmt.Errorf("ManifestWorkReplicaSet %s/%s: pruning template revision %s: %w", rs.Namespace, rs.Name, revs[0].Name, err)
-		}
-		revs = revs[1:]
-	}
-	// The previous revision: the latest other than the current template's.
+	current = &revs[cur]
+	// The rollback target: the latest completed revision of another template. Revisions are
+	// numbered in the order their templates were (last) rolled out, and a revision counts as
+	// completed only for its last rollout, so this is the template that completed last.
+	t := -1
 	for i := len(revs) - 1; i >= 0; i-- {
-		if h := revs[i].Labels[revisionHashLabel]; h != hash {
-			t := &workv1.ManifestWorkSpec{}
-			if err := json.Unmarshal(revs[i].Data.Raw, t); err != nil {
-				return nil, fmt.Errorf("ManifestWorkReplicaSet %s/%s: template revision %s: %w", rs.Namespace, rs.Name, revs[i].Name, err)
-			}
-			return &revision{hash: h, template: t}, nil
+		if i != cur && revs[i].Labels[completedLabel] == "true" {
+			t = i
+			break
 		}
 	}
-	return nil, nil
+	if t >= 0 {
+		tmpl := &workv1.ManifestWorkSpec{}
+		if err := json.Unmarshal(revs[t].Data.Raw, tmpl); err != nil {
+			return nil, nil, fmt.Errorf("ManifestWorkReplicaSet %s/%s: template revision %s: %w", rs.Namespace, rs.Name, revs[t].Name, err)
+		}
+		target = &revision{hash: revs[t].Labels[revisionHashLabel], template: tmpl}
+	}
+	for i, n := 0, len(revs); n > keepRevisions && i < len(revs); i++ {
+		if i == t || i == cur {
+			continue
+		}
+		if err := client.IgnoreNotFound(r.Client.Delete(ctx, &revs[i])); err != nil {
+			return nil, nil, fmt.Errorf("ManifestWorkReplicaSet %s/%s: pruning template revision %s: %w", rs.Namespace, rs.Name, revs[i].Name, err)
+		}
+		n--
+	}
+	return current, target, nil
+}
+
+// markCompleted labels the current template's revision as completed (see completedLabel),
+// guarded by the revision's resourceVersion: a revision pruned or renumbered since it was
+// read is not marked (nor created again).
+func (r *Reconciler) markCompleted(ctx context.Context, rs *workv1alpha1.ManifestWorkReplicaSet, cr *appsv1.ControllerRevision) error {
+	if cr.Labels[completedLabel] == "true" {
+		return nil
+	}
+	if err := apply.Guarded(ctx, r.Client, cr, revisionFieldManager, false, map[string]any{
+		"metadata": map[string]any{"labels": map[string]any{completedLabel: "true"}},
+	}); err != nil {
+		return fmt.Errorf("ManifestWorkReplicaSet %s/%s: marking template revision %s completed: %w", rs.Namespace, rs.Name, cr.Name, err)
+	}
+	return nil
 }

@@ -5,9 +5,10 @@ package placement
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -362,9 +363,15 @@ func (r *Reconciler) writeDecisions(ctx context.Context, p *clusterv1beta1.Place
 		return 0, fmt.Errorf("placement %s/%s: listing its decisions: %w", p.Namespace, p.Name, err)
 	}
 	existing := map[string]*clusterv1beta1.PlacementDecision{}
+	var states []pageState
 	for i := range list.Items {
-		existing[list.Items[i].Name] = &list.Items[i]
+		d := &list.Items[i]
+		existing[d.Name] = d
+		idx, _ := strconv.ParseInt(d.Labels[clusterv1beta1.DecisionGroupIndexLabel], 10, 32)
+		states = append(states, pageState{name: d.Name, groupIndex: int32(idx),
+			groupName: d.Labels[clusterv1beta1.DecisionGroupNameLabel], decisions: d.Status.Decisions})
 	}
+	sort.Slice(states, func(i, j int) bool { return states[i].name < states[j].name })
 	now := r.Clock.Now()
 	limit := scoreRateLimit(p)
 	key := p.Namespace + "/" + p.Name
@@ -372,31 +379,59 @@ func (r *Reconciler) writeDecisions(ctx context.Context, p *clusterv1beta1.Place
 	scoreDue := last.IsZero() || !now.Before(last.Add(limit))
 	var requeue time.Duration
 	scoresWritten, decisionsChanged := false, false
+	// Pages whose clusters change, in an order that never hides a cluster that stays (see
+	// planPageWrites). Each write is guarded by the resourceVersion the plan was made from:
+	// a cache behind our own last pass must not make us drop a cluster's last copy.
+	written := map[string]bool{}
+	for _, w := range planPageWrites(p.Name, states, desired) {
+		decisionsChanged = true
+		switch w.kind {
+		case writeCreate:
+			if err := r.createDecision(ctx, p, w.page); err != nil {
+				return 0, err
+			}
+			scoresWritten = true
+			r.Recorder.Eventf(p, corev1.EventTypeNormal, EventDecisionCreate,
+				"Decision %s is created with placement %s in namespace %s", w.page.name, p.Name, p.Namespace)
+		case writeUpdate:
+			ex := existing[w.page.name]
+			if err := r.patchDecisionStatus(ctx, p, ex, w.page.decisions); err != nil {
+				return 0, err
+			}
+			if !r.metadataCurrent(ex, p, w.page) {
+				if err := r.applyDecisionMetadata(ctx, p, w.page); err != nil {
+					return 0, err
+				}
+			}
+			scoresWritten = true
+			r.Recorder.Eventf(p, corev1.EventTypeNormal, EventDecisionUpdate,
+				"Decision %s is updated with placement %s in namespace %s", w.page.name, p.Name, p.Namespace)
+		case writeDelete:
+			opts := []client.DeleteOption{}
+			if ex := existing[w.page.name]; ex != nil {
+				opts = append(opts, client.Preconditions{ResourceVersion: &ex.ResourceVersion})
+			}
+			obj := &clusterv1beta1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: w.page.name}}
+			if err := client.IgnoreNotFound(r.Client.Delete(ctx, obj, opts...)); err != nil {
+				return 0, fmt.Errorf("placement %s/%s: deleting PlacementDecision %s: %w", p.Namespace, p.Name, w.page.name, err)
+			}
+			r.Recorder.Eventf(p, corev1.EventTypeNormal, EventDecisionDelete,
+				"Decision %s is deleted with placement %s in namespace %s", w.page.name, p.Name, p.Namespace)
+		}
+		written[w.page.name] = true
+	}
+	// Pages whose clusters stay: their labels, and their scores at most once per scoreRateLimit.
 	for _, d := range desired {
 		ex := existing[d.name]
-		delete(existing, d.name)
-		if ex != nil && !r.metadataCurrent(ex, p, d) {
+		if written[d.name] || ex == nil {
+			continue
+		}
+		if !r.metadataCurrent(ex, p, d) {
 			if err := r.applyDecisionMetadata(ctx, p, d); err != nil {
 				return 0, err
 			}
 		}
-		switch {
-		case ex == nil:
-			if err := r.createDecision(ctx, p, d); err != nil {
-				return 0, err
-			}
-			decisionsChanged = true
-			scoresWritten = true
-			r.Recorder.Eventf(p, corev1.EventTypeNormal, EventDecisionCreate,
-				"Decision %s is created with placement %s in namespace %s", d.name, p.Name, p.Namespace)
-		case !sameClusters(ex.Status.Decisions, d.decisions):
-			if err := r.patchDecisionStatus(ctx, p, ex, d.decisions); err != nil {
-				return 0, err
-			}
-			scoresWritten, decisionsChanged = true, true
-			r.Recorder.Eventf(p, corev1.EventTypeNormal, EventDecisionUpdate,
-				"Decision %s is updated with placement %s in namespace %s", d.name, p.Name, p.Namespace)
-		case !sameScores(ex.Status.Decisions, d.decisions):
+		if !sameScores(ex.Status.Decisions, d.decisions) {
 			if !scoreDue {
 				requeue = last.Add(limit).Sub(now)
 				continue
@@ -406,14 +441,6 @@ func (r *Reconciler) writeDecisions(ctx context.Context, p *clusterv1beta1.Place
 			}
 			scoresWritten = true
 		}
-	}
-	for name, ex := range existing {
-		decisionsChanged = true
-		if err := client.IgnoreNotFound(r.Client.Delete(ctx, ex)); err != nil {
-			return 0, fmt.Errorf("placement %s/%s: deleting PlacementDecision %s: %w", p.Namespace, p.Name, name, err)
-		}
-		r.Recorder.Eventf(p, corev1.EventTypeNormal, EventDecisionDelete,
-			"Decision %s is deleted with placement %s in namespace %s", name, p.Name, p.Namespace)
 	}
 	if again := r.scoreEvent(p, res, now, limit, decisionsChanged); again > 0 && (requeue == 0 || again < requeue) {
 		requeue = again
@@ -548,10 +575,13 @@ func (r *Reconciler) createDecision(ctx context.Context, p *clusterv1beta1.Place
 		if !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("placement %s/%s: creating PlacementDecision %s: %w", p.Namespace, p.Name, d.name, err)
 		}
-		// Created meanwhile (a cache behind our own write): make its metadata ours.
+		// Our cache is behind (or someone wrote a page of this name by hand): make its
+		// metadata ours and plan again from what it holds, never overwrite it blind.
 		if err := r.applyDecisionMetadata(ctx, p, d); err != nil {
 			return err
 		}
+		return apierrors.NewConflict(clusterv1beta1.Resource("placementdecisions"), d.name,
+			fmt.Errorf("placement %s/%s: PlacementDecision %s exists already", p.Namespace, p.Name, d.name))
 	}
 	return r.patchDecisionStatus(ctx, p, obj, d.decisions)
 }
@@ -564,14 +594,13 @@ func decisionLabels(p *clusterv1beta1.Placement, d desiredDecision) map[string]s
 	}
 }
 
-// patchDecisionStatus replaces the decisions of a PlacementDecision (an atomic list).
+// patchDecisionStatus replaces the decisions of a PlacementDecision (an atomic list), guarded
+// by the resourceVersion of ex as read (see planPageWrites).
 func (r *Reconciler) patchDecisionStatus(ctx context.Context, p *clusterv1beta1.Placement, ex *clusterv1beta1.PlacementDecision, ds []clusterv1beta1.ClusterDecision) error {
-	obj := &clusterv1beta1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{Namespace: ex.Namespace, Name: ex.Name}}
-	body, err := json.Marshal(map[string]any{"status": map[string]any{"decisions": ds}})
-	if err != nil {
-		return err
+	if ds == nil {
+		ds = []clusterv1beta1.ClusterDecision{}
 	}
-	if err := r.Client.Status().Patch(ctx, obj, client.RawPatch(types.MergePatchType, body), client.FieldOwner(FieldManager)); err != nil {
+	if err := apply.Guarded(ctx, r.Client, ex, FieldManager, true, map[string]any{"status": map[string]any{"decisions": ds}}); err != nil {
 		return fmt.Errorf("placement %s/%s: PlacementDecision %s status: %w", p.Namespace, p.Name, ex.Name, err)
 	}
 	return nil
@@ -607,14 +636,10 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *clusterv1beta1.Placemen
 	if equality.Semantic.DeepEqual(status, &p.Status) {
 		return nil
 	}
-	// A merge patch of the whole status (only this controller writes it), guarded by the
-	// resourceVersion it was computed from: a cached copy behind our own last write must not
-	// put older values back. A conflict just means: decide again.
-	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": p.ResourceVersion}, "status": status})
-	if err != nil {
-		return err
-	}
-	if err := r.Client.Status().Patch(ctx, p, client.RawPatch(types.MergePatchType, body), client.FieldOwner(FieldManager)); err != nil {
+	// The whole status (only this controller writes it), guarded by the resourceVersion it was
+	// computed from: a cached copy behind our own last write must not put older values back.
+	// A conflict just means: decide again.
+	if err := apply.Guarded(ctx, r.Client, p, FieldManager, true, map[string]any{"status": status}); err != nil {
 		return fmt.Errorf("placement %s/%s: status: %w", p.Namespace, p.Name, err)
 	}
 	return nil

@@ -13,7 +13,12 @@
 // effects, timeout, selectors and CEL match conditions. Register adds one before or after
 // Start; the Server serves it at its path and adds it to the configuration. A handler whose
 // rules change at run time (a policy engine loading policies) returns the new rules from
-// Registration and calls Resync; Unregister removes one. Through hub/manager:
+// Registration and calls Resync; Unregister removes one. A Shared handler (one whose rules
+// follow state every hub replica loads: hub/admission's policies) holds the configuration back
+// until it has loaded, and its rules in the live configuration are narrowed only once it
+// confirms its state is the newest; until then the Server applies the union of its rules and
+// the live ones, so no replica takes away rules another replica's newer state needs (see
+// Shared). Through hub/manager:
 //
 //	h, _ := manager.New(opts)
 //	err := h.Webhooks().Register(myHandler) // before or after h.Start
@@ -63,6 +68,8 @@
 // (clientConfig.url: flotilla dev, tests, a hub next to its API server) or, with
 // Options.Service, through that Service (clientConfig.service: a hub running in the cluster,
 // behind a Service whose targetPort is the bind port; the in-cluster install will set it).
+// Every apply is guarded by the resourceVersion read just before (a write by another replica in
+// between makes it retry), and none happens before every Shared handler has loaded.
 // Ready is closed once a probe (a dry-run ConfigMap create only the Server's own
 // probe.webhook.flotilla.dev webhook matches) came back through the API server, so the
 // handlers are in effect; a probe that keeps failing is logged as an error naming the URL,

@@ -167,3 +167,74 @@ var _ = Describe("ManifestWork admission", Ordered, func() {
 		})
 	})
 })
+
+// jqWork is a ManifestWork named name whose Deployment ignores the fields exprs select.
+func jqWork(name string, exprs ...string) string {
+	quoted := make([]string, len(exprs))
+	for i, e := range exprs {
+		quoted[i] = fmt.Sprintf("%q", e)
+	}
+	return fmt.Sprintf(`
+apiVersion: work.open-cluster-management.io/v1
+kind: ManifestWork
+metadata:
+  name: %s
+  namespace: cluster1
+spec:
+  workload:
+    manifests:
+    - apiVersion: apps/v1
+      kind: Deployment
+      metadata:
+        name: web
+        namespace: app
+  manifestConfigs:
+  - resourceIdentifier: {group: apps, resource: deployments, namespace: app, name: web}
+    updateStrategy:
+      type: ServerSideApply
+      serverSideApply:
+        ignoreFields:
+        - condition: OnSpokeChange
+          jqPathExpressions: [%s]
+`, name, strings.Join(quoted, ", "))
+}
+
+var _ = Describe("ManifestWork admission of ignoreFields jqPathExpressions", func() {
+	BeforeEach(func() {
+		cleanup(start(webhook.Options{}, manifestwork.New(manifestwork.Options{})))
+	})
+
+	It("rejects a jq expression that could run without end, naming the config, the entry and the expression", func(ctx SpecContext) {
+		_, err := createYAML(ctx, jqWork("jq-unbounded", `.spec.replicas`, `repeat(.)`), false)
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+		Expect(err).To(MatchError(deniedBy + `ManifestWork.work.open-cluster-management.io "jq-unbounded" is invalid: ` +
+			`spec.manifestConfigs[0].updateStrategy.serverSideApply.ignoreFields[0].jqPathExpressions[1]: ` +
+			`Invalid value: "repeat(.)": repeat(.) is not allowed: it can generate values without end`))
+		causes := err.(apierrors.APIStatus).Status().Details.Causes
+		Expect(causes).To(ConsistOf(HaveField("Field", "spec.manifestConfigs[0].updateStrategy.serverSideApply.ignoreFields[0].jqPathExpressions[1]")))
+	})
+
+	It("rejects jq expressions that do not parse or do not select fields", func(ctx SpecContext) {
+		_, err := createYAML(ctx, jqWork("jq-invalid", `.spec | | .`, `.spec.replicas | tostring`, `def f: f; f`), false)
+		Expect(err).To(MatchError(And(
+			ContainSubstring(`jqPathExpressions[0]: Invalid value: ".spec | | .": does not parse: unexpected token "|"`),
+			ContainSubstring(`jqPathExpressions[1]: Invalid value: ".spec.replicas | tostring": tostring does not select fields of the object`),
+			ContainSubstring(`jqPathExpressions[2]: Invalid value: "def f: f; f": defines function f: function definitions are not allowed`))))
+	})
+
+	It("accepts path expressions, and rejects an update that adds an unbounded one", func(ctx SpecContext) {
+		name := "jq-valid"
+		_, err := createYAML(ctx, jqWork(name, `.spec.template.spec.containers[] | select(.name == "sidecar") | .image`,
+			`.. | select(type == "string" and startswith("registry.example/"))`, `.spec.replicas`), false)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func(ctx SpecContext) {
+			err := dyn.Resource(works).Namespace(workNamespace).Delete(ctx, name, metav1.DeleteOptions{})
+			Expect(err == nil || apierrors.IsNotFound(err)).To(BeTrue(), "deleting ManifestWork %s: %v", name, err)
+		})
+		patch := `{"spec":{"manifestConfigs":[{"resourceIdentifier":{"group":"apps","resource":"deployments","namespace":"app","name":"web"},` +
+			`"updateStrategy":{"type":"ServerSideApply","serverSideApply":{"ignoreFields":[{"condition":"OnSpokePresent","jqPathExpressions":["while(true; .)"]}]}}}]}}`
+		_, err = dyn.Resource(works).Namespace(workNamespace).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		Expect(err).To(MatchError(ContainSubstring(`spec.manifestConfigs[0].updateStrategy.serverSideApply.ignoreFields[0].jqPathExpressions[0]: ` +
+			`Invalid value: "while(true; .)": while(true; .) is not allowed: it can generate values without end`)))
+	})
+})

@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -26,6 +27,25 @@ const DefaultTimeoutSeconds = 10
 type Validating interface {
 	admission.Handler
 	Registration() Registration
+}
+
+// Shared is a Validating whose rules follow state it loads at run time and that every hub
+// replica serves through the one configuration (hub/admission's policies). Each replica's
+// Server writes the configuration, so one that has not loaded, or has not yet seen the latest
+// state, must not take away rules another replica's state needs. The Server therefore applies
+// no configuration until Loaded is closed, and it drops rules the live configuration has for
+// the handler only once Current confirms the handler's state is the newest, which is then what
+// every up-to-date replica has; otherwise it applies the union of its rules and the live ones.
+// Wider rules cost only calls the handler allows; a replica that sees the newer state later
+// narrows them (on its next sync, at most a resync period later). Each apply is guarded by the
+// resourceVersion read, so a write by another replica in between is never overwritten unseen.
+type Shared interface {
+	Validating
+	// Loaded is closed once the handler has loaded its state.
+	Loaded() <-chan struct{}
+	// Current reports whether the state Registration follows is the newest, by a consistent
+	// read; asked only before rules would be dropped.
+	Current(ctx context.Context) (bool, error)
 }
 
 // Registration says where a handler is served and which requests the API server sends it:

@@ -3,7 +3,6 @@ package webhook
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
@@ -36,6 +35,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/flotilla-dev/flotilla/core/hash"
 )
 
 // Defaults of Options.
@@ -502,8 +503,9 @@ func (s *Server) loop(ctx context.Context) {
 		if err := s.sync(ctx); err != nil {
 			failures++
 			wait := backoff(failures, s.opts.ResyncPeriod)
-			if notYet := (*errNotInEffect)(nil); errors.As(err, &notYet) {
-				// The API server picks up a configuration within moments: look again soon.
+			if transient(err) {
+				// The API server picks up a configuration within moments, a handler loads
+				// within moments: look again soon.
 				wait = min(wait, 500*time.Millisecond)
 			}
 			retry = time.After(wait)
@@ -575,8 +577,7 @@ func (s *Server) sync(ctx context.Context) error {
 	}
 	// A new configuration takes the API server a moment to pick up: report only failures
 	// that last, and at most once per resync period.
-	var notYet *errNotInEffect
-	if (!errors.As(err, &notYet) || now.Sub(s.failingSince) > 10*time.Second) && now.Sub(s.lastFailureLogs) >= s.opts.ResyncPeriod {
+	if (!transient(err) || now.Sub(s.failingSince) > 10*time.Second) && now.Sub(s.lastFailureLogs) >= s.opts.ResyncPeriod {
 		s.lastFailureLogs = now
 		s.log.Error(err, "Webhooks not in effect; retrying", "configuration", s.opts.ConfigurationName,
 			"reachedAt", s.where(), "failingFor", now.Sub(s.failingSince).Round(time.Second).String())
@@ -661,22 +662,24 @@ func (s *Server) ensureNamespace(ctx context.Context) error {
 	return nil
 }
 
-// configuration returns the ValidatingWebhookConfiguration the Server applies for caBundle:
-// one webhook per registered handler plus the Server's probe, sorted by name.
-func (s *Server) configuration(caBundle []byte) *admissionregistrationv1.ValidatingWebhookConfiguration {
+// configuration returns the ValidatingWebhookConfiguration the Server applies for caBundle
+// over live (nil: none exists): one webhook per registered handler plus the Server's probe,
+// sorted by name.
+func (s *Server) configuration(ctx context.Context, caBundle []byte, live *admissionregistrationv1.ValidatingWebhookConfiguration) (*admissionregistrationv1.ValidatingWebhookConfiguration, error) {
 	regs := []Registration{s.probeRegistration()}
 	s.mu.Lock()
+	handlers := make([]*registered, 0, len(s.handlers))
 	for _, r := range s.handlers {
-		reg := r.handler.Registration().withDefaults()
-		reg.Name, reg.Path = r.name, r.path
-		if err := reg.validate(); err != nil {
-			s.log.Error(err, "Handler returned an invalid registration; keeping its previous one", "webhook", r.name)
-			reg = r.last
-		}
-		r.last = reg
-		regs = append(regs, reg)
+		handlers = append(handlers, r)
 	}
 	s.mu.Unlock()
+	for _, r := range handlers {
+		reg, err := s.registration(ctx, r, live)
+		if err != nil {
+			return nil, err
+		}
+		regs = append(regs, reg)
+	}
 	slices.SortFunc(regs, func(a, b Registration) int { return strings.Compare(a.Name, b.Name) })
 	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{
 		TypeMeta: metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingWebhookConfiguration"},
@@ -695,36 +698,114 @@ func (s *Server) configuration(caBundle []byte) *admissionregistrationv1.Validat
 		}
 		cfg.Webhooks = append(cfg.Webhooks, reg.validatingWebhook(cc))
 	}
-	return cfg
+	return cfg, nil
 }
 
-// syncConfiguration server-side-applies the configuration. An apply that changes an object
-// the Server had already applied unchanged means someone else edited or deleted it.
+// registration is r's entry in the configuration: its handler's Registration, or the previous
+// one if that is invalid. For a Shared handler, see Shared: nothing until it has loaded, and
+// the rules live has for it are kept unless it confirms its state is the newest.
+func (s *Server) registration(ctx context.Context, r *registered, live *admissionregistrationv1.ValidatingWebhookConfiguration) (Registration, error) {
+	shared, ok := r.handler.(Shared)
+	if !ok {
+		return s.validRegistration(r), nil
+	}
+	select {
+	case <-shared.Loaded():
+	default:
+		return Registration{}, &errWaiting{what: "webhook " + r.name + " to load what its rules follow"}
+	}
+	reg := s.validRegistration(r)
+	liveRules, found := webhookRules(live, r.name)
+	if !found || coversRules(reg.Rules, liveRules) {
+		return reg, nil
+	}
+	// Narrowing. Current is asked before Registration is read again, so the rules applied
+	// follow a state at least as new as the one confirmed newest.
+	current, err := shared.Current(ctx)
+	if err != nil {
+		return Registration{}, fmt.Errorf("webhook %s: %w", r.name, err)
+	}
+	reg = s.validRegistration(r)
+	if !current {
+		reg.Rules = unionRules(reg.Rules, liveRules)
+	}
+	return reg, nil
+}
+
+// validRegistration is r's handler's Registration, or the last valid one.
+func (s *Server) validRegistration(r *registered) Registration {
+	reg := r.handler.Registration().withDefaults()
+	reg.Name, reg.Path = r.name, r.path
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := reg.validate(); err != nil {
+		s.log.Error(err, "Handler returned an invalid registration; keeping its previous one", "webhook", r.name)
+		reg = r.last
+	}
+	r.last = reg
+	return reg
+}
+
+// webhookRules are the rules of the webhook named name in cfg, if it has one.
+func webhookRules(cfg *admissionregistrationv1.ValidatingWebhookConfiguration, name string) ([]admissionregistrationv1.RuleWithOperations, bool) {
+	if cfg == nil {
+		return nil, false
+	}
+	for _, w := range cfg.Webhooks {
+		if w.Name == name {
+			return w.Rules, true
+		}
+	}
+	return nil, false
+}
+
+// syncConfiguration server-side-applies the configuration over the live one, guarded by the
+// live one's resourceVersion: rules kept from it (Shared) are not lost to a write by another
+// replica in between. An apply that changes an object the Server had already applied
+// unchanged means someone else edited or deleted it.
 func (s *Server) syncConfiguration(ctx context.Context) error {
-	cfg := s.configuration(s.material.bundlePEM())
+	configs := s.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+	live, err := configs.Get(ctx, s.opts.ConfigurationName, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		live = nil
+	case err != nil:
+		return fmt.Errorf("reading ValidatingWebhookConfiguration %s: %w", s.opts.ConfigurationName, err)
+	}
+	cfg, err := s.configuration(ctx, s.material.bundlePEM(), live)
+	if err != nil {
+		return err
+	}
 	data, err := json.Marshal(cfg)
 	if err != nil {
 		return err
 	}
-	sum := sha256.Sum256(data)
-	hash := hex.EncodeToString(sum[:])
+	digest := hash.Bytes(data)
+	if live != nil {
+		cfg.ResourceVersion = live.ResourceVersion
+		if data, err = json.Marshal(cfg); err != nil {
+			return err
+		}
+	}
 	force := true
-	applied, err := s.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Patch(ctx, cfg.Name, types.ApplyPatchType, data,
-		metav1.PatchOptions{FieldManager: FieldManager, Force: &force})
+	applied, err := configs.Patch(ctx, cfg.Name, types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: FieldManager, Force: &force})
+	if apierrors.IsConflict(err) {
+		return &errWaiting{what: "ValidatingWebhookConfiguration " + cfg.Name + " to stop changing (written by another replica)"}
+	}
 	if err != nil {
 		return fmt.Errorf("applying ValidatingWebhookConfiguration %s: %w", cfg.Name, err)
 	}
 	switch {
 	case applied.ResourceVersion == s.appliedRV:
 		s.drifts = 0
-	case hash == s.appliedHash:
+	case digest == s.appliedHash:
 		s.drifts++
 		s.log.Info("Restored ValidatingWebhookConfiguration changed or deleted by someone else", "configuration", cfg.Name, "times", s.drifts)
 	default:
 		s.drifts = 0
 		s.log.V(1).Info("Applied ValidatingWebhookConfiguration", "configuration", cfg.Name, "webhooks", len(cfg.Webhooks))
 	}
-	s.appliedHash, s.appliedRV = hash, applied.ResourceVersion
+	s.appliedHash, s.appliedRV = digest, applied.ResourceVersion
 	return nil
 }
 
@@ -771,6 +852,19 @@ type errNotInEffect struct{}
 
 func (*errNotInEffect) Error() string {
 	return "the API server has not called the webhook server yet (configuration not in effect)"
+}
+
+// errWaiting: the configuration waits for what (a Shared handler to load, a concurrent write
+// to settle).
+type errWaiting struct{ what string }
+
+func (e *errWaiting) Error() string { return "waiting for " + e.what }
+
+// transient says err is expected to clear within moments (errNotInEffect, errWaiting).
+func transient(err error) bool {
+	var notYet *errNotInEffect
+	var waiting *errWaiting
+	return errors.As(err, &notYet) || errors.As(err, &waiting)
 }
 
 func (s *Server) probe(ctx context.Context) error {

@@ -8,12 +8,14 @@ import (
 	"encoding/pem"
 	"net"
 	"strings"
+	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -262,3 +264,136 @@ func (*configMapDenier) Registration() webhook.Registration {
 func (*configMapDenier) Handle(_ context.Context, req admission.Request) admission.Response {
 	return admission.Denied("labelled deny")
 }
+
+var _ = Describe("A Shared handler's rules", func() {
+	It("are not applied before it has loaded, and not narrowed until its state is the newest", func(ctx SpecContext) {
+		opts := webhook.Options{ConfigurationName: "shared", SecretName: "shared-certs", Logger: logger.WithName("webhook")}
+		DeferCleanup(func(ctx SpecContext) {
+			err := kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, opts.ConfigurationName, metav1.DeleteOptions{})
+			Expect(err == nil || apierrors.IsNotFound(err)).To(BeTrue(), "deleting the configuration: %v", err)
+		})
+		configMaps := rules("configmaps")
+		both := rules("configmaps", "secrets")
+
+		By("another replica, whose state needs both rules, wrote the configuration")
+		other := &admissionregistrationv1.ValidatingWebhookConfiguration{
+			ObjectMeta: metav1.ObjectMeta{Name: opts.ConfigurationName},
+			Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+				Name: sharedName, Rules: both, ObjectSelector: nothing,
+				ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: ptr("https://127.0.0.1:1/validate/shared")},
+				SideEffects:             ptr(admissionregistrationv1.SideEffectClassNone),
+				AdmissionReviewVersions: []string{"v1"},
+			}},
+		}
+		_, err := kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, other, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		written, err := configuration(ctx, opts.ConfigurationName)
+		Expect(err).NotTo(HaveOccurred())
+
+		By("a new replica that has not loaded yet syncs its certificates but leaves the configuration alone")
+		h := &sharedHandler{loaded: make(chan struct{}), rules: configMaps}
+		srv, err := webhook.New(hubConf, opts)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(srv.Register(h)).To(Succeed())
+		r := run(srv)
+		cleanup(r)
+		Eventually(func(ctx context.Context) error {
+			_, err := kube.CoreV1().Secrets(webhook.DefaultNamespace).Get(ctx, opts.SecretName, metav1.GetOptions{})
+			return err
+		}).WithContext(ctx).Should(Succeed(), "the new replica never wrote its certificates")
+		// It retries every half second at most: two seconds see several attempts.
+		Consistently(func(g Gomega, ctx context.Context) {
+			cfg, err := configuration(ctx, opts.ConfigurationName)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(cfg.ResourceVersion).To(Equal(written.ResourceVersion), "a replica that has not loaded wrote the configuration")
+		}).WithContext(ctx).WithTimeout(2 * time.Second).Should(Succeed())
+		Expect(srv.Ready()).NotTo(BeClosed())
+
+		By("loaded from a state older than the other replica's, it applies its address but keeps the other's rules")
+		h.set(configMaps, false)
+		close(h.loaded)
+		srv.Resync()
+		Eventually(srv.Ready()).Should(BeClosed())
+		cfg, err := configuration(ctx, opts.ConfigurationName)
+		Expect(err).NotTo(HaveOccurred())
+		w := sharedWebhook(cfg)
+		Expect(*w.ClientConfig.URL).To(HavePrefix("https://" + srv.Addr().String() + "/"))
+		Expect(w.Rules).To(ConsistOf(ruleFor("configmaps"), ruleFor("secrets")), "a replica with an older state narrowed the rules")
+
+		By("once its state is the newest, it narrows them to its own")
+		h.set(configMaps, true)
+		srv.Resync()
+		Eventually(func(g Gomega, ctx context.Context) {
+			cfg, err := configuration(ctx, opts.ConfigurationName)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(sharedWebhook(cfg).Rules).To(ConsistOf(ruleFor("configmaps")))
+		}).WithContext(ctx).Should(Succeed())
+	})
+})
+
+const sharedName = "shared.test.flotilla.dev"
+
+// nothing is an object selector no object matches: the API server never calls the webhook.
+var nothing = &metav1.LabelSelector{MatchLabels: map[string]string{"test.flotilla.dev/never": "true"}}
+
+// sharedHandler is a Shared handler whose state the spec sets.
+type sharedHandler struct {
+	loaded  chan struct{}
+	mu      sync.Mutex
+	rules   []admissionregistrationv1.RuleWithOperations
+	current bool
+}
+
+func (h *sharedHandler) set(rules []admissionregistrationv1.RuleWithOperations, current bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.rules, h.current = rules, current
+}
+
+func (h *sharedHandler) Registration() webhook.Registration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return webhook.Registration{Name: sharedName, Path: "/validate/shared", Rules: h.rules, ObjectSelector: nothing}
+}
+
+func (h *sharedHandler) Handle(context.Context, admission.Request) admission.Response {
+	return admission.Allowed("")
+}
+
+func (h *sharedHandler) Loaded() <-chan struct{} { return h.loaded }
+
+func (h *sharedHandler) Current(context.Context) (bool, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.current, nil
+}
+
+// ruleFor is how the API server returns a CREATE rule for a core resource.
+func ruleFor(resource string) admissionregistrationv1.RuleWithOperations {
+	return rules(resource)[0]
+}
+
+// rules are CREATE rules for core resources, one each.
+func rules(resources ...string) []admissionregistrationv1.RuleWithOperations {
+	var out []admissionregistrationv1.RuleWithOperations
+	for _, r := range resources {
+		out = append(out, admissionregistrationv1.RuleWithOperations{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+			Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{r}, Scope: ptr(admissionregistrationv1.AllScopes)},
+		})
+	}
+	return out
+}
+
+func sharedWebhook(cfg *admissionregistrationv1.ValidatingWebhookConfiguration) admissionregistrationv1.ValidatingWebhook {
+	GinkgoHelper()
+	for _, w := range cfg.Webhooks {
+		if w.Name == sharedName {
+			return w
+		}
+	}
+	Fail("no webhook " + sharedName + " in the configuration")
+	return admissionregistrationv1.ValidatingWebhook{}
+}
+
+func ptr[T any](v T) *T { return &v }

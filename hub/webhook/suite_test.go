@@ -89,13 +89,19 @@ func startWith(opts webhook.Options, setup func(*webhook.Server)) *running {
 	srv, err := webhook.New(hubConf, opts)
 	Expect(err).NotTo(HaveOccurred())
 	setup(srv)
+	r := run(srv)
+	Eventually(srv.Ready()).Should(BeClosed())
+	return r
+}
+
+// run starts srv until stopped, without waiting.
+func run(srv *webhook.Server) *running {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{Server: srv, cancel: cancel, finished: make(chan struct{})}
 	go func() {
 		defer close(r.finished)
 		r.err = srv.Start(ctx)
 	}()
-	Eventually(srv.Ready()).Should(BeClosed())
 	return r
 }
 

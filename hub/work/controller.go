@@ -66,7 +66,7 @@ func (r *AvailabilityReconciler) Reconcile(ctx context.Context, req reconcile.Re
 			continue
 		}
 		// Guarded by resourceVersion: the agent writes the whole status when it reports.
-		if err := r.Client.Status().Update(ctx, w); err != nil {
+		if err := apply.Guarded(ctx, r.Client, &works.Items[i], apply.FieldManagerPrefix+controllerName, true, map[string]any{"status": w.Status}); err != nil {
 			return reconcile.Result{}, fmt.Errorf("ManifestWork %s/%s: marking its status unknown: %w", w.Namespace, w.Name, err)
 		}
 	}

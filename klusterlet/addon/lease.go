@@ -7,13 +7,13 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	addonv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/addon/v1alpha1"
+	"github.com/flotilla-dev/flotilla/core/apply"
 )
 
 // startLease makes sure the add-on's Lease in ns is watched (and no other of its Leases).
@@ -134,14 +134,13 @@ func (a *Agent) checkHealth(ctx context.Context, addon, ns string, lease *coordi
 			}
 		}
 	}
-	updated := mca.DeepCopy()
-	if !meta.SetStatusCondition(&updated.Status.Conditions, cond) {
-		return next, nil
-	}
-	// status.conditions is an atomic list: the whole list is patched, guarded by the
-	// resourceVersion it was read at (a conflict is retried with the cache's newer copy).
-	if err := a.hub.Status().Patch(ctx, updated, client.MergeFromWithOptions(mca, client.MergeFromWithOptimisticLock{}), client.FieldOwner(FieldManager)); err != nil {
+	// status.conditions is keyed by type: the agent applies just the condition it owns.
+	wrote, err := apply.Condition(ctx, a.hub, mca, mca.Status.Conditions, FieldManager, cond)
+	if err != nil {
 		return 0, fmt.Errorf("setting condition %s of ManagedClusterAddOn %s/%s: %w", cond.Type, mca.Namespace, mca.Name, err)
+	}
+	if !wrote {
+		return next, nil
 	}
 	a.log.Info("Add-on health updated from its Lease", "addon", addon, "lease", ns+"/"+addon,
 		"status", cond.Status, "reason", cond.Reason)

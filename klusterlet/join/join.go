@@ -27,7 +27,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/flotilla-dev/flotilla/core/install"
-	"github.com/flotilla-dev/flotilla/hub/registration/bootstrap"
+	"github.com/flotilla-dev/flotilla/core/kubeconfig"
 )
 
 // DefaultKlusterletName is the Klusterlet of a cluster's first hub, as in OCM.
@@ -105,7 +105,7 @@ func (o *Options) BootstrapKubeconfig() ([]byte, error) {
 		}
 		ca = append(ca, o.ProxyCA...)
 	}
-	return bootstrap.BuildKubeconfig(bootstrap.KubeconfigParams{Server: o.HubAPIServer, CA: ca, Token: o.Token, ProxyURL: o.ProxyURL})
+	return kubeconfig.Bootstrap(kubeconfig.Params{Server: o.HubAPIServer, CA: ca, Token: o.Token, ProxyURL: o.ProxyURL})
 }
 
 // Preflight checks that the hub takes the bootstrap kubeconfig (reachable, trusted, the token

@@ -422,18 +422,12 @@ func ReportRemoved(ctx context.Context, hubKubeconfig []byte, cluster string) er
 	if err := c.Get(ctx, client.ObjectKey{Name: cluster}, mc); err != nil {
 		return fmt.Errorf("reading ManagedCluster %s on the hub: %w", cluster, err)
 	}
-	// An update, not an apply with the agent's field manager: an apply of this one condition
-	// would drop the agent's other conditions, which it owns.
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := c.Get(ctx, client.ObjectKey{Name: cluster}, mc); err != nil {
-			return err
-		}
-		meta.SetStatusCondition(&mc.Status.Conditions, metav1.Condition{
-			Type: clusterv1.ManagedClusterConditionAvailable, Status: metav1.ConditionUnknown,
-			Reason:  clusterv1.ConditionReasonManagedClusterLeaseUpdateStopped,
-			Message: "Registration agent stopped updating its lease: the klusterlet was removed from the cluster (unjoin).",
-		})
-		return c.Status().Update(ctx, mc)
+	// conditions are keyed by type: this one is applied under a field manager of its own, so
+	// the agent's other conditions (its manager's) stay.
+	_, err = apply.Condition(ctx, c, mc, mc.Status.Conditions, apply.FieldManagerPrefix+"unjoin", metav1.Condition{
+		Type: clusterv1.ManagedClusterConditionAvailable, Status: metav1.ConditionUnknown,
+		Reason:  clusterv1.ConditionReasonManagedClusterLeaseUpdateStopped,
+		Message: "Registration agent stopped updating its lease: the klusterlet was removed from the cluster (unjoin).",
 	})
 	if err != nil {
 		return fmt.Errorf("ManagedCluster %s: %w", cluster, err)

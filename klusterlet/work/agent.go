@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"time"
 
-	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
@@ -33,6 +33,7 @@ import (
 	apischeme "github.com/flotilla-dev/flotilla/core/apis/scheme"
 	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
 	"github.com/flotilla-dev/flotilla/core/apply"
+	"github.com/flotilla-dev/flotilla/core/sarcache"
 )
 
 // userAgent names the agent in both clusters' audit logs.
@@ -43,10 +44,13 @@ const workWorkers = 8
 
 // Agent is a configured work agent.
 type Agent struct {
-	cfg      Config
-	hubHash  string
-	mgr      manager.Manager
-	sarCache *sarCache
+	cfg     Config
+	hubHash string
+	mgr     manager.Manager
+	// sars answers executors' SubjectAccessReviews: the managed cluster, or with
+	// ExecutorValidatingCaches a cache over it.
+	sars     sarcache.Reviewer
+	sarCache *sarcache.Cache
 	// watches wake works whose feedback is scraped by Watch (watchEvents feeds the controller).
 	watches     *feedbackWatches
 	watchEvents chan event.GenericEvent
@@ -109,8 +113,15 @@ func New(cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("work agent: managed cluster client: %w", err)
 	}
+	a.sars = kube.AuthorizationV1().SubjectAccessReviews()
 	if cfg.ExecutorValidatingCaches {
-		a.sarCache = newSARCache()
+		// RBAC changes drop the answers (rbacWatch); the TTL bounds what they do not show.
+		a.sarCache, err = sarcache.New(sarcache.Options{Reviews: a.sars, Name: "executor",
+			AllowedTTL: executorCacheTTL, DeniedTTL: executorCacheTTL})
+		if err != nil {
+			return nil, fmt.Errorf("work agent: %w", err)
+		}
+		a.sars = a.sarCache
 	}
 	watchEvents := make(chan event.GenericEvent, 64)
 	a.watches = newFeedbackWatches(dyn, cfg.MaxFeedbackWatch, watchEvents, cfg.Logger.WithName("feedback-watch"))
@@ -118,17 +129,17 @@ func New(cfg Config) (*Agent, error) {
 		return nil, fmt.Errorf("work agent: %w", err)
 	}
 	a.watchEvents = watchEvents
-	if err := a.setup(hub, dyn, kube, managedCfg, newMapper(dc)); err != nil {
+	if err := a.setup(hub, dyn, managedCfg, newMapper(dc)); err != nil {
 		return nil, err
 	}
 	return a, nil
 }
 
-func (a *Agent) setup(hub cluster.Cluster, dyn dynamic.Interface, kube kubernetes.Interface, managedCfg *rest.Config, mapper *resettableMapper) error {
+func (a *Agent) setup(hub cluster.Cluster, dyn dynamic.Interface, managedCfg *rest.Config, mapper *resettableMapper) error {
 	works := &workReconciler{
 		cfg: a.cfg, hubHash: a.hubHash, hub: hub.GetClient(), managed: a.mgr.GetClient(), reader: a.mgr.GetAPIReader(),
 		dyn: dyn, mapper: mapper, feedback: newFeedbackReader(a.cfg.FeedbackExtractors, a.cfg.RawFeedbackJSON),
-		executor: &executorValidator{kube: kube, managedConfig: managedCfg, cache: a.sarCache},
+		executor: &executorValidator{reviews: a.sars, managedConfig: managedCfg, statusSync: a.cfg.StatusSyncInterval},
 		watches:  a.watches,
 		appliers: map[workv1.UpdateStrategyType]applier{
 			workv1.UpdateStrategyTypeUpdate:          updateApplier{dyn},
@@ -158,15 +169,13 @@ func (a *Agent) setup(hub cluster.Cluster, dyn dynamic.Interface, kube kubernete
 						len(e.ObjectNew.Finalizers) != len(e.ObjectOld.Finalizers)
 				}}))).
 		Watches(&workv1.AppliedManifestWork{}, toWork, builder.WithPredicates(ours)).
-		// RBAC changes on the managed cluster can change what an executor may apply: answers
-		// cached under ExecutorValidatingCaches are dropped and works with an executor retried.
+		// Feedback watches and RBAC changes (rbacWatch) wake works.
 		WatchesRawSource(source.Channel(a.watchEvents, &handler.EnqueueRequestForObject{})).
-		Watches(&rbacv1.Role{}, a.rbacChanged(hub)).
-		Watches(&rbacv1.RoleBinding{}, a.rbacChanged(hub)).
-		Watches(&rbacv1.ClusterRole{}, a.rbacChanged(hub)).
-		Watches(&rbacv1.ClusterRoleBinding{}, a.rbacChanged(hub)).
 		Complete(apply.Quiet(works))
 	if err != nil {
+		return fmt.Errorf("work agent: %w", err)
+	}
+	if err := a.rbacWatch(hub).SetupWithManager(a.mgr); err != nil {
 		return fmt.Errorf("work agent: %w", err)
 	}
 
@@ -186,24 +195,31 @@ func (a *Agent) setup(hub cluster.Cluster, dyn dynamic.Interface, kube kubernete
 	return nil
 }
 
-// rbacChanged invalidates cached executor answers and enqueues the works that have an executor.
-func (a *Agent) rbacChanged(hub cluster.Cluster) handler.EventHandler {
-	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
-		if a.sarCache != nil {
-			a.sarCache.invalidate()
-		}
+// rbacWatch: RBAC changes on the managed cluster can change what an executor may apply, so
+// cached answers are dropped and the works with an executor tried again, once for a burst of
+// changes.
+func (a *Agent) rbacWatch(hub cluster.Cluster) *sarcache.RBACWatch {
+	return &sarcache.RBACWatch{Name: "work-rbac", Cache: a.sarCache, OnChange: func(ctx context.Context) error {
 		works := &workv1.ManifestWorkList{}
-		if err := hub.GetCache().List(ctx, works, client.InNamespace(a.cfg.ClusterName)); err != nil {
-			return nil
+		// Read only: the cache's objects need no copies.
+		if err := hub.GetCache().List(ctx, works, client.InNamespace(a.cfg.ClusterName), client.UnsafeDisableDeepCopy); err != nil {
+			return fmt.Errorf("listing the ManifestWorks of %s to retry their executors: %w", a.cfg.ClusterName, err)
 		}
-		var out []reconcile.Request
-		for _, w := range works.Items {
-			if w.Spec.Executor != nil {
-				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&w)})
+		for i := range works.Items {
+			w := &works.Items[i]
+			if w.Spec.Executor == nil {
+				continue
+			}
+			// Only the name matters to the work controller's queue.
+			wake := &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Namespace: w.Namespace, Name: w.Name}}
+			select {
+			case a.watchEvents <- event.GenericEvent{Object: wake}:
+			case <-ctx.Done():
+				return ctx.Err()
 			}
 		}
-		return out
-	})
+		return nil
+	}}
 }
 
 // Run runs the agent until ctx ends; it returns nil then, or an error if it cannot start.

@@ -157,9 +157,7 @@ func (r *appliedReconciler) cleanup(ctx context.Context, amw *workv1.AppliedMani
 	remaining := deleteApplied(log.IntoContext(ctx, log.FromContext(ctx).WithValues("appliedManifestWork", amw.Name)), r.dyn, amw.Status.AppliedResources, amw.UID)
 	if len(remaining) > 0 {
 		if len(remaining) != len(amw.Status.AppliedResources) {
-			updated := amw.DeepCopy()
-			updated.Status.AppliedResources = remaining
-			if err := r.managed.Status().Update(ctx, updated); err != nil {
+			if err := apply.Guarded(ctx, r.managed, amw, fieldManager, true, appliedStatus(remaining, amw.Status.EvictionStartTime)); err != nil {
 				return reconcile.Result{}, fmt.Errorf("AppliedManifestWork %s: recording remaining resources: %w", amw.Name, err)
 			}
 		}
@@ -191,9 +189,7 @@ func (r *appliedReconciler) evict(ctx context.Context, amw *workv1.AppliedManife
 	}
 	if !orphaned {
 		if amw.Status.EvictionStartTime != nil {
-			updated := amw.DeepCopy()
-			updated.Status.EvictionStartTime = nil
-			if err := r.managed.Status().Update(ctx, updated); err != nil {
+			if err := apply.Guarded(ctx, r.managed, amw, fieldManager, true, appliedStatus(amw.Status.AppliedResources, nil)); err != nil {
 				return reconcile.Result{}, fmt.Errorf("AppliedManifestWork %s: stopping eviction: %w", amw.Name, err)
 			}
 		}
@@ -201,9 +197,7 @@ func (r *appliedReconciler) evict(ctx context.Context, amw *workv1.AppliedManife
 	}
 	now := r.now()
 	if amw.Status.EvictionStartTime == nil {
-		updated := amw.DeepCopy()
-		updated.Status.EvictionStartTime = &metav1.Time{Time: now}
-		if err := r.managed.Status().Update(ctx, updated); err != nil {
+		if err := apply.Guarded(ctx, r.managed, amw, fieldManager, true, appliedStatus(amw.Status.AppliedResources, &metav1.Time{Time: now})); err != nil {
 			return reconcile.Result{}, fmt.Errorf("AppliedManifestWork %s: starting eviction: %w", amw.Name, err)
 		}
 		log.FromContext(ctx).Info("ManifestWork is gone from the hub; evicting its AppliedManifestWork after the grace period",
@@ -218,4 +212,11 @@ func (r *appliedReconciler) evict(ctx context.Context, amw *workv1.AppliedManife
 		return reconcile.Result{}, fmt.Errorf("AppliedManifestWork %s: evicting: %w", amw.Name, err)
 	}
 	return reconcile.Result{}, nil
+}
+
+// appliedStatus is an AppliedManifestWork's whole status, as the agent applies it (guarded by
+// the resourceVersion it was computed from).
+func appliedStatus(resources []workv1.AppliedManifestResourceMeta, evictionStart *metav1.Time) map[string]any {
+	st := workv1.AppliedManifestWorkStatus{AppliedResources: resources, EvictionStartTime: evictionStart}
+	return map[string]any{"status": st}
 }

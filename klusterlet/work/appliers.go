@@ -222,7 +222,7 @@ func (a serverSideApplier) apply(ctx context.Context, req applyRequest) (*unstru
 		case err != nil:
 			return nil, err
 		}
-		if err := applyIgnoreFields(required, existing, ssa.IgnoreFields); err != nil {
+		if err := applyIgnoreFields(ctx, required, existing, ssa.IgnoreFields); err != nil {
 			return nil, err
 		}
 	}

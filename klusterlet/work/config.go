@@ -1,13 +1,13 @@
 package work
 
 import (
-	"crypto/sha256"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
+
+	"github.com/flotilla-dev/flotilla/core/hash"
 )
 
 // Defaults, as in OCM's work agent.
@@ -43,7 +43,9 @@ type Config struct {
 	// past it are polled. Default DefaultMaxFeedbackWatch.
 	MaxFeedbackWatch int
 	// ExecutorValidatingCaches caches executors' SubjectAccessReview answers until RBAC on
-	// the managed cluster changes (OCM's ExecutorValidatingCaches feature gate).
+	// the managed cluster changes, for at most 5 minutes, 10,000 answers at most (OCM's
+	// ExecutorValidatingCaches feature gate). Hits and misses are the metrics
+	// flotilla_sar_cache_hits_total and flotilla_sar_cache_misses_total{cache="executor"}.
 	ExecutorValidatingCaches bool
 	// RawFeedbackJSON allows JsonRaw feedback values of at most 1 KiB (OCM's
 	// RawFeedbackJsonString feature gate); without it a structure is a feedback error.
@@ -57,7 +59,7 @@ type Config struct {
 
 // HubHash is the hash of the hub API server URL that prefixes AppliedManifestWork names and
 // fills their spec.hubHash, as OCM's agent computes it.
-func HubHash(server string) string { return fmt.Sprintf("%x", sha256.Sum256([]byte(server))) }
+func HubHash(server string) string { return hash.Bytes([]byte(server)) }
 
 func (c Config) withDefaults() (Config, error) {
 	switch {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -13,14 +12,15 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
+	"github.com/flotilla-dev/flotilla/core/sarcache"
 )
 
-// executorRetry is how soon a manifest its executor may not apply is tried again (as OCM).
-const executorRetry = time.Minute
+// executorCacheTTL bounds how long, under ExecutorValidatingCaches, an answer is kept when no
+// RBAC change drops it first: for what RBAC events do not show (an authorization webhook).
+const executorCacheTTL = 5 * time.Minute
 
 // notAllowedError is a manifest the work's executor may not apply: it is not applied.
 type notAllowedError struct{ msg string }
@@ -32,11 +32,13 @@ func (e *notAllowedError) Error() string { return e.msg }
 // and for RBAC objects a dry-run create as the executor, since only the API server knows
 // whether a Role or binding escalates beyond the executor's own permissions.
 type executorValidator struct {
-	kube          kubernetes.Interface
+	// reviews is the managed cluster's SubjectAccessReviews, or with the
+	// ExecutorValidatingCaches gate a sarcache.Cache over them that RBAC changes drop.
+	reviews       sarcache.Reviewer
 	managedConfig *rest.Config
-	// cache, when set (the ExecutorValidatingCaches gate), keeps SubjectAccessReview answers
-	// until RBAC on the managed cluster changes.
-	cache *sarCache
+	// statusSync is when a manifest its executor may not apply is tried again at the latest:
+	// the work's next status sync (an RBAC change retries it at once).
+	statusSync time.Duration
 }
 
 func serviceAccountUser(sa *workv1.ManifestWorkSubjectServiceAccount) string {
@@ -78,13 +80,18 @@ func (v *executorValidator) validate(ctx context.Context, executor *workv1.Manif
 		}
 	}
 	if len(denied) > 0 {
-		return &notAllowedError{msg: fmt.Sprintf("executor %s may not %s %s on the managed cluster, will try again in %s",
-			user, strings.Join(denied, ", "), describe(gvr, required), executorRetry)}
+		return &notAllowedError{msg: fmt.Sprintf("executor %s may not %s %s on the managed cluster, %s",
+			user, strings.Join(denied, ", "), describe(gvr, required), v.retry())}
 	}
 	if gvr.Group == "rbac.authorization.k8s.io" && !readOnly {
 		return v.checkEscalation(ctx, sa, gvr, required)
 	}
 	return nil
+}
+
+// retry says when a refused manifest is tried again.
+func (v *executorValidator) retry() string {
+	return fmt.Sprintf("will try again when RBAC on the managed cluster changes or at the next status sync (about every %s)", v.statusSync)
 }
 
 func describe(gvr schema.GroupVersionResource, obj *unstructured.Unstructured) string {
@@ -124,82 +131,20 @@ func (v *executorValidator) checkEscalation(ctx context.Context, sa *workv1.Mani
 		// means the executor could have created it.
 		return nil
 	case apierrors.IsForbidden(err):
-		return &notAllowedError{msg: fmt.Sprintf("executor %s may not create %s on the managed cluster (permission escalation): %s, will try again in %s",
-			serviceAccountUser(sa), describe(gvr, required), apiMessage(err), executorRetry)}
+		return &notAllowedError{msg: fmt.Sprintf("executor %s may not create %s on the managed cluster (permission escalation): %s, %s",
+			serviceAccountUser(sa), describe(gvr, required), apiMessage(err), v.retry())}
 	}
 	return fmt.Errorf("dry-run create of %s as %s: %w", describe(gvr, required), serviceAccountUser(sa), err)
 }
 
 func (v *executorValidator) allowed(ctx context.Context, sa *workv1.ManifestWorkSubjectServiceAccount, attrs authorizationv1.ResourceAttributes) (bool, error) {
-	key := sarKey{user: serviceAccountUser(sa), attrs: attrs}
-	gen := uint64(0)
-	if v.cache != nil {
-		var ok, hit bool
-		if ok, hit, gen = v.cache.get(key); hit {
-			return ok, nil
-		}
-	}
-	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User:               key.user,
+	got, err := v.reviews.Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User:               serviceAccountUser(sa),
 		Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + sa.Namespace, "system:authenticated"},
 		ResourceAttributes: &attrs,
-	}}
-	got, err := v.kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+	}}, metav1.CreateOptions{})
 	if err != nil {
 		return false, err
 	}
-	if v.cache != nil {
-		v.cache.put(key, got.Status.Allowed, gen)
-	}
 	return got.Status.Allowed, nil
-}
-
-type sarKey struct {
-	user  string
-	attrs authorizationv1.ResourceAttributes
-}
-
-// sarCache keeps SubjectAccessReview answers until any Role, ClusterRole or binding on the
-// managed cluster changes (invalidate), which is when an answer can change under RBAC.
-type sarCache struct {
-	mu         sync.Mutex
-	generation uint64
-	answers    map[sarKey]bool
-	// hits counts answers served from the cache, for tests and metrics.
-	hits uint64
-}
-
-func newSARCache() *sarCache { return &sarCache{answers: map[sarKey]bool{}} }
-
-// get returns the cached answer and the generation it must be stored under if missing, so
-// an answer computed across an invalidation is not kept.
-func (c *sarCache) get(k sarKey) (allowed, hit bool, gen uint64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	allowed, hit = c.answers[k]
-	if hit {
-		c.hits++
-	}
-	return allowed, hit, c.generation
-}
-
-func (c *sarCache) put(k sarKey, allowed bool, gen uint64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if gen == c.generation {
-		c.answers[k] = allowed
-	}
-}
-
-func (c *sarCache) invalidate() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.generation++
-	clear(c.answers)
-}
-
-func (c *sarCache) hitCount() uint64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.hits
 }

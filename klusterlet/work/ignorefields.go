@@ -1,17 +1,20 @@
 package work
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
+	"unicode/utf8"
 
-	"github.com/itchyny/gojq"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
+	"github.com/flotilla-dev/flotilla/core/hash"
+	"github.com/flotilla-dev/flotilla/core/jqpath"
 )
 
 // IgnoredFieldsAnnotation on an applied object records, per field a ServerSideApply manifest
@@ -42,52 +45,96 @@ func (p path) String() string {
 	return b.String()
 }
 
-// resolve turns one ignoreFields entry into the concrete paths it selects in obj.
-func resolve(obj map[string]any, f workv1.IgnoreField) ([]path, error) {
+// ignoreFieldsWorkBudget is how long one pass over a ManifestWork may spend evaluating its
+// jqPathExpressions, all manifests together (each evaluation also has jqpath.Timeout); a
+// work that needs more gets AppliedManifestSSAIgnoreFieldError on the manifests left.
+const ignoreFieldsWorkBudget = 2 * time.Second
+
+// jqBudget is the evaluation time left to one pass over a work, which applies its manifests
+// one at a time.
+type jqBudget struct{ left time.Duration }
+
+type jqBudgetKey struct{}
+
+// withIgnoreFieldsBudget gives a pass over a work its ignoreFieldsWorkBudget.
+func withIgnoreFieldsBudget(ctx context.Context) context.Context {
+	return context.WithValue(ctx, jqBudgetKey{}, &jqBudget{left: ignoreFieldsWorkBudget})
+}
+
+func budgetOf(ctx context.Context) *jqBudget {
+	if b, ok := ctx.Value(jqBudgetKey{}).(*jqBudget); ok {
+		return b
+	}
+	return &jqBudget{left: ignoreFieldsWorkBudget}
+}
+
+// quote quotes an expression in a message, shortened: one the webhook did not see may be long.
+func quote(s string) string {
+	const max = 200
+	if len(s) > max {
+		cut := max
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "..."
+	}
+	return strconv.Quote(s)
+}
+
+// resolve turns ignoreFields[i] into the concrete paths it selects in obj.
+func resolve(ctx context.Context, obj map[string]any, i int, f workv1.IgnoreField) ([]path, error) {
 	var out []path
-	for _, p := range f.JSONPaths {
+	for k, p := range f.JSONPaths {
 		pp, err := parseJSONPath(p)
 		if err != nil {
-			return nil, &ignoreFieldError{msg: fmt.Sprintf("ignoreFields jsonPaths %q: %v", p, err)}
+			return nil, &ignoreFieldError{msg: fmt.Sprintf("ignoreFields[%d].jsonPaths[%d] %s: %v", i, k, quote(p), err)}
 		}
 		out = append(out, pp)
 	}
-	for _, p := range f.JSONPointers {
+	for k, p := range f.JSONPointers {
 		pp, err := parseJSONPointer(obj, p)
 		if err != nil {
-			return nil, &ignoreFieldError{msg: fmt.Sprintf("ignoreFields jsonPointers %q: %v", p, err)}
+			return nil, &ignoreFieldError{msg: fmt.Sprintf("ignoreFields[%d].jsonPointers[%d] %s: %v", i, k, quote(p), err)}
 		}
 		out = append(out, pp)
 	}
-	for _, expr := range f.JQPathExpressions {
-		q, err := gojq.Parse("path(" + expr + ")")
-		if err != nil {
-			return nil, &ignoreFieldError{msg: fmt.Sprintf("ignoreFields jqPathExpressions %q: %v", expr, err)}
+	if len(f.JQPathExpressions) == 0 {
+		return out, nil
+	}
+	in := jqpath.NewInput(obj)
+	budget := budgetOf(ctx)
+	for k, src := range f.JQPathExpressions {
+		fail := func(err error) error {
+			return &ignoreFieldError{msg: fmt.Sprintf("ignoreFields[%d].jqPathExpressions[%d] %s: %v", i, k, quote(src), err)}
 		}
-		iter := q.Run(any(obj))
-		for {
-			v, ok := iter.Next()
-			if !ok {
-				break
-			}
-			if err, isErr := v.(error); isErr {
-				return nil, &ignoreFieldError{msg: fmt.Sprintf("ignoreFields jqPathExpressions %q: %v", expr, err)}
-			}
-			segs, _ := v.([]any)
-			var pp path
-			for _, s := range segs {
-				switch t := s.(type) {
-				case string:
-					pp = append(pp, t)
-				case int:
-					pp = append(pp, t)
-				case float64:
-					pp = append(pp, int(t))
-				default:
-					return nil, &ignoreFieldError{msg: fmt.Sprintf("ignoreFields jqPathExpressions %q: unsupported path step %v", expr, s)}
-				}
-			}
-			out = append(out, pp)
+		// The webhook refuses what Parse refuses; a work it did not see is refused here.
+		e, err := jqpath.Parse(src)
+		if err != nil {
+			return nil, fail(err)
+		}
+		if budget.left <= 0 {
+			return nil, fail(fmt.Errorf("not evaluated: the work's jq path expressions took the %v they may take in all", ignoreFieldsWorkBudget))
+		}
+		lim := jqpath.DefaultLimits()
+		lim.Timeout = min(lim.Timeout, budget.left)
+		start := time.Now()
+		paths, err := e.Paths(ctx, in, lim)
+		budget.left -= time.Since(start)
+		var le *jqpath.LimitError
+		switch {
+		case errors.As(err, &le) && le.Timeout && lim.Timeout < jqpath.Timeout:
+			return nil, fail(fmt.Errorf("%w: the rest of the %v the work's jq path expressions may take in all", err, ignoreFieldsWorkBudget))
+		case errors.As(err, &le) && le.Timeout:
+			return nil, fail(fmt.Errorf("%w (the deadline of one expression)", err))
+		case errors.As(err, &le):
+			return nil, fail(fmt.Errorf("%w (the cap of one expression)", err))
+		case err != nil && ctx.Err() != nil:
+			return nil, err
+		case err != nil:
+			return nil, fail(err)
+		}
+		for _, p := range paths {
+			out = append(out, path(p))
 		}
 	}
 	return out, nil
@@ -174,7 +221,7 @@ func get(obj any, p path) (any, bool) {
 			}
 		case int:
 			l, ok := cur.([]any)
-			if !ok || k >= len(l) {
+			if !ok || k < 0 || k >= len(l) {
 				return nil, false
 			}
 			cur = l[k]
@@ -214,7 +261,7 @@ func set(obj map[string]any, p path, v any, present bool) {
 			cur = next
 		case int:
 			l, ok := cur.([]any)
-			if !ok || k >= len(l) {
+			if !ok || k < 0 || k >= len(l) {
 				return
 			}
 			if last {
@@ -232,9 +279,7 @@ func hashValue(v any, present bool) string {
 	if !present {
 		return "-"
 	}
-	b, _ := json.Marshal(v)
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:8])
+	return hash.Short(hash.MustJSON(v))
 }
 
 // applyIgnoreFields rewrites required (about to be server-side applied) so that the fields the
@@ -242,7 +287,7 @@ func hashValue(v any, present bool) string {
 // once another actor changed them since the work applied them (OnSpokeChange). Keeping the
 // live value, rather than leaving the field out, keeps this field manager's ownership, so the
 // apply neither reverts nor removes it.
-func applyIgnoreFields(required, existing *unstructured.Unstructured, fields []workv1.IgnoreField) error {
+func applyIgnoreFields(ctx context.Context, required, existing *unstructured.Unstructured, fields []workv1.IgnoreField) error {
 	recorded := map[string]string{}
 	if existing != nil {
 		if s := existing.GetAnnotations()[IgnoredFieldsAnnotation]; s != "" {
@@ -250,8 +295,8 @@ func applyIgnoreFields(required, existing *unstructured.Unstructured, fields []w
 		}
 	}
 	next := map[string]string{}
-	for _, f := range fields {
-		paths, err := resolve(required.Object, f)
+	for i, f := range fields {
+		paths, err := resolve(ctx, required.Object, i, f)
 		if err != nil {
 			return err
 		}

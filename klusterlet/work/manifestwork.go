@@ -201,6 +201,7 @@ func (r *workReconciler) applyAll(ctx context.Context, work *workv1.ManifestWork
 	manifests := work.Spec.Workload.Manifests
 	results := make([]manifestResult, len(manifests))
 	ref := metav1.OwnerReference{APIVersion: workv1.GroupVersion.String(), Kind: "AppliedManifestWork", Name: amw.Name, UID: amw.UID}
+	ctx = withIgnoreFieldsBudget(ctx)
 	for _, i := range applyOrder(manifests) {
 		results[i] = r.applyOne(ctx, work, i, ref)
 	}
@@ -379,9 +380,7 @@ func (r *workReconciler) recordApplied(ctx context.Context, amw *workv1.AppliedM
 	if equality.Semantic.DeepEqual(next, amw.Status.AppliedResources) {
 		return pending, nil
 	}
-	updated := amw.DeepCopy()
-	updated.Status.AppliedResources = next
-	if err := r.managed.Status().Update(ctx, updated); err != nil {
+	if err := apply.Guarded(ctx, r.managed, amw, fieldManager, true, appliedStatus(next, amw.Status.EvictionStartTime)); err != nil {
 		return pending, fmt.Errorf("AppliedManifestWork %s: recording applied resources: %w", amw.Name, err)
 	}
 	return pending, nil

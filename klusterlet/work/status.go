@@ -10,9 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
+	"github.com/flotilla-dev/flotilla/core/apply"
 )
 
 // Condition reasons the agent writes besides the API's well-known ones.
@@ -167,13 +166,10 @@ func (r *workReconciler) writeStatus(ctx context.Context, work *workv1.ManifestW
 	if equality.Semantic.DeepEqual(*status, work.Status) {
 		return nil
 	}
-	updated := work.DeepCopy()
-	updated.Status = *status
-	// A merge patch of the status, without a resourceVersion: the agent computes the whole
-	// status (the lists it patches are replaced whole), and a concurrent change of the work's
-	// metadata or spec must not turn the report into a conflict; a new generation brings
-	// another reconcile anyway.
-	if err := r.hub.Status().Patch(ctx, updated, client.MergeFrom(work)); err != nil {
+	// The whole status, computed from the work as read and guarded by its resourceVersion:
+	// the hub marks works Unknown when the cluster goes away (hub/work), and a report computed
+	// before that must not overwrite it unseen. A conflict reconciles again on the new copy.
+	if err := apply.Guarded(ctx, r.hub, work, fieldManager, true, map[string]any{"status": status}); err != nil {
 		return fmt.Errorf("ManifestWork %s/%s: writing status: %w", work.Namespace, work.Name, err)
 	}
 	return nil

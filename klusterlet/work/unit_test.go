@@ -1,41 +1,16 @@
 package work
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 
-	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
 )
-
-func TestSARCacheDropsAnswersAcrossInvalidation(t *testing.T) {
-	c := newSARCache()
-	k := sarKey{user: "u", attrs: authorizationv1.ResourceAttributes{Verb: "get", Resource: "configmaps"}}
-	if _, hit, _ := c.get(k); hit {
-		t.Fatal("empty cache hit")
-	}
-	_, _, gen := c.get(k)
-	c.put(k, true, gen)
-	if ok, hit, _ := c.get(k); !hit || !ok {
-		t.Fatalf("want cached allow, got ok=%v hit=%v", ok, hit)
-	}
-	// An answer computed before an invalidation (RBAC changed meanwhile) is not stored.
-	_, _, stale := c.get(sarKey{user: "other"})
-	c.invalidate()
-	c.put(sarKey{user: "other"}, true, stale)
-	if _, hit, _ := c.get(sarKey{user: "other"}); hit {
-		t.Fatal("an answer from before the invalidation was kept")
-	}
-	if _, hit, _ := c.get(k); hit {
-		t.Fatal("invalidate kept an answer")
-	}
-	if c.hitCount() != 1 {
-		t.Fatalf("hits = %d, want 1", c.hitCount())
-	}
-}
 
 func TestOwnerMergeAddsAndRemovesOnlyItsReference(t *testing.T) {
 	mine := metav1.OwnerReference{Kind: "AppliedManifestWork", Name: "h-w", UID: "u1"}
@@ -86,5 +61,15 @@ func TestOwnedByWorkFollowsTheDeleteOption(t *testing.T) {
 		if got := ownedByWork(tc.meta, gvr, tc.opt); got != tc.want {
 			t.Errorf("%+v %+v: owned %v, want %v", tc.opt, tc.meta, got, tc.want)
 		}
+	}
+}
+
+func TestAnExecutorRefusalWaitsForRBACOrTheStatusSync(t *testing.T) {
+	refused := manifestResult{err: fmt.Errorf("spec.workload.manifests[0]: %w", &notAllowedError{msg: "executor may not get"})}
+	if failedTransiently([]manifestResult{refused}) {
+		t.Fatal("a refused executor is retried within a second, not at the status sync its message promises")
+	}
+	if !failedTransiently([]manifestResult{refused, {err: errors.New("connection refused")}}) {
+		t.Fatal("a transient failure beside a refusal is not retried soon")
 	}
 }

@@ -61,7 +61,8 @@ when it dies (at once when it stops cleanly); every replica serves the admission
 and loads the policies. The defaults are OCM's (137 s, 107 s, 26 s).
 
 --health-probe-bind-address serves /healthz (the process runs) and /readyz (the caches have
-synced and the webhook server completes TLS handshakes) on every replica, a standby too;
+synced, the webhook server completes TLS handshakes and the policy ConfigMaps are loaded) on
+every replica, a standby too;
 --metrics-bind-address serves Prometheus metrics at /metrics.
 
 --work-max-size caps the total size of a ManifestWork's manifests (OCM's --manifestLimit).
@@ -96,7 +97,7 @@ tokenreviews and subjectaccessreviews. To let anyone reach it, as OCM's document
     which creates a ManifestWork from the template in each cluster its placements select,
     following each placement's rollout strategy ('flotilla rollout status NS/NAME'). The
     annotation work.flotilla.dev/rollback-on-failure: "true" rolls updated clusters back to
-    the previous template when maxFailures stops a rollout.
+    the last template that completed when maxFailures stops a rollout.
 
 OCM's --cluster-auto-approval-users has no alias here, because Flotilla approves through a
 plugin that also matches cluster names. OCM's
@@ -173,7 +174,7 @@ is in Flotilla
 	f.StringVar(&pluginCacheDir, "plugin-cache-dir", "", "directory caching compiled Wasm plugins across restarts (default: no cache)")
 	f.StringVar(&metricsAddr, "metrics-bind-address", "0", "address serving Prometheus metrics, e.g. :8080 (0 disables)")
 	f.StringVar(&healthProbeAddr, "health-probe-bind-address", "0",
-		"address serving /healthz and /readyz (ready once the caches have synced and the webhooks serve, on every replica), e.g. :8081 (0 disables)")
+		"address serving /healthz and /readyz (ready once the caches have synced, the webhooks serve and the policies are loaded, on every replica), e.g. :8081 (0 disables)")
 	f.StringVar(&placementDebugAddr, "placement-debug-bind-address", "0",
 		"address serving the placement debug endpoint over HTTPS, e.g. :8443 as OCM (0 disables)")
 	f.StringSliceVar(&autoUsers, "autoapprove-users", nil,

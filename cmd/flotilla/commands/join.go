@@ -27,8 +27,9 @@ func newJoinCommand() *cobra.Command {
 		Long: `Install the klusterlet on this managed cluster, as clusteradm join does, with the command
 flotilla get token (or flotilla init) printed on the hub.
 
-join checks the token against the hub first (an expired or revoked token fails here, with
-nothing installed), then renders the chart charts/flotilla-klusterlet (carried by this
+join checks the token against the hub first (an expired token fails here, and so does a
+revoked one once the hub refuses it, within about 10 s of flotilla token revoke; nothing is
+installed then), then renders the chart charts/flotilla-klusterlet (carried by this
 binary; --values/--set override its values) and applies it: the Secret
 bootstrap-hub-kubeconfig, the agent's and the work agent's ServiceAccounts and RBAC (OCM's:
 the agent <klusterlet>-agent registers, the work agent <klusterlet>-work-sa applies

@@ -548,7 +548,7 @@ func runPolicyEval(ctx context.Context, stdin io.Reader, stdout io.Writer, args 
 			return err
 		}
 		hub = c
-		answer = &policy.CachingAuthorizer{Reviews: kube.AuthorizationV1().SubjectAccessReviews()}
+		answer = policy.ReviewAuthorizer{Reviews: kube.AuthorizationV1().SubjectAccessReviews()}
 	default:
 		return fmt.Errorf("--authorize %q: want deny, allow or hub", o.authorize)
 	}

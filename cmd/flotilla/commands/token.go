@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/flotilla-dev/flotilla/core/kubeconfig"
 	"github.com/flotilla-dev/flotilla/hub/registration/bootstrap"
 )
 
@@ -48,7 +49,7 @@ func (j joinInfo) command() string {
 // kubeconfig is the bootstrap kubeconfig for the token, as the klusterlet chart's
 // bootstrapHubKubeconfig takes it.
 func (j joinInfo) kubeconfig() ([]byte, error) {
-	return bootstrap.BuildKubeconfig(bootstrap.KubeconfigParams{Server: j.server, CA: j.ca, Token: j.token})
+	return kubeconfig.Bootstrap(kubeconfig.Params{Server: j.server, CA: j.ca, Token: j.token})
 }
 
 // issueJoin issues a join token on the hub of cfg.
@@ -97,7 +98,8 @@ ManagedCluster and registration CSR; the hub's admin still accepts each cluster 
 accept). By default it is a token of the ServiceAccount
 open-cluster-management/agent-registration-bootstrap bound to a Secret of its own; with
 --use-bootstrap-token a Kubernetes bootstrap token. Either expires after --duration and can be
-revoked sooner: flotilla token list, flotilla token revoke ID.
+revoked sooner (flotilla token list, flotilla token revoke ID; the hub refuses a revoked token
+within about 10 s). Issuing a token deletes the Secrets of tokens that have expired.
 --output-bootstrap-kubeconfig also writes the kubeconfig that join would build, for
 helm install ... --set-file bootstrapHubKubeconfig=FILE.`,
 		Example: `  flotilla get token --kubeconfig hub.kubeconfig
@@ -142,7 +144,7 @@ func newTokenCommand() *cobra.Command {
 	cmd.PersistentFlags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the hub API server (default: $KUBECONFIG or ~/.kube/config)")
 	cmd.AddCommand(&cobra.Command{
 		Use:   "list",
-		Short: "List the join tokens that have not expired (and delete the expired ones' Secrets)",
+		Short: "List the join tokens that have not expired (it only reads: get token and token revoke delete expired tokens' Secrets)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			_, kube, err := hubClients(kubeconfig)
@@ -157,8 +159,14 @@ func newTokenCommand() *cobra.Command {
 		},
 	})
 	cmd.AddCommand(&cobra.Command{
-		Use:     "revoke ID...",
-		Short:   "Revoke join tokens at once (the ID column of flotilla token list)",
+		Use:   "revoke ID...",
+		Short: "Revoke join tokens (the ID column of flotilla token list); the hub refuses them within about 10 s",
+		Long: `Revoke join tokens by deleting the Secret each is bound to (the ID column of flotilla token
+list); the Secrets of tokens that have expired are deleted too.
+
+The hub's kube-apiserver keeps a successful token authentication in its cache for 10 seconds,
+so a token that authenticated just before it was revoked keeps working until that entry
+expires: the hub refuses a revoked token within about 10 s, not at once.`,
 		Example: `  flotilla token revoke k3x9q2`,
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, ids []string) error {

@@ -1,6 +1,6 @@
 // Command bench measures the hub's execute-as admission decision as the API server gets it: it
 // starts a hub API server (with the CRDs), serves the hub's policy admission (hub/admission's
-// Handler over the embedded policies, with a CachingAuthorizer over the API server's
+// Handler over the embedded policies, with a sarcache.Cache over the API server's
 // SubjectAccessReviews, built as hub/manager builds it) from a real hub/webhook Server, and
 // POSTs admission.k8s.io/v1 AdmissionReviews for a ManifestWork CREATE with an executor, one at
 // a time over one keep-alive HTTPS connection that trusts the server's CA (from its Secret).
@@ -48,15 +48,19 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	ctrladmission "sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
 	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
 	"github.com/flotilla-dev/flotilla/core/environment"
 	"github.com/flotilla-dev/flotilla/core/policy"
+	"github.com/flotilla-dev/flotilla/core/sarcache"
 	"github.com/flotilla-dev/flotilla/e2e/internal/benchenv"
 	"github.com/flotilla-dev/flotilla/hub/admission"
 	"github.com/flotilla-dev/flotilla/hub/manager"
@@ -146,7 +150,7 @@ func run(ctx context.Context, requests, warmup int, verbose bool) (line string, 
 		return "", fmt.Errorf("ManagedCluster %s from the cache: %w", clusterName, err)
 	}
 
-	handler, err := policyHandler(kube, sars, clusters, logger.WithName("admission"))
+	handler, err := policyHandler(ctx, &hubCfg, kube, sars, clusters, logger.WithName("admission"))
 	if err != nil {
 		return "", err
 	}
@@ -278,17 +282,38 @@ func awaitGrant(ctx context.Context, kube kubernetes.Interface) error {
 	}
 }
 
-// policyHandler is the hub's policy admission as hub/manager builds it (admission.New), without
-// running the ConfigMap loader: the embedded defaults are the set in force.
-func policyHandler(kube kubernetes.Interface, sars policy.SubjectAccessReviewer, clusters client.Reader, log logr.Logger) (*admission.Handler, error) {
+// policyHandler is the hub's policy admission as hub/manager builds it (admission.New over a
+// sarcache.Cache), its Loader run once rather than as a controller: no policy ConfigMap exists,
+// so the embedded defaults are the set in force. RBAC is seeded before it is built and not
+// changed after, so it needs no RBACWatch.
+func policyHandler(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, sars policy.SubjectAccessReviewer, clusters client.Reader, log logr.Logger) (*admission.Handler, error) {
 	gates, err := manager.NewFeatureGate()
 	if err != nil {
 		return nil, err
 	}
-	h, _, err := admission.New(admission.Options{
-		Reviews: sars, WhoAmI: admission.WhoAmI(kube), Clusters: clusters, FeatureGates: gates, Logger: log,
+	cached, err := sarcache.New(sarcache.Options{Reviews: sars, Name: "admission"})
+	if err != nil {
+		return nil, err
+	}
+	h, l, err := admission.New(admission.Options{
+		Reviews: cached, WhoAmI: admission.WhoAmI(kube), Clusters: clusters, FeatureGates: gates, Logger: log,
 	})
-	return h, err
+	if err != nil {
+		return nil, err
+	}
+	scheme, err := manager.NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	l.Reader, l.Client, l.Recorder = c, c, events.NewFakeRecorder(10)
+	if _, err := l.Reconcile(ctx, reconcile.Request{}); err != nil {
+		return nil, fmt.Errorf("loading the policies: %w", err)
+	}
+	return h, nil
 }
 
 // baseline answers execute-as as OCM's ManifestWork webhook does: decode the work, one

@@ -171,9 +171,8 @@ func (s *Signer) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 		s.Recorder.Eventf(c, corev1.EventTypeWarning, ReasonSignFailed, "AddOnTemplate %s: %v", tmpl.Name, err)
 		return reconcile.Result{}, fmt.Errorf("CSR %s: %w", c.Name, err)
 	}
-	c.Status.Certificate = cert
 	// Guarded by the resourceVersion read: a CSR that changed meanwhile is looked at again.
-	if err := s.Client.Status().Update(ctx, c); err != nil {
+	if err := apply.Guarded(ctx, s.Client, c, fieldManager, true, map[string]any{"status": map[string]any{"certificate": cert}}); err != nil {
 		return reconcile.Result{}, fmt.Errorf("CSR %s: writing its certificate: %w", c.Name, err)
 	}
 	logger.Info("signed add-on CSR", "template", tmpl.Name)

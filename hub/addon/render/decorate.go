@@ -250,12 +250,12 @@ func (d *decorator) decorateWorkload(o object, resource string) error {
 		}
 	}
 	if len(d.volumes) > 0 {
-		for _, c := range containers {
-			if err := appendNamed(c, "volumeMounts", d.mounts); err != nil {
+		for i, c := range containers {
+			if err := appendNamed(c, "volumeMounts", containerPath(i), d.mounts); err != nil {
 				return err
 			}
 		}
-		if err := appendNamed(pod, "volumes", d.volumes); err != nil {
+		if err := appendNamed(pod, "volumes", podSpecPath, d.volumes); err != nil {
 			return err
 		}
 	}
@@ -288,16 +288,16 @@ func (d *decorator) decorateWorkload(o object, resource string) error {
 		if caBundle {
 			caEnv := []envVar{{"CA_BUNDLE_FILE_PATH", ProxyCABundleMountPath + "/" + ProxyCABundleKey}}
 			mount := []any{map[string]any{"name": "proxy-ca-bundle", "mountPath": ProxyCABundleMountPath}}
-			for _, c := range containers {
+			for i, c := range containers {
 				if err := appendEnv(c, caEnv); err != nil {
 					return err
 				}
-				if err := appendNamed(c, "volumeMounts", mount); err != nil {
+				if err := appendNamed(c, "volumeMounts", containerPath(i), mount); err != nil {
 					return err
 				}
 			}
 			vol := []any{map[string]any{"name": "proxy-ca-bundle", "configMap": map[string]any{"name": ProxyCABundleConfigMapName(d.addonName)}}}
-			if err := appendNamed(pod, "volumes", vol); err != nil {
+			if err := appendNamed(pod, "volumes", podSpecPath, vol); err != nil {
 				return err
 			}
 		}
@@ -450,26 +450,56 @@ func appendEnv(c map[string]any, env []envVar) error {
 	return nil
 }
 
-// appendNamed appends the named items to m[key], skipping names already there.
-func appendNamed(m map[string]any, key string, items []any) error {
+// podSpecPath is where podSpec finds the pod spec of a workload.
+const podSpecPath = "spec.template.spec"
+
+// containerPath is the field path of the pod spec's i-th container.
+func containerPath(i int) string { return fmt.Sprintf("%s.containers[%d]", podSpecPath, i) }
+
+// appendNamed appends the named items to m[key] (at field path path), skipping names already
+// there. A name the manifest gives that is not a string (a list, an object) is an error naming
+// the field: it could not be compared, let alone be valid.
+func appendNamed(m map[string]any, key, path string, items []any) error {
 	cur, ok := m[key].([]any)
 	if !ok && m[key] != nil {
-		return fmt.Errorf("%s is not a list", key)
+		return fmt.Errorf("%s.%s is not a list", path, key)
 	}
-	have := map[any]bool{}
-	for _, it := range cur {
-		if im, ok := it.(map[string]any); ok {
-			have[im["name"]] = true
+	have := map[string]bool{}
+	for i, it := range cur {
+		im, ok := it.(map[string]any)
+		if !ok {
+			continue
+		}
+		switch name := im["name"].(type) {
+		case string:
+			have[name] = true
+		case nil:
+		default:
+			return fmt.Errorf("%s.%s[%d].name: want a string, not %s", path, key, i, jsonKind(name))
 		}
 	}
 	for _, it := range items {
-		name := it.(map[string]any)["name"]
-		if !have[name] {
+		if name, _ := it.(map[string]any)["name"].(string); !have[name] {
 			cur = append(cur, deepCopyJSON(it))
 		}
 	}
 	m[key] = cur
 	return nil
+}
+
+// jsonKind names the JSON type of a decoded value, for errors.
+func jsonKind(v any) string {
+	switch v.(type) {
+	case map[string]any:
+		return "an object"
+	case []any:
+		return "a list"
+	case bool:
+		return "a boolean"
+	case json.Number, float64, int64, int:
+		return "a number"
+	}
+	return fmt.Sprintf("%T", v)
 }
 
 // toUnstructured converts a typed value to its JSON form (maps, slices, strings,

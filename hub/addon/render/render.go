@@ -336,7 +336,7 @@ func Template(t *addonv1alpha1.AddOnTemplate, in Input) (Rendered, error) {
 	}
 	out, err := d.finish(objs)
 	if err != nil {
-		return Rendered{}, fmt.Errorf("AddOnTemplate %s: %w", t.Name, err)
+		return Rendered{}, fmt.Errorf("add-on %s: AddOnTemplate %s: %w", addonName, t.Name, err)
 	}
 	out.ManifestConfigs = d.followNamespaces(deepCopyConfigs(t.Spec.AgentSpec.ManifestConfigs))
 	out.DeleteOption = t.Spec.AgentSpec.DeleteOption.DeepCopy()

@@ -383,6 +383,31 @@ func TestRegistrationVolumesAndEnv(t *testing.T) {
 	}
 }
 
+// TestVolumeNamesThatCannotBeCompared: a workload whose volume or mount name is no string (a
+// list, an object) cannot have the registration volumes merged in; the render fails with an
+// error naming the add-on, the manifest and the field instead of crashing the manager.
+func TestVolumeNamesThatCannotBeCompared(t *testing.T) {
+	for _, tc := range []struct{ name, pod, field string }{
+		{"a volume named by a list", "{volumes: [{name: cache, emptyDir: {}}, {name: [a, b], emptyDir: {}}], containers: [{name: c, image: i}]}",
+			"spec.template.spec.volumes[1].name: want a string, not a list"},
+		{"a mount named by an object", "{containers: [{name: c, image: i}, {name: d, image: i, volumeMounts: [{name: {x: y}, mountPath: /x}]}]}",
+			"spec.template.spec.containers[1].volumeMounts[0].name: want a string, not an object"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			manifests := "      - {apiVersion: apps/v1, kind: Deployment, metadata: {name: agent, namespace: ns1}, spec: {template: {spec: " + tc.pod + "}}}\n"
+			_, err := Template(manifestsTemplate(t, manifests, "  registration:\n  - type: KubeClient\n"), Input{AddOnName: "hello", Cluster: cluster("c1")})
+			if err == nil {
+				t.Fatal("rendered")
+			}
+			for _, want := range []string{"add-on hello", "Deployment ns1/agent", tc.field} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not name %q", err, want)
+				}
+			}
+		})
+	}
+}
+
 func TestNodePlacement(t *testing.T) {
 	r := renderWorkloads(t, "", `nodePlacement:
   nodeSelector: {node-role.kubernetes.io/infra: ""}

@@ -72,6 +72,20 @@ func Read(ctx context.Context, c client.Reader, namespace, name string) (*Placem
 		out.Groups = append(out.Groups, *g)
 	}
 	sort.Slice(out.Groups, func(i, j int) bool { return out.Groups[i].Index < out.Groups[j].Index })
+	// While the placement controller moves a cluster between pages it is briefly on two
+	// (hub/placement planPageWrites): count it once, in its first group.
+	seen := map[string]bool{}
+	for i := range out.Groups {
+		g := &out.Groups[i]
+		kept := g.Clusters[:0]
+		for _, c := range g.Clusters {
+			if !seen[c] {
+				seen[c] = true
+				kept = append(kept, c)
+			}
+		}
+		g.Clusters = kept
+	}
 	out.NGroups = len(p.Status.DecisionGroups)
 	if out.NGroups == 0 {
 		out.NGroups = len(out.Groups)

@@ -16,10 +16,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/flotilla-dev/flotilla/core/kubeconfig"
 	"github.com/flotilla-dev/flotilla/hub/registration/rbac"
 )
 
@@ -133,43 +132,5 @@ func TokenKubeconfig(hub *rest.Config, token string) ([]byte, error) {
 		}
 		ca = b
 	}
-	return BuildKubeconfig(KubeconfigParams{Server: hub.Host, CA: ca, Token: token, TLSServerName: hub.ServerName, Insecure: hub.Insecure})
-}
-
-// KubeconfigParams describe a bootstrap kubeconfig.
-type KubeconfigParams struct {
-	Server string
-	// CA verifies the hub's serving certificate; with an HTTPS proxy it also holds the proxy's
-	// CA (seeds: "Register a cluster to hub through proxy server").
-	CA            []byte
-	Token         string
-	ProxyURL      string
-	TLSServerName string
-	Insecure      bool
-}
-
-// BuildKubeconfig renders a bootstrap kubeconfig: cluster "hub" (with proxy-url when set),
-// user "bootstrap" with the token.
-func BuildKubeconfig(p KubeconfigParams) ([]byte, error) {
-	if len(p.CA) == 0 && !p.Insecure {
-		return nil, fmt.Errorf("bootstrap kubeconfig: hub %s has no CA data", p.Server)
-	}
-	const name = "hub"
-	cfg := clientcmdapi.Config{
-		Clusters: map[string]*clientcmdapi.Cluster{name: {
-			Server:                   p.Server,
-			CertificateAuthorityData: p.CA,
-			TLSServerName:            p.TLSServerName,
-			InsecureSkipTLSVerify:    p.Insecure,
-			ProxyURL:                 p.ProxyURL,
-		}},
-		AuthInfos:      map[string]*clientcmdapi.AuthInfo{"bootstrap": {Token: p.Token}},
-		Contexts:       map[string]*clientcmdapi.Context{name: {Cluster: name, AuthInfo: "bootstrap"}},
-		CurrentContext: name,
-	}
-	out, err := clientcmd.Write(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("bootstrap kubeconfig: %w", err)
-	}
-	return out, nil
+	return kubeconfig.Bootstrap(kubeconfig.Params{Server: hub.Host, CA: ca, Token: token, TLSServerName: hub.ServerName, Insecure: hub.Insecure})
 }

@@ -39,21 +39,3 @@ func TestRandomToken(t *testing.T) {
 		t.Errorf("%d distinct tokens of 100", len(seen))
 	}
 }
-
-func TestBuildKubeconfigProxy(t *testing.T) {
-	b, err := BuildKubeconfig(KubeconfigParams{Server: "https://hub:6443", CA: []byte("CA"), Token: "tok", ProxyURL: "https://proxy:3129"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := clientcmd.Load(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := cfg.Clusters[cfg.Contexts[cfg.CurrentContext].Cluster]
-	if c.ProxyURL != "https://proxy:3129" || c.Server != "https://hub:6443" || string(c.CertificateAuthorityData) != "CA" {
-		t.Errorf("cluster %+v", c)
-	}
-	if _, err := BuildKubeconfig(KubeconfigParams{Server: "https://hub", Token: "t"}); err == nil {
-		t.Error("no CA: want an error")
-	}
-}

@@ -19,8 +19,9 @@ import (
 // Join tokens are the credentials `flotilla get token` hands to a managed cluster's admin.
 // Kubernetes keeps no record of a ServiceAccount token it issued, so each one is bound to a
 // Secret of its own (TokenRequest boundObjectRef): listing those Secrets lists the tokens, and
-// deleting one revokes its token at once (the API server checks the bound object on every
-// request). Bootstrap tokens are Secrets already.
+// deleting one revokes its token (the API server checks the bound object when it
+// authenticates the token, and keeps a success in its token cache for 10 s, so a token used in
+// the last 10 s works until that entry expires). Bootstrap tokens are Secrets already.
 const (
 	// JoinTokenLabel marks the Secrets that ServiceAccount join tokens are bound to.
 	JoinTokenLabel = "flotilla.dev/join-token"
@@ -77,20 +78,25 @@ func IssueToken(ctx context.Context, kube kubernetes.Interface, o TokenOptions) 
 	if o.TTL < 0 {
 		return "", Token{}, fmt.Errorf("join token: duration %s must be positive", o.TTL)
 	}
+	issue := func() (string, Token, error) { return issueServiceAccountToken(ctx, kube, o) }
 	switch o.Kind {
 	case BootstrapToken:
-		return issueBootstrapToken(ctx, kube, o.TTL)
+		issue = func() (string, Token, error) { return issueBootstrapToken(ctx, kube, o.TTL) }
 	case ServiceAccountToken, "":
-		return issueServiceAccountToken(ctx, kube, o)
+		if o.TTL < MinServiceAccountTokenTTL {
+			return "", Token{}, fmt.Errorf("join token: duration %s is shorter than the %s a ServiceAccount token lives at least (a bootstrap token can be shorter)", o.TTL, MinServiceAccountTokenTTL)
+		}
 	default:
 		return "", Token{}, fmt.Errorf("join token: unknown kind %q", o.Kind)
 	}
+	// Issuing is where tokens are managed: the expired ones' Secrets go first (listing only reads).
+	if _, err := PruneExpiredTokens(ctx, kube); err != nil {
+		return "", Token{}, err
+	}
+	return issue()
 }
 
 func issueServiceAccountToken(ctx context.Context, kube kubernetes.Interface, o TokenOptions) (string, Token, error) {
-	if o.TTL < MinServiceAccountTokenTTL {
-		return "", Token{}, fmt.Errorf("join token: duration %s is shorter than the %s a ServiceAccount token lives at least (a bootstrap token can be shorter)", o.TTL, MinServiceAccountTokenTTL)
-	}
 	sa := o.ServiceAccount
 	if sa == "" {
 		sa = rbac.BootstrapServiceAccount
@@ -158,26 +164,25 @@ func issueBootstrapToken(ctx context.Context, kube kubernetes.Interface, ttl tim
 	}
 }
 
-// ListTokens lists the join tokens Flotilla issued that have not expired, soonest expiry
-// first, and deletes the Secrets of those that have.
-func ListTokens(ctx context.Context, kube kubernetes.Interface) ([]Token, error) {
-	var out []Token
-	now := time.Now()
-	sel := metav1.ListOptions{LabelSelector: JoinTokenLabel + "=true"}
-	sas, err := kube.CoreV1().Secrets(rbac.BootstrapNamespace).List(ctx, sel)
+// tokenSecret is the Secret behind a join token Flotilla issued, with its expiry
+// (the zero time when unreadable: such a token is unusable) and its Token.
+type tokenSecret struct {
+	ns, name string
+	expires  time.Time
+	token    Token
+}
+
+func listTokenSecrets(ctx context.Context, kube kubernetes.Interface) ([]tokenSecret, error) {
+	var out []tokenSecret
+	sas, err := kube.CoreV1().Secrets(rbac.BootstrapNamespace).List(ctx, metav1.ListOptions{LabelSelector: JoinTokenLabel + "=true"})
 	if err != nil {
 		return nil, fmt.Errorf("join tokens: listing Secrets in %s: %w", rbac.BootstrapNamespace, err)
 	}
 	for _, s := range sas.Items {
-		exp, err := time.Parse(time.RFC3339, s.Annotations[ExpirationAnnotation])
-		if err != nil || !exp.After(now) {
-			// Expired (or unreadable, hence unusable): its token no longer authenticates.
-			_ = kube.CoreV1().Secrets(s.Namespace).Delete(ctx, s.Name, metav1.DeleteOptions{})
-			continue
-		}
-		sa := s.Annotations[serviceAccountAnnotation]
-		out = append(out, Token{ID: strings.TrimPrefix(s.Name, JoinTokenSecretPrefix), Kind: ServiceAccountToken, Expires: exp,
-			Identity: "system:serviceaccount:" + rbac.BootstrapNamespace + ":" + sa})
+		exp, _ := time.Parse(time.RFC3339, s.Annotations[ExpirationAnnotation])
+		out = append(out, tokenSecret{ns: s.Namespace, name: s.Name, expires: exp, token: Token{
+			ID: strings.TrimPrefix(s.Name, JoinTokenSecretPrefix), Kind: ServiceAccountToken, Expires: exp,
+			Identity: "system:serviceaccount:" + rbac.BootstrapNamespace + ":" + s.Annotations[serviceAccountAnnotation]}})
 	}
 	bts, err := kube.CoreV1().Secrets(TokenSecretNamespace).List(ctx, metav1.ListOptions{
 		LabelSelector: managedByLabel + "=flotilla", FieldSelector: "type=" + string(TokenSecretType)})
@@ -185,13 +190,28 @@ func ListTokens(ctx context.Context, kube kubernetes.Interface) ([]Token, error)
 		return nil, fmt.Errorf("join tokens: listing bootstrap token Secrets in %s: %w", TokenSecretNamespace, err)
 	}
 	for _, s := range bts.Items {
-		exp, err := time.Parse(time.RFC3339, string(s.Data["expiration"]))
-		if err != nil || !exp.After(now) {
-			_ = kube.CoreV1().Secrets(s.Namespace).Delete(ctx, s.Name, metav1.DeleteOptions{})
-			continue
-		}
+		exp, _ := time.Parse(time.RFC3339, string(s.Data["expiration"]))
 		id := string(s.Data["token-id"])
-		out = append(out, Token{ID: id, Kind: BootstrapToken, Expires: exp, Identity: "system:bootstrap:" + id})
+		out = append(out, tokenSecret{ns: s.Namespace, name: s.Name, expires: exp, token: Token{
+			ID: id, Kind: BootstrapToken, Expires: exp, Identity: "system:bootstrap:" + id}})
+	}
+	return out, nil
+}
+
+// ListTokens lists the join tokens Flotilla issued that have not expired, soonest expiry
+// first. It only reads: the Secrets of expired tokens are deleted by IssueToken and
+// RevokeToken (PruneExpiredTokens).
+func ListTokens(ctx context.Context, kube kubernetes.Interface) ([]Token, error) {
+	secrets, err := listTokenSecrets(ctx, kube)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	var out []Token
+	for _, s := range secrets {
+		if s.expires.After(now) {
+			out = append(out, s.token)
+		}
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if !out[i].Expires.Equal(out[j].Expires) {
@@ -202,11 +222,39 @@ func ListTokens(ctx context.Context, kube kubernetes.Interface) ([]Token, error)
 	return out, nil
 }
 
-// RevokeToken deletes the Secret behind the join token id, which stops the token working at
-// once. An id that names no token is an error.
+// PruneExpiredTokens deletes the Secrets of the join tokens that have expired (or whose
+// expiry cannot be read, hence unusable) and returns their namespace/names. Their tokens no
+// longer authenticate; kube-controller-manager's tokencleaner, which would remove expired
+// bootstrap tokens, is off by default, and nothing else removes the ServiceAccount tokens'
+// Secrets.
+func PruneExpiredTokens(ctx context.Context, kube kubernetes.Interface) ([]string, error) {
+	secrets, err := listTokenSecrets(ctx, kube)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	var deleted []string
+	for _, s := range secrets {
+		if s.expires.After(now) {
+			continue
+		}
+		if err := kube.CoreV1().Secrets(s.ns).Delete(ctx, s.name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return deleted, fmt.Errorf("join tokens: deleting Secret %s/%s of expired token %s: %w", s.ns, s.name, s.token.ID, err)
+		}
+		deleted = append(deleted, s.ns+"/"+s.name)
+	}
+	return deleted, nil
+}
+
+// RevokeToken deletes the Secret behind the join token id, and the Secrets of expired tokens
+// (PruneExpiredTokens). The API server refuses the token within its 10 s token cache TTL
+// (e2e/registration). An id that names no token is an error.
 func RevokeToken(ctx context.Context, kube kubernetes.Interface, id string) error {
 	if id == "" || strings.ContainsAny(id, "./") {
 		return fmt.Errorf("revoking join token: %q is not a token id (the first part of a bootstrap token, or the ID column of flotilla token list)", id)
+	}
+	if _, err := PruneExpiredTokens(ctx, kube); err != nil {
+		return fmt.Errorf("revoking join token %s: %w", id, err)
 	}
 	for _, ref := range []struct{ ns, name string }{
 		{rbac.BootstrapNamespace, JoinTokenSecretPrefix + id},

@@ -6,8 +6,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -27,6 +29,7 @@ import (
 	"github.com/flotilla-dev/flotilla/core/apply"
 	flmetrics "github.com/flotilla-dev/flotilla/core/metrics"
 	"github.com/flotilla-dev/flotilla/hub/registration/managedcluster"
+	"github.com/flotilla-dev/flotilla/hub/registration/rbac"
 	"github.com/flotilla-dev/flotilla/sdk/abi"
 )
 
@@ -39,7 +42,18 @@ const (
 	ReasonAddonCSRPending = "AddonCSRPending"
 	// ReasonAutoAccepted is the Event reason on a ManagedCluster accepted with its first CSR.
 	ReasonAutoAccepted = "ManagedClusterAutoAccepted"
+	// ReasonRenewalNotAuthorized is the Event reason on a renewal CSR whose requester may not
+	// renew (no RBAC grants verb renew on managedclusters/clientcertificates): it stays pending.
+	ReasonRenewalNotAuthorized = "CSRRenewalNotAuthorized"
 )
+
+// RenewalRecheck is how soon a renewal CSR its requester may not renew is looked at again,
+// besides when the cluster's ClusterRole or ClusterRoleBinding changes: a grant through some
+// other role is noticed that late.
+const RenewalRecheck = 30 * time.Second
+
+// authorizeTimeout bounds one SubjectAccessReview.
+const authorizeTimeout = 10 * time.Second
 
 // DefaultPluginTimeout bounds one review_csr call.
 const DefaultPluginTimeout = 10 * time.Second
@@ -73,8 +87,9 @@ func registerFailures() (*prometheus.CounterVec, error) {
 }
 
 // SetupWithManager watches CSRs, ManagedClusters (acceptance changes what renewal plugins
-// decide), ManagedClusterAddOns (an add-on enabled, removed or registered differently changes
-// what add-on plugins decide) and plugin changes.
+// decide), the per-cluster ClusterRoles and ClusterRoleBindings (they decide whether a renewal
+// is authorized), ManagedClusterAddOns (an add-on enabled, removed or registered differently
+// changes what add-on plugins decide) and plugin changes.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	f, err := registerFailures()
 	if err != nil {
@@ -104,6 +119,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	allPending := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 		return r.pendingRequests(ctx, nil)
 	})
+	clusterRBAC := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		cluster := o.GetLabels()[ClusterNameLabel]
+		if cluster == "" || o.GetName() != rbac.ClusterRoleName(cluster) {
+			return nil
+		}
+		return r.pendingRequests(ctx, client.MatchingLabels{ClusterNameLabel: cluster})
+	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("registration-csr-approval").
 		For(&certificatesv1.CertificateSigningRequest{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
@@ -113,6 +135,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&clusterv1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return r.pendingRequests(ctx, client.MatchingLabels{ClusterNameLabel: o.GetName()})
 		})).
+		Watches(&rbacv1.ClusterRole{}, clusterRBAC).
+		Watches(&rbacv1.ClusterRoleBinding{}, clusterRBAC).
 		Watches(&addonv1alpha1.ManagedClusterAddOn{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return r.pendingRequests(ctx, client.MatchingLabels{ClusterNameLabel: o.GetNamespace(), AddonNameLabel: o.GetName()})
 		}), builder.WithPredicates(addonDecisionChanged)).
@@ -175,6 +199,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		in.ClusterAccepted = in.ClusterExists && mc.Spec.HubAcceptsClient
 	}
 
+	if in.Renewal {
+		// The host's rule, which no plugin can override: a renewal goes to the plugins only when
+		// its requester may renew, as OCM's hub checks (soft revoke: removing the renew rule from
+		// the cluster's ClusterRole stops rotation).
+		allowed, err := r.authorizeRenewal(ctx, c)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if !allowed {
+			r.renewalNotAuthorized(ctx, c, in)
+			return reconcile.Result{RequeueAfter: RenewalRecheck}, nil
+		}
+	}
+
 	verdicts := r.review(ctx, c, in)
 	out := Combine(verdicts)
 	switch out.Decision {
@@ -198,6 +236,48 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	// No decision: the CSR waits for the admin, or for a plugin change.
 	return reconcile.Result{}, nil
+}
+
+// authorizeRenewal asks a SubjectAccessReview whether the CSR's requester (user, UID, groups
+// and extra as the API server recorded them) may renew its cluster's client certificate: verb
+// renew on managedclusters/clientcertificates in register.open-cluster-management.io, OCM's
+// check.
+func (r *Reconciler) authorizeRenewal(ctx context.Context, c *certificatesv1.CertificateSigningRequest) (bool, error) {
+	extra := make(map[string]authorizationv1.ExtraValue, len(c.Spec.Extra))
+	for k, v := range c.Spec.Extra {
+		extra[k] = authorizationv1.ExtraValue(v)
+	}
+	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User:   c.Spec.Username,
+		UID:    c.Spec.UID,
+		Groups: c.Spec.Groups,
+		Extra:  extra,
+		ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Group:       rbac.RenewGroup,
+			Resource:    rbac.RenewResource,
+			Subresource: rbac.RenewSubresource,
+			Verb:        rbac.RenewVerb,
+		},
+	}}
+	actx, cancel := context.WithTimeout(ctx, authorizeTimeout)
+	defer cancel()
+	out, err := r.Kube.AuthorizationV1().SubjectAccessReviews().Create(actx, sar, metav1.CreateOptions{})
+	if err != nil {
+		return false, fmt.Errorf("CertificateSigningRequest %s: SubjectAccessReview of %s for renew on managedclusters/clientcertificates: %w",
+			c.Name, c.Spec.Username, err)
+	}
+	return out.Status.Allowed, nil
+}
+
+// renewalNotAuthorized records why a renewal CSR stays pending.
+func (r *Reconciler) renewalNotAuthorized(ctx context.Context, c *certificatesv1.CertificateSigningRequest, in Request) {
+	msg := fmt.Sprintf("renewal CSR %s stays pending: %s may not renew the client certificate of cluster %s "+
+		"(verb %s on %s/%s in %s; the %s rule of ClusterRole %s)", c.Name, c.Spec.Username, in.ClusterName,
+		rbac.RenewVerb, rbac.RenewResource, rbac.RenewSubresource, rbac.RenewGroup, rbac.RenewVerb, rbac.ClusterRoleName(in.ClusterName))
+	log.FromContext(ctx).V(1).Info("renewal CSR not authorized; it waits", "csr", c.Name, "cluster", in.ClusterName, "user", c.Spec.Username)
+	if r.Recorder != nil {
+		r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, ReasonRenewalNotAuthorized, "AuthorizeRenewal", "%s", msg)
+	}
 }
 
 func (r *Reconciler) review(ctx context.Context, c *certificatesv1.CertificateSigningRequest, in Request) []Verdict {

@@ -1,7 +1,10 @@
 // Package csr approves or denies the CertificateSigningRequests of managed-cluster agents.
 // The hub itself only rejects requests whose identity is wrong (subject not matching the
 // cluster label, or an agent asking for another cluster's identity); every approval comes
-// from CSRApproval Wasm plugins, or from the hub admin. Under the ManagedClusterAutoApproval
+// from CSRApproval Wasm plugins, or from the hub admin. A renewal (a CSR filed by the agent
+// identity it asks for) reaches the plugins only when a SubjectAccessReview lets its
+// requester renew (verb renew on managedclusters/clientcertificates, as OCM checks);
+// otherwise it waits with a CSRRenewalNotAuthorized Event, whatever the plugins would say. Under the ManagedClusterAutoApproval
 // gate a plugin's approval of a first-time CSR also accepts the cluster, as OCM's
 // auto-approval does.
 //

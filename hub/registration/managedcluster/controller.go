@@ -80,21 +80,24 @@ func (r *Reconciler) accept(ctx context.Context, mc *clusterv1.ManagedCluster) e
 	name := mc.Name
 	objs := []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{clusterv1.ClusterNameLabelKey: name}}},
-		rbac.ClusterRole(name, true),
 		rbac.ClusterRoleBinding(name),
 		rbac.RegistrationRoleBinding(name),
 		rbac.WorkRoleBinding(name),
 	}
-	var applyErr error
+	applyErr := r.applyClusterRole(ctx, name)
 	for _, o := range objs {
-		if err := rbac.Apply(ctx, r.Client, o); err != nil {
-			applyErr = fmt.Errorf("ManagedCluster %s: accepting: %w", name, err)
+		if applyErr != nil {
 			break
 		}
+		applyErr = rbac.Apply(ctx, r.Client, o)
 	}
-	if applyErr != nil && ctx.Err() != nil {
-		// Cut short by shutdown: nothing to report on the cluster.
+	if applyErr != nil && (ctx.Err() != nil || apierrors.IsConflict(applyErr)) {
+		// Cut short by shutdown, or the ClusterRole changed since it was read (it is read
+		// again): nothing to report on the cluster.
 		return applyErr
+	}
+	if applyErr != nil {
+		applyErr = fmt.Errorf("ManagedCluster %s: accepting: %w", name, applyErr)
 	}
 	cond := acceptedCondition(mc)
 	if applyErr != nil {
@@ -104,6 +107,30 @@ func (r *Reconciler) accept(ctx context.Context, mc *clusterv1.ManagedCluster) e
 		return err
 	}
 	return applyErr
+}
+
+// applyClusterRole applies the accepted cluster's ClusterRole. A role from which the renew
+// rule was removed (OCM's soft revoke, rbac.SoftRevoked) keeps it out, and the rest of the
+// role is restored as usual. The rules are an atomic list, so the apply is guarded by the
+// resourceVersion of the role as read: an admin's edit racing this apply is read again, never
+// overwritten from a stale copy.
+func (r *Reconciler) applyClusterRole(ctx context.Context, cluster string) error {
+	role := rbac.ClusterRole(cluster, true)
+	existing := &rbacv1.ClusterRole{}
+	switch err := r.Client.Get(ctx, client.ObjectKey{Name: role.Name}, existing); {
+	case apierrors.IsNotFound(err):
+		return rbac.Apply(ctx, r.Client, role)
+	case err != nil:
+		return fmt.Errorf("reading ClusterRole %s: %w", role.Name, err)
+	}
+	if rbac.SoftRevoked(existing) {
+		role = rbac.WithoutRenew(role)
+	}
+	if err := apply.Guarded(ctx, r.Client, existing, rbac.FieldManager, false,
+		map[string]any{"metadata": map[string]any{"labels": role.Labels}, "rules": role.Rules}); err != nil {
+		return fmt.Errorf("applying ClusterRole %s: %w", role.Name, err)
+	}
+	return nil
 }
 
 // deny revokes an agent's access when the cluster is not (or no longer) accepted. The

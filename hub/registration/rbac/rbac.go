@@ -46,9 +46,37 @@ const (
 	identityPrefix = "system:open-cluster-management:"
 	rolePrefix     = "open-cluster-management:managedcluster:"
 
-	clusterGroup  = "cluster.open-cluster-management.io"
-	registerGroup = "register.open-cluster-management.io"
+	clusterGroup = "cluster.open-cluster-management.io"
 )
+
+// The permission a cluster's agents need for the hub to approve their certificate renewals:
+// verb renew on managedclusters/clientcertificates in register.open-cluster-management.io, as
+// OCM checks it with a SubjectAccessReview (hub/registration/csr). It is granted by the
+// per-cluster ClusterRole; removing that rule alone stops rotation (OCM's soft revoke).
+const (
+	RenewGroup       = "register.open-cluster-management.io"
+	RenewResource    = "managedclusters"
+	RenewSubresource = "clientcertificates"
+	RenewVerb        = "renew"
+)
+
+// RenewRule is the per-cluster ClusterRole's rule granting RenewVerb.
+func RenewRule() rbacv1.PolicyRule {
+	return rbacv1.PolicyRule{
+		APIGroups: []string{RenewGroup},
+		Resources: []string{RenewResource + "/" + RenewSubresource},
+		Verbs:     []string{RenewVerb},
+	}
+}
+
+// GrantsRenew reports whether rule grants RenewVerb (wildcards included).
+func GrantsRenew(rule rbacv1.PolicyRule) bool {
+	has := func(list []string, v string) bool {
+		return slices.Contains(list, v) || slices.Contains(list, rbacv1.ResourceAll)
+	}
+	return has(rule.APIGroups, RenewGroup) && has(rule.Resources, RenewResource+"/"+RenewSubresource) &&
+		has(rule.Verbs, RenewVerb) && len(rule.ResourceNames) == 0
+}
 
 // ClusterRoleName is the per-cluster ClusterRole (and ClusterRoleBinding) name.
 func ClusterRoleName(cluster string) string { return rolePrefix + cluster }
@@ -113,12 +141,10 @@ func ClusterRole(cluster string, accepted bool) *rbacv1.ClusterRole {
 				Resources: []string{"certificatesigningrequests"},
 				Verbs:     []string{"create", "get", "list", "watch"},
 			},
-			{
-				// Removing this rule alone stops rotation (OCM's documented soft revoke).
-				APIGroups: []string{registerGroup},
-				Resources: []string{"managedclusters/clientcertificates"},
-				Verbs:     []string{"renew"},
-			},
+			// Removing this rule alone stops rotation (OCM's documented soft revoke): the hub
+			// approves a renewal only when a SubjectAccessReview grants it, and keeps the rule
+			// out when it applies this role again (SoftRevoked).
+			RenewRule(),
 			{
 				APIGroups:     []string{clusterGroup},
 				Resources:     []string{"managedclusters"},
@@ -137,6 +163,29 @@ func ClusterRole(cluster string, accepted bool) *rbacv1.ClusterRole {
 		ObjectMeta: metav1.ObjectMeta{Name: ClusterRoleName(cluster), Labels: labels(cluster)},
 		Rules:      rules,
 	}
+}
+
+// SoftRevoked reports whether existing, the per-cluster ClusterRole as found on the hub, is
+// an accepted cluster's role from which the renew rule was removed (OCM's soft revoke): it
+// still lets the agent write its cluster's status, yet no rule grants renew. The hub then
+// applies the accepted role without RenewRule, so the revocation lasts until the rule is put
+// back or the cluster is accepted again after hubAcceptsClient was false (which shrinks the
+// role first).
+func SoftRevoked(existing *rbacv1.ClusterRole) bool {
+	if existing == nil {
+		return false
+	}
+	status := slices.ContainsFunc(existing.Rules, func(r rbacv1.PolicyRule) bool {
+		return slices.Contains(r.APIGroups, clusterGroup) && slices.Contains(r.Resources, "managedclusters/status")
+	})
+	return status && !slices.ContainsFunc(existing.Rules, GrantsRenew)
+}
+
+// WithoutRenew returns a copy of role without the rules that grant renew.
+func WithoutRenew(role *rbacv1.ClusterRole) *rbacv1.ClusterRole {
+	out := role.DeepCopy()
+	out.Rules = slices.DeleteFunc(out.Rules, GrantsRenew)
+	return out
 }
 
 // ClusterRoleBinding binds the per-cluster ClusterRole to the cluster's agent group.

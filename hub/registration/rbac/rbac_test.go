@@ -166,3 +166,36 @@ func TestBootstrapClusterRoleMatchesOCM(t *testing.T) {
 		}
 	}
 }
+
+func TestSoftRevoked(t *testing.T) {
+	accepted := ClusterRole("c1", true)
+	revoked := WithoutRenew(accepted)
+	if len(revoked.Rules) != len(accepted.Rules)-1 || slices.ContainsFunc(revoked.Rules, GrantsRenew) {
+		t.Fatalf("WithoutRenew: %+v", revoked.Rules)
+	}
+	if !slices.ContainsFunc(accepted.Rules, GrantsRenew) {
+		t.Fatalf("the accepted role must grant renew: %+v", accepted.Rules)
+	}
+	wildcard := revoked.DeepCopy()
+	wildcard.Rules = append(wildcard.Rules, rbacv1.PolicyRule{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}})
+	named := revoked.DeepCopy()
+	r := RenewRule()
+	r.ResourceNames = []string{"c1"} // matches only requests naming a resource; OCM's review names none
+	named.Rules = append(named.Rules, r)
+	for _, tc := range []struct {
+		name string
+		role *rbacv1.ClusterRole
+		want bool
+	}{
+		{"absent", nil, false},
+		{"accepted", accepted, false},
+		{"renew rule removed", revoked, true},
+		{"renew granted by a wildcard", wildcard, false},
+		{"renew granted for a resource name only", named, true},
+		{"not accepted (hubAcceptsClient false)", ClusterRole("c1", false), false},
+	} {
+		if got := SoftRevoked(tc.role); got != tc.want {
+			t.Errorf("%s: SoftRevoked = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

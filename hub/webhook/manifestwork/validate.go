@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/util/jsonpath"
 
 	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
+	"github.com/flotilla-dev/flotilla/core/jqpath"
 )
 
 // DefaultMaxSize is the default cap on the total size of a ManifestWork's manifests: 500 KiB,
@@ -59,8 +60,9 @@ func Validate(work *workv1.ManifestWork, maxSize int) field.ErrorList {
 // type ServiceAccount names one) and adds what OCM's agent would only fail on later:
 // apiVersion and kind must be non-empty strings, names must be usable in a URL path,
 // namespaces must be DNS labels, enum values must be known, identifiers of orphaning rules
-// and manifest configs must name a resource, and feedback JSON paths must parse. Every error
-// names the field, with the index of the manifest or rule.
+// and manifest configs must name a resource, feedback JSON paths must parse, and ignoreFields
+// jqPathExpressions must be bounded path expressions (jqpath.Parse). Every error names the
+// field, with the index of the manifest or rule.
 func ValidateSpec(spec *workv1.ManifestWorkSpec, fldPath *field.Path, maxSize int) (field.ErrorList, []string) {
 	if maxSize <= 0 {
 		maxSize = DefaultMaxSize
@@ -307,6 +309,25 @@ func validateUpdateStrategy(s *workv1.UpdateStrategy, fldPath *field.Path) field
 			if !slices.Contains(ignoreConditions, f.Condition) {
 				errs = append(errs, field.NotSupported(fp.Child("condition"), f.Condition, ignoreConditions))
 			}
+			errs = append(errs, validateJQPathExpressions(f.JQPathExpressions, fp.Child("jqPathExpressions"))...)
+		}
+	}
+	return errs
+}
+
+// validateJQPathExpressions refuses, as the agent would, jq expressions that do not parse,
+// do not select fields, or could run without end (jqpath.Parse): the agent runs them on
+// every managed cluster the work reaches.
+func validateJQPathExpressions(exprs []string, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for k, expr := range exprs {
+		p := fldPath.Index(k)
+		if len(expr) > jqpath.MaxLength {
+			errs = append(errs, field.TooLong(p, expr, jqpath.MaxLength))
+			continue
+		}
+		if _, err := jqpath.Parse(expr); err != nil {
+			errs = append(errs, field.Invalid(p, expr, err.Error()))
 		}
 	}
 	return errs

@@ -150,6 +150,32 @@ func TestValidate(t *testing.T) {
 			`spec.manifestConfigs[1].conditionRules[0].type: Unsupported value: "Regex": supported values: "WellKnownConditions", "CEL"`,
 			`spec.manifestConfigs[1].feedbackScrapeType: Unsupported value: "Push": supported values: "Poll", "Watch"`,
 		}},
+		{name: "ignoreFields jq path expressions", work: func() *workv1.ManifestWork {
+			w := work(configMap)
+			ssa := func(exprs ...string) *workv1.UpdateStrategy {
+				return &workv1.UpdateStrategy{Type: workv1.UpdateStrategyTypeServerSideApply, ServerSideApply: &workv1.ServerSideApplyConfig{
+					IgnoreFields: []workv1.IgnoreField{
+						{Condition: workv1.IgnoreFieldsConditionOnSpokePresent, JSONPaths: []string{".data"}},
+						{Condition: workv1.IgnoreFieldsConditionOnSpokeChange, JQPathExpressions: exprs},
+					}}}
+			}
+			w.Spec.ManifestConfigs = []workv1.ManifestConfigOption{
+				{ResourceIdentifier: workv1.ResourceIdentifier{Resource: "configmaps", Name: "cm", Namespace: "default"},
+					UpdateStrategy: ssa(`.data.a`, `.. | select(type == "string" and startswith("b"))`)},
+				{ResourceIdentifier: workv1.ResourceIdentifier{Group: "apps", Resource: "deployments", Name: "d", Namespace: "default"},
+					UpdateStrategy: ssa(`path(repeat(.))`, `.spec.template.spec.containers[] | select(.name == "app") | .image`,
+						`repeat(.)`, `.spec | | .`, `.spec.replicas | tostring`, `recurse(.)`, `$ENV.HOME`, strings.Repeat(".a", 513))},
+			}
+			return w
+		}(), want: []string{
+			`spec.manifestConfigs[1].updateStrategy.serverSideApply.ignoreFields[1].jqPathExpressions[0]: Invalid value: "path(repeat(.))": function path/1 is not allowed (allowed: ` + "empty, select, recurse, first, last, limit, arrays, objects, iterables, booleans, numbers, strings, nulls, values, scalars, not, length, utf8bytelength, type, keys, keys_unsorted, has, in, contains, inside, startswith, endswith, ltrimstr, rtrimstr, ascii_downcase, ascii_upcase, test, tostring, tonumber, any, all, isempty, IN)",
+			`spec.manifestConfigs[1].updateStrategy.serverSideApply.ignoreFields[1].jqPathExpressions[2]: Invalid value: "repeat(.)": repeat(.) is not allowed: it can generate values without end`,
+			`spec.manifestConfigs[1].updateStrategy.serverSideApply.ignoreFields[1].jqPathExpressions[3]: Invalid value: ".spec | | .": does not parse: unexpected token "|"`,
+			`spec.manifestConfigs[1].updateStrategy.serverSideApply.ignoreFields[1].jqPathExpressions[4]: Invalid value: ".spec.replicas | tostring": tostring does not select fields of the object: a jq path expression selects fields, e.g. .spec.replicas or .items[] | select(...)`,
+			`spec.manifestConfigs[1].updateStrategy.serverSideApply.ignoreFields[1].jqPathExpressions[5]: Invalid value: "recurse(.)": recurse(.) is not allowed: recurse(f) ends only if f steps into the object on every branch, e.g. recurse(.[]?) or recurse(.spec.items[]?); .. visits every field`,
+			`spec.manifestConfigs[1].updateStrategy.serverSideApply.ignoreFields[1].jqPathExpressions[6]: Invalid value: "$ENV.HOME": variable $ENV is not defined (only variables bound with ` + "`as`" + ` are)`,
+			`spec.manifestConfigs[1].updateStrategy.serverSideApply.ignoreFields[1].jqPathExpressions[7]: Too long: may not be more than 1024 bytes`,
+		}},
 		{name: "executor service account", work: func() *workv1.ManifestWork {
 			w := work(configMap)
 			w.Spec.Executor = &workv1.ManifestWorkExecutor{Subject: workv1.ManifestWorkExecutorSubject{Type: workv1.ExecutorSubjectTypeServiceAccount,
