@@ -6,6 +6,7 @@
 package klusterlet
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/flotilla-dev/flotilla/core/satoken"
 	"github.com/flotilla-dev/flotilla/klusterlet/addon"
 	"github.com/flotilla-dev/flotilla/klusterlet/plugins"
 	"github.com/flotilla-dev/flotilla/klusterlet/registration"
@@ -68,6 +70,12 @@ type AddOnOptions struct {
 type WorkOptions struct {
 	// Disabled runs registration only.
 	Disabled bool
+	// ServiceAccount, when set, is the ServiceAccount in the agent namespace the work agent
+	// acts as on the managed cluster (OCM's <klusterlet>-work-sa), with tokens requested with
+	// Registration.ManagedConfig's identity: that identity then needs only create on that
+	// ServiceAccount's serviceaccounts/token, and what ManifestWorks may apply is what the
+	// ServiceAccount may. Empty: the work agent uses Registration.ManagedConfig's identity.
+	ServiceAccount string
 	// StatusSyncInterval is how often applied resources are read back for availability and
 	// feedback (OCM's --status-sync-interval).
 	StatusSyncInterval time.Duration
@@ -149,6 +157,7 @@ func (a *Agent) session(opts Options) func(ctx context.Context, s registration.S
 			go func() {
 				ag, err := addon.New(addon.Config{
 					ClusterName: s.ClusterName, AgentName: s.AgentName, HubConfig: s.HubConfig, HubEndpoint: s.HubEndpoint,
+					AgentNamespace:       opts.Registration.AgentNamespace,
 					ManagedConfig:        opts.Registration.ManagedConfig,
 					CSRExpirationSeconds: opts.Registration.CSRExpirationSeconds, RotationThreshold: opts.Registration.RotationThreshold,
 					LeaseDurationSeconds: opts.AddOn.LeaseDurationSeconds,
@@ -174,12 +183,16 @@ func (a *Agent) session(opts Options) func(ctx context.Context, s registration.S
 // workSession runs a work agent for one accepted hub session, until the session ends.
 func (a *Agent) workSession(opts Options) func(ctx context.Context, s registration.Session) error {
 	return func(ctx context.Context, s registration.Session) error {
+		managed, err := workManagedConfig(ctx, opts)
+		if err != nil {
+			return err
+		}
 		cfg := work.Config{
 			ClusterName:              s.ClusterName,
 			AgentID:                  s.AgentName,
 			HubConfig:                s.HubConfig,
 			HubServer:                s.HubServer,
-			ManagedConfig:            opts.Registration.ManagedConfig,
+			ManagedConfig:            managed,
 			StatusSyncInterval:       opts.Work.StatusSyncInterval,
 			EvictionGracePeriod:      opts.Work.EvictionGracePeriod,
 			ExecutorValidatingCaches: opts.Work.ExecutorValidatingCaches,
@@ -201,6 +214,24 @@ func (a *Agent) workSession(opts Options) func(ctx context.Context, s registrati
 		}
 		return w.Run(ctx)
 	}
+}
+
+// workManagedConfig is how the work agent reaches the managed cluster: as
+// Options.Work.ServiceAccount when set, with tokens from the TokenRequest API. A token, not
+// impersonation: the work agent itself impersonates executors (dry-run creates of RBAC
+// objects), and Kubernetes does not chain impersonation, so it must authenticate as the
+// ServiceAccount, whose own rights (OCM's: impersonate serviceaccounts) allow that.
+func workManagedConfig(ctx context.Context, opts Options) (*rest.Config, error) {
+	sa := opts.Work.ServiceAccount
+	if sa == "" {
+		return opts.Registration.ManagedConfig, nil
+	}
+	ns := cmp.Or(opts.Registration.AgentNamespace, registration.DefaultAgentNamespace)
+	cfg, err := satoken.Config(ctx, opts.Registration.ManagedConfig, ns, sa, satoken.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("work agent: acting as ServiceAccount %s/%s: %w", ns, sa, err)
+	}
+	return cfg, nil
 }
 
 // AddOnNamespace is where add-on agents are installed by default; the klusterlet creates it,

@@ -56,6 +56,8 @@ var gvr = map[string]schema.GroupVersionResource{
 	"Secret":                   {Version: "v1", Resource: "secrets"},
 	"ClusterRole":              {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"},
 	"ClusterRoleBinding":       {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterrolebindings"},
+	"Role":                     {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles"},
+	"RoleBinding":              {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"},
 	"Deployment":               {Group: "apps", Version: "v1", Resource: "deployments"},
 	"CustomResourceDefinition": {Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"},
 	"ClusterManager":           {Group: "operator.open-cluster-management.io", Version: "v1", Resource: "clustermanagers"},
@@ -155,6 +157,20 @@ func TestApplyAndDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("applied %d + %d objects in %s", len(hub), len(klusterlet), time.Since(start).Round(time.Millisecond))
+	// kube-controller-manager fills in the work agent's aggregated ClusterRole (from the
+	// klusterlet's execution role): that write is its, not Apply's, so it is waited for.
+	aggregate := find(t, klusterlet, "ClusterRole", "open-cluster-management:klusterlet-work:aggregate")
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		o, err := get(ctx, t, dyn, aggregate)
+		if err != nil {
+			return false, nil
+		}
+		rules, _, _ := unstructured.NestedSlice(o.Object, "rules")
+		return len(rules) > 0, nil
+	})
+	if err != nil {
+		t.Fatalf("the aggregated ClusterRole %s got no rules: %v", aggregate.GetName(), err)
+	}
 	all := append(append([]*unstructured.Unstructured{}, hub...), klusterlet...)
 	before := resourceVersions(ctx, t, dyn, all)
 
@@ -215,7 +231,7 @@ func TestApplyAndDelete(t *testing.T) {
 		}
 	}
 	// Listed: nothing labelled with either release, and none of the charts' CRDs.
-	for _, kind := range []string{"Namespace", "ServiceAccount", "Service", "Secret", "ClusterRole", "ClusterRoleBinding", "Deployment"} {
+	for _, kind := range []string{"Namespace", "ServiceAccount", "Service", "Secret", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment"} {
 		list, err := dyn.Resource(gvr[kind]).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance in (" + hubRelease + "," + klusterletRelease + ")"})
 		if err != nil {
 			t.Fatal(err)

@@ -3,6 +3,7 @@ package install_test
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -518,7 +519,7 @@ func TestRenderKlusterlet(t *testing.T) {
 			kinds = append(kinds, k)
 		}
 	}
-	wantKinds := []string{"Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRoleBinding", "Deployment", "Klusterlet"}
+	wantKinds := []string{"Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Klusterlet"}
 	if !slices.Equal(kinds, wantKinds) {
 		t.Errorf("kinds in order %v, want %v", kinds, wantKinds)
 	}
@@ -539,6 +540,7 @@ func TestRenderKlusterlet(t *testing.T) {
 		"klusterlet",
 		"--klusterlet-name=klusterlet",
 		"--agent-namespace=open-cluster-management-agent",
+		"--work-service-account=klusterlet-work-sa",
 		"--metrics-bind-address=:8080",
 		"--health-probe-bind-address=:8081",
 		"--appliedmanifestwork-eviction-grace-period=1h0m0s",
@@ -574,11 +576,61 @@ func TestRenderKlusterlet(t *testing.T) {
 	equalJSON(t, "component label", deploy.GetLabels()["app.kubernetes.io/component"], "klusterlet")
 
 	find(t, objs, "ServiceAccount", "klusterlet-agent")
-	crb := find(t, objs, "ClusterRoleBinding", "flotilla:klusterlet:agent")
-	equalJSON(t, "ClusterRoleBinding", map[string]any{"roleRef": crb.Object["roleRef"], "subjects": crb.Object["subjects"]}, map[string]any{
-		"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
-		"subjects": []any{map[string]any{"kind": "ServiceAccount", "name": "klusterlet-agent", "namespace": ns}},
-	})
+	find(t, objs, "ServiceAccount", "klusterlet-work-sa")
+	// OCM's roles and bindings: the agent's narrow ones, the work agent's admin, execution and
+	// aggregate; nothing binds cluster-admin.
+	agent := map[string]any{"kind": "ServiceAccount", "name": "klusterlet-agent", "namespace": ns}
+	workSA := map[string]any{"kind": "ServiceAccount", "name": "klusterlet-work-sa", "namespace": ns}
+	bindings := map[string]struct {
+		kind, role string
+		subject    map[string]any
+	}{
+		"ClusterRoleBinding open-cluster-management:klusterlet-registration:agent":            {"ClusterRole", "open-cluster-management:klusterlet-registration:agent", agent},
+		"ClusterRoleBinding open-cluster-management:klusterlet-registration:addon-management": {"ClusterRole", "open-cluster-management:klusterlet-registration:addon-management", agent},
+		"RoleBinding open-cluster-management:klusterlet-registration:agent":                   {"Role", "open-cluster-management:klusterlet-registration:agent", agent},
+		"ClusterRoleBinding open-cluster-management:klusterlet-work:agent":                    {"ClusterRole", "open-cluster-management:klusterlet-work:agent", workSA},
+		"ClusterRoleBinding open-cluster-management:klusterlet-work:aggregate":                {"ClusterRole", "open-cluster-management:klusterlet-work:aggregate", workSA},
+		"ClusterRoleBinding open-cluster-management:klusterlet-work:execution-admin":          {"ClusterRole", "admin", workSA},
+	}
+	seen := 0
+	for _, o := range objs {
+		if o.GetKind() != "ClusterRoleBinding" && o.GetKind() != "RoleBinding" {
+			continue
+		}
+		seen++
+		want, ok := bindings[o.GetKind()+" "+o.GetName()]
+		if !ok {
+			t.Errorf("unexpected %s %s", o.GetKind(), o.GetName())
+			continue
+		}
+		equalJSON(t, o.GetName(), map[string]any{"roleRef": o.Object["roleRef"], "subjects": o.Object["subjects"]}, map[string]any{
+			"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": want.kind, "name": want.role},
+			"subjects": []any{want.subject},
+		})
+	}
+	if seen != len(bindings) {
+		t.Errorf("%d bindings, want %d", seen, len(bindings))
+	}
+	// The agent may request tokens of the work agent's ServiceAccount only.
+	role := find(t, objs, "Role", "open-cluster-management:klusterlet-registration:agent")
+	equalJSON(t, "Role namespace", role.GetNamespace(), ns)
+	rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
+	if !slices.ContainsFunc(rules, func(r any) bool {
+		b, _ := json.Marshal(r)
+		return string(b) == `{"apiGroups":[""],"resourceNames":["klusterlet-work-sa"],"resources":["serviceaccounts/token"],"verbs":["create"]}`
+	}) {
+		t.Errorf("Role rules %v lack create on serviceaccounts/token klusterlet-work-sa", rules)
+	}
+	// The aggregate is filled in by kube-controller-manager from the labelled ClusterRoles,
+	// this chart's execution role among them; the chart owns none of its rules.
+	agg := find(t, objs, "ClusterRole", "open-cluster-management:klusterlet-work:aggregate")
+	equalJSON(t, "aggregationRule", agg.Object["aggregationRule"], map[string]any{"clusterRoleSelectors": []any{
+		map[string]any{"matchLabels": map[string]any{"open-cluster-management.io/aggregate-to-work": "true"}}}})
+	if _, ok := agg.Object["rules"]; ok {
+		t.Errorf("the aggregate ClusterRole sets rules: %v", agg.Object["rules"])
+	}
+	exec := find(t, objs, "ClusterRole", "open-cluster-management:klusterlet-work:execution")
+	equalJSON(t, "execution label", exec.GetLabels()["open-cluster-management.io/aggregate-to-work"], "true")
 	k := find(t, objs, "Klusterlet", "klusterlet")
 	equalJSON(t, "Klusterlet", map[string]any{"apiVersion": k.GetAPIVersion(), "namespace": k.GetNamespace(), "spec": k.Object["spec"]}, map[string]any{
 		"apiVersion": "operator.open-cluster-management.io/v1", "namespace": "",
@@ -618,9 +670,19 @@ func TestRenderKlusterletValues(t *testing.T) {
 	}
 	equalJSON(t, "serviceAccountName", field(t, pod, "spec", "serviceAccountName"), "klusterlet-hub2-agent")
 	find(t, objs, "ServiceAccount", "klusterlet-hub2-agent")
-	crb := find(t, objs, "ClusterRoleBinding", "flotilla:klusterlet-hub2:agent")
+	find(t, objs, "ServiceAccount", "klusterlet-hub2-work-sa")
+	if !slices.Contains(a, "--work-service-account=klusterlet-hub2-work-sa") {
+		t.Errorf("args lack --work-service-account=klusterlet-hub2-work-sa: %v", a)
+	}
+	crb := find(t, objs, "ClusterRoleBinding", "open-cluster-management:klusterlet-hub2-work:execution-admin")
 	equalJSON(t, "roleRef", field(t, crb.Object, "roleRef", "name"), "flotilla-work")
-	equalJSON(t, "subject", field(t, crb.Object, "subjects"), []any{map[string]any{"kind": "ServiceAccount", "name": "klusterlet-hub2-agent", "namespace": ns}})
+	equalJSON(t, "subject", field(t, crb.Object, "subjects"), []any{map[string]any{"kind": "ServiceAccount", "name": "klusterlet-hub2-work-sa", "namespace": ns}})
+	// Every cluster-scoped object carries the klusterlet's name: two klusterlets share a cluster.
+	for _, o := range objs {
+		if o.GetNamespace() == "" && o.GetKind() != "CustomResourceDefinition" && o.GetKind() != "Namespace" && !strings.Contains(o.GetName(), "klusterlet-hub2") {
+			t.Errorf("%s %s does not carry the klusterlet's name", o.GetKind(), o.GetName())
+		}
+	}
 	k := find(t, objs, "Klusterlet", "klusterlet-hub2")
 	equalJSON(t, "Klusterlet spec", k.Object["spec"], map[string]any{
 		"clusterName":           "cluster1",
@@ -808,4 +870,32 @@ func sorted(s []string) []string {
 	out := slices.Clone(s)
 	slices.Sort(out)
 	return out
+}
+
+func TestKlusterletIdentities(t *testing.T) {
+	// An agent namespace outside open-cluster-management-*, as the end-to-end suites use.
+	objs, err := install.KlusterletIdentities("k2", "agent-k2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if objs[0].GetKind() != "Namespace" || objs[0].GetName() != "agent-k2" {
+		t.Fatalf("first object %s %s, want Namespace agent-k2", objs[0].GetKind(), objs[0].GetName())
+	}
+	kinds := map[string]int{}
+	for _, o := range objs[1:] {
+		kinds[o.GetKind()]++
+		switch o.GetKind() {
+		case "ServiceAccount", "Role", "RoleBinding":
+			equalJSON(t, o.GetKind()+" "+o.GetName()+" namespace", o.GetNamespace(), "agent-k2")
+		default:
+			equalJSON(t, o.GetKind()+" "+o.GetName()+" namespace", o.GetNamespace(), "")
+		}
+		subjects, _, _ := unstructured.NestedSlice(o.Object, "subjects")
+		for _, s := range subjects {
+			equalJSON(t, o.GetName()+" subject namespace", s.(map[string]any)["namespace"], "agent-k2")
+		}
+	}
+	equalJSON(t, "kinds", kinds, map[string]int{"ServiceAccount": 2, "ClusterRole": 5, "ClusterRoleBinding": 5, "Role": 1, "RoleBinding": 1})
+	find(t, objs, "ServiceAccount", install.KlusterletAgentServiceAccount("k2"))
+	find(t, objs, "ServiceAccount", install.KlusterletWorkServiceAccount("k2"))
 }

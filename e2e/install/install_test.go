@@ -10,13 +10,17 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -30,6 +34,7 @@ const (
 	hubNS    = "open-cluster-management-hub"
 	agentNS  = "open-cluster-management-agent"
 	agentNS2 = "open-cluster-management-agent-hub2"
+	addonNS  = "open-cluster-management-agent-addon"
 	cluster  = "edge1"
 )
 
@@ -249,6 +254,23 @@ var _ = Describe("Install and join", Ordered, func() {
 
 		apply(hub1Client, work("from-hub1", "from-hub1"))
 		Eventually(configMapPresent("from-hub1")).Should(Succeed())
+		// Least privilege: the agent may not apply workloads; the work agent
+		// (klusterlet-work-sa) may, and may grant RBAC, but has no cluster-admin.
+		for _, c := range []struct {
+			sa      string
+			attrs   authorizationv1.ResourceAttributes
+			allowed bool
+		}{
+			{"klusterlet-agent", authorizationv1.ResourceAttributes{Group: "apps", Resource: "deployments", Verb: "create", Namespace: "default"}, false},
+			{"klusterlet-agent", authorizationv1.ResourceAttributes{Resource: "serviceaccounts", Subresource: "token", Verb: "create", Namespace: agentNS, Name: "klusterlet-work-sa"}, true},
+			{"klusterlet-agent", authorizationv1.ResourceAttributes{Resource: "serviceaccounts", Subresource: "token", Verb: "create", Namespace: "kube-system", Name: "default"}, false},
+			{"klusterlet-work-sa", authorizationv1.ResourceAttributes{Group: "apps", Resource: "deployments", Verb: "create", Namespace: "default"}, true},
+			{"klusterlet-work-sa", authorizationv1.ResourceAttributes{Group: "rbac.authorization.k8s.io", Resource: "clusterroles", Verb: "escalate"}, true},
+			{"klusterlet-work-sa", authorizationv1.ResourceAttributes{Group: "storage.k8s.io", Resource: "storageclasses", Verb: "create"}, false},
+			{"klusterlet-work-sa", authorizationv1.ResourceAttributes{Group: "cluster.x-k8s.io", Resource: "machines", Verb: "get", Namespace: "default"}, false},
+		} {
+			Expect(mayDo(agentNS, c.sa, c.attrs)).To(Equal(c.allowed), "%s %s %+v", c.sa, map[bool]string{true: "may", false: "may not"}[c.allowed], c.attrs)
+		}
 
 		k := &operatorv1.Klusterlet{}
 		Expect(spokeClient.Get(ctx, client.ObjectKey{Name: "klusterlet"}, k)).To(Succeed())
@@ -383,12 +405,63 @@ spec:
 		Consistently(clusterCondition(hub1Client, clusterv1.ManagedClusterConditionAvailable)).WithTimeout(3 * time.Second).Should(Equal(metav1.ConditionTrue))
 	})
 
-	It("unjoin of the last klusterlet, and deleting the cluster on the hub, leave nothing behind on either side", func(ctx SpecContext) {
-		Expect(agent1.Stop()).To(Succeed())
-		_, errOut, err := flotilla(ctx, "unjoin", "--kubeconfig", spok.KubeconfigPath)
+	It("unjoin of the last klusterlet, running and serving an add-on, and deleting the cluster on the hub, leave nothing behind on either side", func(ctx SpecContext) {
+		// An add-on with a hub identity: its client certificate Secret must go with the
+		// klusterlet, deleted by unjoin itself (not only with the add-on namespace).
+		apply(hub1Client, `apiVersion: addon.open-cluster-management.io/v1alpha1
+kind: AddOnTemplate
+metadata: {name: probe}
+spec:
+  addonName: probe
+  agentSpec:
+    workload:
+      manifests:
+      - {apiVersion: v1, kind: ConfigMap, metadata: {name: probe-agent, namespace: default}}
+  registration:
+  - type: KubeClient`)
+		apply(hub1Client, `apiVersion: addon.open-cluster-management.io/v1alpha1
+kind: ClusterManagementAddOn
+metadata: {name: probe}
+spec:
+  supportedConfigs:
+  - {group: addon.open-cluster-management.io, resource: addontemplates, defaultConfig: {name: probe}}
+  installStrategy: {type: Manual}`)
+		_, errOut, err := flotilla(ctx, "addon", "enable", "probe", "--clusters", cluster, "--kubeconfig", hub1.KubeconfigPath)
 		Expect(err).NotTo(HaveOccurred(), errOut)
-		// The hub's half: its admin deletes the cluster (the hub removes the cluster
-		// namespace with its works, RBAC and lease).
+		addonSecret := &corev1.Secret{}
+		Eventually(func(g Gomega) {
+			g.Expect(spokeClient.Get(ctx, client.ObjectKey{Namespace: addonNS, Name: "probe-hub-kubeconfig"}, addonSecret)).To(Succeed())
+			g.Expect(addonSecret.Data).To(HaveKey("tls.crt"))
+		}).Should(Succeed(), "the klusterlet wrote the add-on's hub kubeconfig")
+		Expect(configMapPresent("from-hub1")()).To(Succeed())
+
+		// The agent runs; the kubelet (played here) stops it once unjoin deletes its Deployment.
+		Expect(agent1.Exited()).NotTo(BeClosed())
+		stopped := stopWithDeployment(spokeClient, agent1, agentNS, "klusterlet-agent")
+		_, errOut, err = flotilla(ctx, "unjoin", "--kubeconfig", spok.KubeconfigPath)
+		Expect(err).NotTo(HaveOccurred(), errOut)
+		Expect(errOut).To(ContainSubstring("deleted the client certificate Secret " + addonNS + "/probe-hub-kubeconfig of add-on probe"))
+		Eventually(stopped).Should(BeClosed(), "the agent stopped with its Deployment")
+		Expect(apierrors.IsNotFound(spokeClient.Get(ctx, client.ObjectKeyFromObject(addonSecret), &corev1.Secret{}))).To(BeTrue(),
+			"the add-on's Secret is gone")
+		for _, o := range []client.Object{
+			&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: agentNS, Name: "klusterlet-agent"}},
+			&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: agentNS, Name: "klusterlet-agent"}},
+			&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: agentNS, Name: "klusterlet-work-sa"}},
+			&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "open-cluster-management:klusterlet-work:execution-admin"}},
+			&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "open-cluster-management:klusterlet-work:aggregate"}},
+			&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "open-cluster-management:klusterlet-registration:agent"}},
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: agentNS}},
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "probe-agent"}},
+		} {
+			Expect(apierrors.IsNotFound(spokeClient.Get(ctx, client.ObjectKeyFromObject(o), o))).To(BeTrue(), "%T %s is gone", o, o.GetName())
+		}
+		// The hub's half: its admin disables the add-on and deletes the cluster (the hub removes
+		// the cluster namespace with its works, RBAC and lease). The add-on goes first: the hub
+		// does not delete a deleted cluster's ManagedClusterAddOns itself yet (OCM's gc does,
+		// before the works), and would keep deploying its work.
+		_, errOut, err = flotilla(ctx, "addon", "disable", "probe", "--clusters", cluster, "--kubeconfig", hub1.KubeconfigPath)
+		Expect(err).NotTo(HaveOccurred(), errOut)
 		Expect(hub1Client.Delete(ctx, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: cluster}})).To(Succeed())
 		Eventually(func() string {
 			if apierrors.IsNotFound(hub1Client.Get(ctx, client.ObjectKey{Name: cluster}, &corev1.Namespace{})) {
@@ -410,9 +483,49 @@ spec:
 		_, errOut, err = flotilla(ctx, "unjoin", "--kubeconfig", spok.KubeconfigPath)
 		Expect(err).NotTo(HaveOccurred(), errOut)
 		Expect(diff(before.spoke, snapshot(spok))).To(BeEmpty())
+		// The add-on's registration on the hub is the hub admin's to remove.
+		for _, kind := range []string{"ClusterManagementAddOn", "AddOnTemplate"} {
+			Expect(hub1Client.Delete(ctx, &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "addon.open-cluster-management.io/v1alpha1", "kind": kind, "metadata": map[string]any{"name": "probe"}}})).To(Succeed())
+		}
 		Eventually(func() []string { return diff(withoutTokens(before.hub1), withoutTokens(snapshot(hub1))) }).Should(BeEmpty(), "the hub as before the join")
 	})
 })
+
+// mayDo asks the managed cluster whether ServiceAccount ns/sa may do attrs.
+func mayDo(ns, sa string, attrs authorizationv1.ResourceAttributes) bool {
+	GinkgoHelper()
+	r, err := kubernetes.NewForConfigOrDie(spok.Config).AuthorizationV1().SubjectAccessReviews().Create(suiteCtx, &authorizationv1.SubjectAccessReview{
+		Spec: authorizationv1.SubjectAccessReviewSpec{User: "system:serviceaccount:" + ns + ":" + sa,
+			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}, ResourceAttributes: &attrs}}, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	return r.Status.Allowed
+}
+
+// stopWithDeployment stops p, as a kubelet stops a Pod, once Deployment ns/name is gone; the
+// channel is closed when p has exited.
+func stopWithDeployment(c client.Client, p *process, ns, name string) <-chan struct{} {
+	go func() {
+		defer GinkgoRecover()
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			err := c.Get(suiteCtx, client.ObjectKey{Namespace: ns, Name: name}, &appsv1.Deployment{})
+			if apierrors.IsNotFound(err) {
+				_ = p.Stop()
+				return
+			}
+			select {
+			case <-p.Exited():
+				return
+			case <-suiteCtx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return p.Exited()
+}
 
 // leaseHolder is the holder of the hub's leader election Lease.
 func leaseHolder(c client.Client) string {

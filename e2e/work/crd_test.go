@@ -12,7 +12,9 @@ import (
 
 var _ = Describe("A work that brings its own CRD and namespace", func() {
 	It("applies a custom resource listed before the CRD and namespace it needs (the agent applies CRDs and Namespaces first)", func() {
-		// The custom resource comes first in the work, its namespace second, its CRD last.
+		// The custom resource comes first in the work, its namespace second, its CRD last; the
+		// ClusterRole letting the work agent manage Widgets (the seeds' aggregated ClusterRole)
+		// after them.
 		w := createWork(newWork(cluster2, "crd-and-cr", `
 apiVersion: example.flotilla.dev/v1
 kind: Widget
@@ -38,6 +40,16 @@ spec:
       openAPIV3Schema:
         type: object
         x-kubernetes-preserve-unknown-fields: true
+`, `
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: open-cluster-management:klusterlet-work:widgets
+  labels: {open-cluster-management.io/aggregate-to-work: "true"}
+rules:
+- apiGroups: [example.flotilla.dev]
+  resources: [widgets]
+  verbs: [get, list, watch, create, update, patch, delete]
 `))
 		Eventually(workCondition(w, workv1.WorkApplied)).Should(cond(metav1.ConditionTrue, "AppliedManifestWorkComplete"))
 		Expect(getWork(Default, w).Status.ResourceStatus.Manifests[0].ResourceMeta).To(And(

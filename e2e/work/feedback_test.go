@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -202,6 +203,13 @@ var _ = Describe("WellKnownStatus feedback", func() {
 		Expect(yaml.Unmarshal([]byte(certificateCRD), &crd.Object)).To(Succeed())
 		Expect(client.IgnoreAlreadyExists(c.Create(suiteCtx, crd))).To(Succeed())
 		DeferCleanup(func() { Expect(client.IgnoreNotFound(c.Delete(suiteCtx, crd))).To(Succeed()) })
+		// As cert-manager's chart does: its kinds aggregated to admin, which the work agent has.
+		edit := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "cert-manager-edit",
+			Labels: map[string]string{"rbac.authorization.k8s.io/aggregate-to-admin": "true"}},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{"cert-manager.io"}, Resources: []string{"certificates"},
+				Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}}}}
+		Expect(client.IgnoreAlreadyExists(c.Create(suiteCtx, edit))).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(c.Delete(suiteCtx, edit))).To(Succeed()) })
 		installExtractor(cluster1, "certificates", extractorWasm(), `{"group": "cert-manager.io", "kind": "Certificate"}`)
 
 		Expect(client.IgnoreAlreadyExists(c.Create(suiteCtx, namespace("certs")))).To(Succeed())

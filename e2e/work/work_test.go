@@ -8,7 +8,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -515,48 +514,6 @@ spec:
 		Eventually(manifestCondition(first, 0, workv1.ManifestApplied)).Should(And(cond(metav1.ConditionFalse, "ApplyConflict"),
 			HaveField("Message", And(ContainSubstring("work-agent-another"), ContainSubstring(".spec.replicas")))))
 		Expect(*live(cluster2, d)(Default).Spec.Replicas).To(BeEquivalentTo(3))
-	})
-
-	It("grants the agent extra permissions with the seeds' permission-set examples", func() {
-		aggregated := createWork(newWork(cluster2, "permission-set", `
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: open-cluster-management:klusterlet-work:my-role
-  labels:
-    open-cluster-management.io/aggregate-to-work: "true"
-rules:
-  - apiGroups: ["cluster.x-k8s.io"]
-    resources: ["machines"]
-    verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
-`))
-		Eventually(workCondition(aggregated, workv1.WorkApplied)).Should(cond(metav1.ConditionTrue, "AppliedManifestWorkComplete"))
-		binding := createWork(newWork(cluster2, "permission-set-binding", `
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: open-cluster-management:klusterlet-work:my-role-2
-rules:
-  - apiGroups: ["cluster.x-k8s.io"]
-    resources: ["machines"]
-    verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
-`, `
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata:
-  name: open-cluster-management:klusterlet-work:my-binding
-roleRef:
-  apiGroup: rbac.authorization.k8s.io
-  kind: ClusterRole
-  name: open-cluster-management:klusterlet-work:my-role-2
-subjects:
-  - kind: ServiceAccount
-    name: klusterlet-work-sa
-    namespace: open-cluster-management-agent
-`))
-		Eventually(workCondition(binding, workv1.WorkApplied)).Should(cond(metav1.ConditionTrue, "AppliedManifestWorkComplete"))
-		crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "open-cluster-management:klusterlet-work:my-binding"}}
-		Expect(live(cluster2, crb)(Default).Subjects).To(ConsistOf(HaveField("Name", "klusterlet-work-sa")))
 	})
 
 	It("reports a manifest it cannot map or apply, naming it, and applies the others", func() {

@@ -7,9 +7,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -110,7 +113,7 @@ func New(cfg Config) (*Agent, error) {
 
 // Run serves the cluster's add-ons until ctx ends; it returns nil then. Failures are logged
 // and retried. Secrets are left in place when ctx ends: the next session (or process) takes
-// them over.
+// them over, and first deletes those no add-on wants any more (collect).
 func (a *Agent) Run(ctx context.Context) error {
 	queue := workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.NewTypedItemExponentialFailureRateLimiter[string](a.cfg.RetryInitial, a.cfg.RetryMax),
@@ -156,6 +159,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		return nil
 	}
 	a.log.Info("Serving add-ons", "cluster", a.cfg.ClusterName)
+	queue.Add(collectKey)
 	go func() {
 		<-ctx.Done()
 		queue.ShutDown()
@@ -175,8 +179,17 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 }
 
+// collectKey is the queue's item for collect; no add-on has an empty name.
+const collectKey = ""
+
+// collectTimeout bounds one collect.
+const collectTimeout = time.Minute
+
 // sync starts and stops the registrations and the lease watch of one add-on.
 func (a *Agent) sync(ctx context.Context, name string) error {
+	if name == collectKey {
+		return a.collect(ctx)
+	}
 	mca := &addonv1alpha1.ManagedClusterAddOn{}
 	err := a.addons.Get(ctx, client.ObjectKey{Namespace: a.cfg.ClusterName, Name: name}, mca)
 	if apierrors.IsNotFound(err) {
@@ -240,6 +253,51 @@ func (a *Agent) cleanup(ctx context.Context, name string, keep map[string]*regCo
 		delete(a.regs, name)
 	}
 	return nil
+}
+
+// collect deletes the Secrets this klusterlet wrote (SecretKlusterletLabel) that no add-on
+// wants any more: their add-on is no longer enabled on the cluster, or none of its
+// registrations writes them. That happens when either went while the klusterlet was down,
+// which the in-memory registrations cannot know. An add-on being deleted keeps its Secrets
+// until it is gone (its agent may need them to clean up).
+func (a *Agent) collect(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, collectTimeout)
+	defer cancel()
+	sel := labels.Set{SecretKlusterletLabel: a.cfg.AgentNamespace}.String()
+	secrets, err := a.managed.CoreV1().Secrets("").List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return fmt.Errorf("listing the add-on Secrets of this klusterlet (%s) on the managed cluster: %w", sel, err)
+	}
+	list := &addonv1alpha1.ManagedClusterAddOnList{}
+	if err := a.addons.List(ctx, list, client.InNamespace(a.cfg.ClusterName)); err != nil {
+		return fmt.Errorf("listing ManagedClusterAddOns of %s: %w", a.cfg.ClusterName, err)
+	}
+	enabled := map[string]*addonv1alpha1.ManagedClusterAddOn{}
+	for i := range list.Items {
+		enabled[list.Items[i].Name] = &list.Items[i]
+	}
+	for _, sec := range secrets.Items {
+		name := sec.Labels[SecretAddOnLabel]
+		mca, ok := enabled[name]
+		if ok && (!mca.DeletionTimestamp.IsZero() || a.wants(mca, sec.Namespace, sec.Name)) {
+			continue
+		}
+		if err := deleteSecret(ctx, a.managed, sec.Namespace, sec.Name); err != nil {
+			return err
+		}
+		a.log.Info("Removed the client certificate of an add-on registration no longer there", "addon", name, "secret", sec.Namespace+"/"+sec.Name)
+	}
+	return nil
+}
+
+// wants reports whether a registration of mca writes Secret ns/name.
+func (a *Agent) wants(mca *addonv1alpha1.ManagedClusterAddOn, ns, name string) bool {
+	for _, reg := range mca.Status.Registrations {
+		if c := newRegConfig(a.cfg, mca, reg); c.namespace == ns && c.secretName == name {
+			return true
+		}
+	}
+	return false
 }
 
 // start runs f in a goroutine until the returned running is stopped or ctx ends.

@@ -43,6 +43,17 @@ const (
 	KubeconfigCluster = "hub"
 )
 
+// Labels of the Secrets the agent writes, so that it finds them again when their add-on
+// went while the klusterlet was down (Agent.Run collects them) and flotilla unjoin removes
+// them with the klusterlet.
+const (
+	// SecretAddOnLabel names the add-on (OCM's label of add-on CSRs).
+	SecretAddOnLabel = addonv1alpha1.AddonLabelKey
+	// SecretKlusterletLabel is the agent namespace of the klusterlet that wrote the Secret:
+	// klusterlets of several hubs on one cluster each keep to their own.
+	SecretKlusterletLabel = "addon.flotilla.dev/klusterlet-namespace"
+)
+
 // SecretName is the Secret holding add-on addon's client certificate for signer:
 // <addon>-hub-kubeconfig for kubernetes.io/kube-apiserver-client, else
 // <addon>-<signer with / replaced by ->-client-cert.
@@ -68,7 +79,9 @@ func DefaultGroup(cluster, addon string) string {
 // regConfig is one registration of one add-on, as served: its key changes with anything
 // that calls for another certificate or another Secret.
 type regConfig struct {
-	addon, cluster        string
+	addon, cluster string
+	// agentNamespace is the klusterlet's (SecretKlusterletLabel).
+	agentNamespace        string
 	key                   string
 	namespace, secretName string
 	signer                string
@@ -80,7 +93,7 @@ type regConfig struct {
 
 func newRegConfig(cfg Config, mca *addonv1alpha1.ManagedClusterAddOn, reg addonv1alpha1.RegistrationConfig) *regConfig {
 	c := &regConfig{
-		addon: mca.Name, cluster: cfg.ClusterName, namespace: InstallNamespace(mca),
+		addon: mca.Name, cluster: cfg.ClusterName, agentNamespace: cfg.AgentNamespace, namespace: InstallNamespace(mca),
 		signer: reg.SignerName, secretName: SecretName(mca.Name, reg.SignerName), expirationSeconds: cfg.CSRExpirationSeconds,
 		subject: pkix.Name{
 			CommonName:         reg.Subject.User,
@@ -133,6 +146,11 @@ func (c *regConfig) data() map[string][]byte {
 		d[KubeconfigKey] = c.kubeconfig
 	}
 	return d
+}
+
+// labels are the Secret's labels.
+func (c *regConfig) labels() map[string]string {
+	return map[string]string{SecretAddOnLabel: c.addon, SecretKlusterletLabel: c.agentNamespace}
 }
 
 // matches reports whether cert was issued for c's subject.
@@ -306,9 +324,9 @@ func (a *Agent) requestCertificate(ctx context.Context, c *regConfig, log interf
 	return creds, nil
 }
 
-// writeSecret makes sec (nil: not there yet) hold c's data and, when creds is set, that
-// certificate and key; keys written by others stay. It writes nothing when nothing changes.
-// An update is guarded by the resourceVersion read.
+// writeSecret makes sec (nil: not there yet) hold c's data and labels and, when creds is
+// set, that certificate and key; keys and labels written by others stay. It writes nothing
+// when nothing changes. An update is guarded by the resourceVersion read.
 func (c *regConfig) writeSecret(ctx context.Context, kube kubernetes.Interface, sec *corev1.Secret, creds *registration.Credentials) error {
 	want := c.data()
 	if creds != nil {
@@ -319,7 +337,7 @@ func (c *regConfig) writeSecret(ctx context.Context, kube kubernetes.Interface, 
 			return nil
 		}
 		_, err := kube.CoreV1().Secrets(c.namespace).Create(ctx, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: c.namespace, Name: c.secretName},
+			ObjectMeta: metav1.ObjectMeta{Namespace: c.namespace, Name: c.secretName, Labels: c.labels()},
 			Type:       corev1.SecretTypeOpaque,
 			Data:       want,
 		}, metav1.CreateOptions{})
@@ -336,6 +354,15 @@ func (c *regConfig) writeSecret(ctx context.Context, kube kubernetes.Interface, 
 	for k, v := range want {
 		if string(sec.Data[k]) != string(v) {
 			sec.Data[k], changed = v, true
+		}
+	}
+	// A Secret written before the labels existed gets them too.
+	for k, v := range c.labels() {
+		if sec.Labels[k] != v {
+			if sec.Labels == nil {
+				sec.Labels = map[string]string{}
+			}
+			sec.Labels[k], changed = v, true
 		}
 	}
 	if !changed {

@@ -8,7 +8,10 @@
 //     on the managed cluster, "<addon>-hub-kubeconfig" for kubernetes.io/kube-apiserver-client
 //     (with a kubeconfig for the hub) and "<addon>-<signer, / as ->-client-cert" for other
 //     signers, renewed when 20% to 25% of its lifetime is left, and deleted when the
-//     registration or the ManagedClusterAddOn goes;
+//     registration or the ManagedClusterAddOn goes; the Secrets are labelled with the add-on
+//     and the klusterlet (SecretAddOnLabel, SecretKlusterletLabel), so that those of an
+//     add-on removed while the klusterlet was down are deleted when it starts, and flotilla
+//     unjoin removes them all;
 //   - reports the add-on's health from its Lease: unless status.healthCheck.mode is
 //     Customized, the Lease named after the add-on in its install namespace on the managed
 //     cluster decides the Available condition (OCM's reasons and its grace of five lease
@@ -52,6 +55,9 @@ const FieldManager = "flotilla-addon-agent"
 // Config configures the add-on side of one klusterlet, for one accepted hub session.
 type Config struct {
 	ClusterName string
+	// AgentNamespace is the klusterlet's agent namespace, which labels the Secrets it writes
+	// (SecretKlusterletLabel). Default registration.DefaultAgentNamespace.
+	AgentNamespace string
 	// AgentName is the registration agent's name: the agent part of an add-on's default
 	// common name when its registration names no user.
 	AgentName string
@@ -90,6 +96,9 @@ func (c Config) withDefaults() (Config, error) {
 		return c, errors.New("add-on agent: HubConfig is required")
 	case c.ManagedConfig == nil:
 		return c, errors.New("add-on agent: ManagedConfig is required")
+	}
+	if c.AgentNamespace == "" {
+		c.AgentNamespace = registration.DefaultAgentNamespace
 	}
 	if c.HubEndpoint.Server == "" {
 		c.HubEndpoint.Server = c.HubConfig.Host

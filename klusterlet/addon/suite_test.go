@@ -55,6 +55,9 @@ var (
 			CurrentCluster: &addonv1alpha1.CurrentClusterBindingConfig{ClusterRoleName: "hello-reader"}}},
 		"custom": nil,
 		"leasy":  nil,
+		// restart_test.go's
+		"gone":  nil,
+		"stays": nil,
 	}
 )
 

@@ -19,6 +19,7 @@ import (
 
 	"github.com/flotilla-dev/flotilla/core/install"
 	"github.com/flotilla-dev/flotilla/klusterlet"
+	"github.com/flotilla-dev/flotilla/klusterlet/addon"
 	"github.com/flotilla-dev/flotilla/klusterlet/registration"
 	"github.com/flotilla-dev/flotilla/klusterlet/work"
 )
@@ -36,11 +37,13 @@ var (
 )
 
 // Unjoin removes a klusterlet from the managed cluster with everything it applied: its agent
-// stops first (the Deployment goes), so nothing is re-applied; then every AppliedManifestWork
-// of its hub is deleted, and the kube-controller-manager's garbage collector deletes what they
-// own (every resource the work agent applied, unless a work orphaned it); then the agent
-// namespace with its Secrets, and the chart's cluster-scoped objects. The last klusterlet
-// on the cluster also takes the add-on namespace and the klusterlet CRDs with it.
+// stops first (the Deployment goes) and its permissions and its work agent's are revoked, so
+// nothing is re-applied; then the add-ons' client certificate Secrets it wrote go, every
+// AppliedManifestWork of its hub is deleted, and the kube-controller-manager's garbage
+// collector deletes what they own (every resource the work agent applied, unless a work
+// orphaned it); then the agent namespace with its Secrets, and the chart's cluster-scoped
+// objects. The last klusterlet on the cluster also takes the add-on namespace and the
+// klusterlet CRDs with it.
 //
 // The ManagedCluster stays on the hub, its Available condition Unknown (unjoin reports that
 // with the agent's identity before removing it), until the hub's admin deletes it (kubectl
@@ -74,13 +77,16 @@ func Unjoin(ctx context.Context, managed *rest.Config, o UnjoinOptions, progress
 	if err != nil {
 		return fmt.Errorf("unjoin: %w", err)
 	}
-	var deployments, rest []*unstructured.Unstructured
-	for _, obj := range objs {
+	var deployments, bindings, rest []*unstructured.Unstructured
+	for _, obj := range append(objs, Legacy(o.KlusterletName)...) {
 		switch obj.GetKind() {
 		case "Deployment":
 			deployments = append(deployments, obj)
 		case "CustomResourceDefinition", "Namespace":
 			// CRDs go only with the last klusterlet, the namespace after the applied works.
+		case "ClusterRoleBinding", "RoleBinding":
+			bindings = append(bindings, obj)
+			rest = append(rest, obj)
 		default:
 			rest = append(rest, obj)
 		}
@@ -90,6 +96,15 @@ func Unjoin(ctx context.Context, managed *rest.Config, o UnjoinOptions, progress
 		return fmt.Errorf("unjoin: %w", err)
 	}
 	if err := waitNoPods(ctx, kube, o.AgentNamespace, o.KlusterletName); err != nil {
+		return fmt.Errorf("unjoin: %w", err)
+	}
+	// A replica still shutting down (or run outside the Deployment) can change nothing from
+	// here on: what it would put back (an add-on's Secret, an AppliedManifestWork) stays gone.
+	progress(fmt.Sprintf("revoking the permissions of the agent and the work agent of Klusterlet %s", o.KlusterletName))
+	if err := install.Delete(ctx, managed, bindings, false); err != nil {
+		return fmt.Errorf("unjoin: %w", err)
+	}
+	if err := deleteAddOnSecrets(ctx, kube, o.AgentNamespace, progress); err != nil {
 		return fmt.Errorf("unjoin: %w", err)
 	}
 
@@ -141,6 +156,34 @@ func Unjoin(ctx context.Context, managed *rest.Config, o UnjoinOptions, progress
 	}
 	if err := install.Delete(ctx, managed, append([]*unstructured.Unstructured{addonNS}, crds...), true); err != nil {
 		return fmt.Errorf("unjoin: %w", err)
+	}
+	return nil
+}
+
+// Legacy are objects earlier versions of the klusterlet chart installed for Klusterlet name
+// that it no longer has: join deletes them (an upgrade), unjoin too. The agent's binding to
+// cluster-admin went when the agent and the work agent got OCM's narrower roles.
+func Legacy(name string) []*unstructured.Unstructured {
+	crb := &unstructured.Unstructured{}
+	crb.SetAPIVersion("rbac.authorization.k8s.io/v1")
+	crb.SetKind("ClusterRoleBinding")
+	crb.SetName("flotilla:" + name + ":agent")
+	return []*unstructured.Unstructured{crb}
+}
+
+// deleteAddOnSecrets deletes the add-ons' client certificate Secrets the klusterlet of agent
+// namespace ns wrote, wherever they are (labelled addon.SecretKlusterletLabel).
+func deleteAddOnSecrets(ctx context.Context, kube kubernetes.Interface, ns string, progress func(string)) error {
+	sel := addon.SecretKlusterletLabel + "=" + ns
+	l, err := kube.CoreV1().Secrets("").List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return fmt.Errorf("listing the add-ons' Secrets (%s): %w", sel, err)
+	}
+	for _, s := range l.Items {
+		if err := kube.CoreV1().Secrets(s.Namespace).Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting the Secret %s/%s of add-on %s: %w", s.Namespace, s.Name, s.Labels[addon.SecretAddOnLabel], err)
+		}
+		progress(fmt.Sprintf("deleted the client certificate Secret %s/%s of add-on %s", s.Namespace, s.Name, s.Labels[addon.SecretAddOnLabel]))
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -62,6 +63,43 @@ func deleteOwned(ctx context.Context, dyn dynamic.Interface, a workv1.AppliedMan
 	return false, nil
 }
 
+// deleteApplied deletes resources (deleteOwned) and returns those not gone yet. RBAC objects go
+// only once the others are gone: they may hold the work agent's own permission to delete
+// those (the seeds' aggregate-to-work ClusterRole shipped with the custom resources it grants).
+func deleteApplied(ctx context.Context, dyn dynamic.Interface, resources []workv1.AppliedManifestResourceMeta, ownerUID types.UID) []workv1.AppliedManifestResourceMeta {
+	kept := make([]bool, len(resources))
+	others := false
+	del := func(i int) {
+		gone, err := deleteOwned(ctx, dyn, resources[i], ownerUID)
+		if err != nil {
+			log.FromContext(ctx).Error(err, "deleting an applied resource")
+		}
+		kept[i] = !gone
+	}
+	for i, a := range resources {
+		if a.Group != rbacv1.GroupName {
+			del(i)
+			others = others || kept[i]
+		}
+	}
+	for i, a := range resources {
+		if a.Group == rbacv1.GroupName {
+			if others {
+				kept[i] = true
+				continue
+			}
+			del(i)
+		}
+	}
+	var remaining []workv1.AppliedManifestResourceMeta
+	for i, a := range resources {
+		if kept[i] {
+			remaining = append(remaining, a)
+		}
+	}
+	return remaining
+}
+
 // finalize handles a deleted ManifestWork: delete its AppliedManifestWork (whose own
 // finalizer deletes the applied resources), wait until it is gone, then release the work.
 func (r *workReconciler) finalize(ctx context.Context, work *workv1.ManifestWork) (reconcile.Result, error) {
@@ -116,16 +154,7 @@ func (r *appliedReconciler) cleanup(ctx context.Context, amw *workv1.AppliedMani
 	if !hasFinalizer(amw, workv1.AppliedManifestWorkFinalizer) {
 		return reconcile.Result{}, nil
 	}
-	var remaining []workv1.AppliedManifestResourceMeta
-	for _, a := range amw.Status.AppliedResources {
-		gone, err := deleteOwned(ctx, r.dyn, a, amw.UID)
-		if err != nil {
-			log.FromContext(ctx).Error(err, "deleting an applied resource", "appliedManifestWork", amw.Name)
-		}
-		if !gone {
-			remaining = append(remaining, a)
-		}
-	}
+	remaining := deleteApplied(log.IntoContext(ctx, log.FromContext(ctx).WithValues("appliedManifestWork", amw.Name)), r.dyn, amw.Status.AppliedResources, amw.UID)
 	if len(remaining) > 0 {
 		if len(remaining) != len(amw.Status.AppliedResources) {
 			if err := apply.Guarded(ctx, r.managed, amw, fieldManager, true, appliedStatus(remaining, amw.Status.EvictionStartTime)); err != nil {

@@ -115,8 +115,9 @@ func (v *executorValidator) checkEscalation(ctx context.Context, sa *workv1.Mani
 		return nil
 	}
 	cfg := rest.CopyConfig(v.managedConfig)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: serviceAccountUser(sa),
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + sa.Namespace, "system:authenticated"}}
+	// No groups: the API server gives an impersonated ServiceAccount its own, and naming them
+	// would need impersonate on groups, which the work agent (OCM's roles) has not.
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: serviceAccountUser(sa)}
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return err

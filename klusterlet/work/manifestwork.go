@@ -355,20 +355,15 @@ func (r *workReconciler) recordApplied(ctx context.Context, amw *workv1.AppliedM
 		}
 		next = append(next, entry)
 	}
-	pending := false
+	var dropped []workv1.AppliedManifestResourceMeta
 	for _, a := range amw.Status.AppliedResources {
-		if declared[keyOf(a)] {
-			continue
-		}
-		gone, err := deleteOwned(ctx, r.dyn, a, amw.UID)
-		if err != nil {
-			log.FromContext(ctx).Error(err, "deleting a resource the work no longer declares", "appliedManifestWork", amw.Name)
-		}
-		if !gone {
-			pending = true
-			next = append(next, a)
+		if !declared[keyOf(a)] {
+			dropped = append(dropped, a)
 		}
 	}
+	remaining := deleteApplied(log.IntoContext(ctx, log.FromContext(ctx).WithValues("appliedManifestWork", amw.Name)), r.dyn, dropped, amw.UID)
+	pending := len(remaining) > 0
+	next = append(next, remaining...)
 	sort.Slice(next, func(i, j int) bool {
 		a, b := next[i], next[j]
 		if a.Group != b.Group {

@@ -24,6 +24,7 @@ import (
 	"github.com/flotilla-dev/flotilla/hub/manager"
 	"github.com/flotilla-dev/flotilla/hub/registration/bootstrap"
 	"github.com/flotilla-dev/flotilla/klusterlet"
+	"github.com/flotilla-dev/flotilla/klusterlet/join"
 	"github.com/flotilla-dev/flotilla/klusterlet/registration"
 )
 
@@ -72,7 +73,12 @@ etcd, kube-apiserver and kube-controller-manager on loopback ports, plus the Flo
 components, all in this process.
 
 The hub serves every Flotilla/OCM CustomResourceDefinition; each managed cluster serves
-the agent-side ones (ClusterClaim, AppliedManifestWork). Each cluster has its own CA, and
+the agent-side ones (ClusterClaim, AppliedManifestWork). Each klusterlet runs with the
+identities the klusterlet chart gives its Deployment, installed in
+open-cluster-management-agent: the agent as the ServiceAccount klusterlet-agent, the work
+agent as klusterlet-work-sa (admin, CRDs, Namespaces, RBAC and the ClusterRoles labelled
+open-cluster-management.io/aggregate-to-work: "true"), so a ManifestWork meets the same
+permissions as on a real cluster. Each cluster has its own CA, and
 kube-controller-manager signs approved CertificateSigningRequests with it for
 --signing-duration, so agent certificate rotation can be watched with a short duration.
 
@@ -301,8 +307,18 @@ func runRegistration(ctx context.Context, s *DevSession) error {
 	for _, m := range fleet.Managed {
 		name := m.Name
 		names = append(names, name)
-		opts := klusterlet.Options{Registration: registration.Config{ClusterName: name, ManagedConfig: m.Config,
-			BootstrapKubeconfig: bootstrapKC, Logger: s.Logger(name).WithName("klusterlet").WithValues("cluster", name)}}
+		// The identities the klusterlet chart gives its Deployment: the agent's ServiceAccount,
+		// and the work agent's, which it acts as.
+		agent, workSA, err := install.KlusterletIdentity(ctx, m.Config, join.DefaultKlusterletName, install.AgentNamespace)
+		if err != nil {
+			cancel(fmt.Errorf("klusterlet %s: %w", name, err))
+			break
+		}
+		opts := klusterlet.Options{
+			Registration: registration.Config{ClusterName: name, ManagedConfig: agent, AgentNamespace: install.AgentNamespace,
+				BootstrapKubeconfig: bootstrapKC, Logger: s.Logger(name).WithName("klusterlet").WithValues("cluster", name)},
+			Work: klusterlet.WorkOptions{ServiceAccount: workSA},
+		}
 		run("klusterlet "+name, func(ctx context.Context) error { return klusterlet.Run(ctx, opts) })
 	}
 	if err := acceptAndWait(ctx, fleet, s.Out, names); err != nil && context.Cause(ctx) == nil {

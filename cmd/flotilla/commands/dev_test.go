@@ -14,11 +14,15 @@ import (
 	"time"
 
 	"github.com/onsi/gomega/gbytes"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
 	"github.com/flotilla-dev/flotilla/core/environment"
 	"github.com/flotilla-dev/flotilla/hub/admin"
 )
@@ -87,6 +91,29 @@ func TestRunDev(t *testing.T) {
 		})
 		if err != nil {
 			return fmt.Errorf("waiting for the cluster table: %w", err)
+		}
+		// The work agent acts as klusterlet-work-sa, as the chart's Deployment does: a
+		// StorageClass is beyond its rights, and its Applied condition says whose.
+		w := &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Namespace: "cluster1", Name: "identity"},
+			Spec: workv1.ManifestWorkSpec{Workload: workv1.ManifestsTemplate{Manifests: []workv1.Manifest{{RawExtension: runtime.RawExtension{
+				Raw: []byte(`{"apiVersion":"storage.k8s.io/v1","kind":"StorageClass","metadata":{"name":"fast"},"provisioner":"example.com/fast"}`)}}}}}}
+		if err := c.Create(ctx, w); err != nil {
+			return err
+		}
+		var msg string
+		err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(w), w); err != nil {
+				return false, nil
+			}
+			for _, m := range w.Status.ResourceStatus.Manifests {
+				if cond := meta.FindStatusCondition(m.Conditions, workv1.ManifestApplied); cond != nil {
+					msg = cond.Message
+				}
+			}
+			return strings.Contains(msg, `User "system:serviceaccount:open-cluster-management-agent:klusterlet-work-sa" cannot get resource "storageclasses"`), nil
+		})
+		if err != nil {
+			return fmt.Errorf("waiting for the work agent to be refused a StorageClass as klusterlet-work-sa (last Applied message %q): %w", msg, err)
 		}
 		// The directories go on exit: read the logs now.
 		if hubLogged, err = os.ReadFile(hubLog); err != nil {

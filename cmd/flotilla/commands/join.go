@@ -31,9 +31,12 @@ join checks the token against the hub first (an expired token fails here, and so
 revoked one once the hub refuses it, within about 10 s of flotilla token revoke; nothing is
 installed then), then renders the chart charts/flotilla-klusterlet (carried by this
 binary; --values/--set override its values) and applies it: the Secret
-bootstrap-hub-kubeconfig, the agent's ServiceAccount and RBAC, the agent Deployment and the
-Klusterlet --klusterlet-name, all in --agent-namespace. It waits until the agent has
-requested its certificate on the hub; the hub's admin then runs flotilla accept.
+bootstrap-hub-kubeconfig, the agent's and the work agent's ServiceAccounts and RBAC (OCM's:
+the agent <klusterlet>-agent registers, the work agent <klusterlet>-work-sa applies
+ManifestWorks with admin, CRDs, Namespaces, RBAC and the ClusterRoles labelled
+open-cluster-management.io/aggregate-to-work: "true"; nothing is bound to cluster-admin), the
+agent Deployment and the Klusterlet --klusterlet-name, all in --agent-namespace. It waits until
+the agent has requested its certificate on the hub; the hub's admin then runs flotilla accept.
 
 Through a forward proxy (HTTP CONNECT), --proxy-url goes into the bootstrap kubeconfig as
 proxy-url and an HTTPS proxy's CA (--proxy-ca-file) is appended to its CA data; the agent
@@ -107,6 +110,10 @@ bootstrapHubKubeconfig=... installs the same manifests.`,
 			if err := install.Apply(ctx, cfg, objs); err != nil {
 				return err
 			}
+			// An upgrade: what earlier versions installed and this one no longer has goes.
+			if err := install.Delete(ctx, cfg, join.Legacy(o.KlusterletName), false); err != nil {
+				return err
+			}
 			if !wait {
 				fmt.Fprintf(cmd.OutOrStdout(), "klusterlet installed; on the hub: flotilla accept --clusters %s\n", o.ClusterName)
 				return nil
@@ -147,10 +154,11 @@ func newUnjoinCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "unjoin",
 		Short: "Remove a klusterlet from the cluster of --kubeconfig, with everything it applied",
-		Long: `Remove the klusterlet --klusterlet-name from this managed cluster: its agent stops, every
-resource its hub's ManifestWorks applied is deleted (AppliedManifestWorks and what they own,
-except what a work orphaned), then the agent namespace with its Secrets and the klusterlet's
-RBAC and Klusterlet. When no other Klusterlet remains, the add-on namespace
+		Long: `Remove the klusterlet --klusterlet-name from this managed cluster: its agent stops and
+its and the work agent's permissions are revoked (so nothing is put back), the add-ons'
+client certificate Secrets it wrote are deleted wherever they are, every resource its hub's
+ManifestWorks applied is deleted (AppliedManifestWorks and what they own, except what a work
+orphaned), then the agent namespace with its Secrets and the klusterlet's RBAC and Klusterlet. When no other Klusterlet remains, the add-on namespace
 open-cluster-management-agent-addon and the klusterlet CRDs go too.
 
 The hub keeps the ManagedCluster (unavailable) until its admin deletes it:

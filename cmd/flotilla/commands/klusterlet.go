@@ -61,7 +61,12 @@ The work agent watches the ManifestWorks in the cluster's namespace on the hub, 
 manifests (CRDs and Namespaces first) with the update strategy each names (Update, CreateOnly,
 ServerSideApply, ReadOnly), records what it applied in an AppliedManifestWork named
 <hub hash>-<work name>, reports per-manifest and work conditions and status feedback to the
-hub, and deletes what a work no longer declares (unless orphaned). A work with
+hub, and deletes what a work no longer declares (unless orphaned). With
+--work-service-account it does so as that ServiceAccount (the Helm chart's
+<klusterlet>-work-sa, bound to admin, CRDs, Namespaces, RBAC and every ClusterRole labelled
+open-cluster-management.io/aggregate-to-work: "true"), so a manifest beyond its rights fails
+with the verb and resource in its Applied condition; the agent's own identity only requests
+its tokens. A work with
 spec.executor is applied only where that ServiceAccount may (SubjectAccessReview on this
 cluster). Its --feature-gates: ExecutorValidatingCaches caches those checks until RBAC
 changes; RawFeedbackJsonString allows JsonRaw feedback values; AddonManagement (default on)
@@ -132,6 +137,8 @@ kubeconfig; a standby replica is ready), on every replica.`,
 	f.DurationVar(&opts.Registration.RetryMax, "max-retry-interval", registration.DefaultRetryMax,
 		"longest wait between retries while the hub or managed API server fails")
 	f.BoolVar(&opts.Work.Disabled, "disable-work-agent", false, "run registration only: do not apply the cluster's ManifestWorks")
+	f.StringVar(&opts.Work.ServiceAccount, "work-service-account", "",
+		"ServiceAccount in --agent-namespace the work agent applies ManifestWorks as (OCM's <klusterlet>-work-sa), with tokens requested with the agent's identity; empty: the agent's own identity (--kubeconfig)")
 	f.DurationVar(&opts.Work.StatusSyncInterval, "status-sync-interval", work.DefaultStatusSyncInterval,
 		"how often applied resources are read back for availability and status feedback (feedbackScrapeType Poll)")
 	f.IntVar(&opts.Work.MaxFeedbackWatch, "max-feedback-watch", work.DefaultMaxFeedbackWatch,

@@ -1,10 +1,12 @@
 // Package fleettest starts what the end-to-end suites of a hub with real managed clusters
 // share: the hub and managed control planes (core/environment), the hub in-process as
-// `flotilla hub` runs it, its bootstrap kubeconfig, and in-process klusterlets, accepted and
-// Joined, all stopped with the suite through Ginkgo's DeferCleanup.
+// `flotilla hub` runs it, its bootstrap kubeconfig, and in-process klusterlets with the
+// identities the klusterlet chart gives them, accepted and Joined, all stopped with the
+// suite through Ginkgo's DeferCleanup.
 package fleettest
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -21,10 +23,13 @@ import (
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
 	"github.com/flotilla-dev/flotilla/core/environment"
 	envfleettest "github.com/flotilla-dev/flotilla/core/environment/fleettest"
+	"github.com/flotilla-dev/flotilla/core/install"
 	"github.com/flotilla-dev/flotilla/hub/admin"
 	"github.com/flotilla-dev/flotilla/hub/manager"
 	"github.com/flotilla-dev/flotilla/hub/registration/bootstrap"
 	"github.com/flotilla-dev/flotilla/klusterlet"
+	"github.com/flotilla-dev/flotilla/klusterlet/join"
+	"github.com/flotilla-dev/flotilla/klusterlet/registration"
 )
 
 // Options configures Start.
@@ -167,8 +172,24 @@ type Klusterlet struct {
 // opts.Registration, ClusterName and ManagedConfig are required; when unset, the bootstrap
 // kubeconfig is env's, the retry back-off goes from 200 ms to 2 s and the logger is env's
 // "klusterlet" with the cluster's name. Klusterlet.Run must end without error.
+//
+// ManagedConfig is taken as an admin's: the klusterlet runs with the identities the
+// klusterlet chart gives its Deployment, installed with it (install.KlusterletIdentity) for
+// the Klusterlet named after the agent namespace (klusterlet for the default one, so two
+// klusterlets on one cluster do not share them): the agent as <name>-agent, the work agent
+// as <name>-work-sa, unless opts.Work.ServiceAccount is set.
 func (env *Env) StartKlusterlet(opts klusterlet.Options) *Klusterlet {
+	GinkgoHelper()
 	r := &opts.Registration
+	ns := cmp.Or(r.AgentNamespace, registration.DefaultAgentNamespace)
+	name := ns
+	if ns == registration.DefaultAgentNamespace {
+		name = join.DefaultKlusterletName
+	}
+	agent, workSA, err := install.KlusterletIdentity(env.ctx, r.ManagedConfig, name, ns)
+	Expect(err).NotTo(HaveOccurred(), "installing the identities of klusterlet %s", name)
+	r.ManagedConfig = agent
+	opts.Work.ServiceAccount = cmp.Or(opts.Work.ServiceAccount, workSA)
 	if r.BootstrapKubeconfig == nil {
 		r.BootstrapKubeconfig = env.BootstrapKubeconfig
 	}
