@@ -2,9 +2,6 @@ package addon
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -323,14 +320,4 @@ func InstallNamespace(mca *addonv1alpha1.ManagedClusterAddOn) string {
 		return mca.Spec.InstallNamespace
 	}
 	return DefaultInstallNamespace
-}
-
-func hashOf(v ...any) string {
-	h := sha256.New()
-	for _, x := range v {
-		b, _ := json.Marshal(x)
-		h.Write(b)
-		h.Write([]byte{0})
-	}
-	return hex.EncodeToString(h.Sum(nil))
 }

@@ -23,6 +23,7 @@ import (
 
 	addonv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/addon/v1alpha1"
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
+	"github.com/flotilla-dev/flotilla/core/hash"
 	"github.com/flotilla-dev/flotilla/klusterlet/registration"
 )
 
@@ -110,7 +111,7 @@ func newRegConfig(cfg Config, mca *addonv1alpha1.ManagedClusterAddOn, reg addonv
 		}
 		c.kubeconfig = hubKubeconfig(cfg.HubEndpoint)
 	}
-	c.key = hashOf(c.namespace, c.signer, c.subject.CommonName, c.subject.Organization, c.subject.OrganizationalUnit)
+	c.key = hash.MustJSON([]any{c.namespace, c.signer, c.subject.CommonName, c.subject.Organization, c.subject.OrganizationalUnit})
 	return c
 }
 
