@@ -456,12 +456,9 @@ spec:
 		} {
 			Expect(apierrors.IsNotFound(spokeClient.Get(ctx, client.ObjectKeyFromObject(o), o))).To(BeTrue(), "%T %s is gone", o, o.GetName())
 		}
-		// The hub's half: its admin disables the add-on and deletes the cluster (the hub removes
-		// the cluster namespace with its works, RBAC and lease). The add-on goes first: the hub
-		// does not delete a deleted cluster's ManagedClusterAddOns itself yet (OCM's gc does,
-		// before the works), and would keep deploying its work.
-		_, errOut, err = flotilla(ctx, "addon", "disable", "probe", "--clusters", cluster, "--kubeconfig", hub1.KubeconfigPath)
-		Expect(err).NotTo(HaveOccurred(), errOut)
+		// The hub's half: its admin deletes the cluster, its add-on still enabled (the hub
+		// removes the cluster namespace with its works, add-ons, RBAC and lease; the add-on's
+		// work is not rendered again meanwhile).
 		Expect(hub1Client.Delete(ctx, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: cluster}})).To(Succeed())
 		Eventually(func() string {
 			if apierrors.IsNotFound(hub1Client.Get(ctx, client.ObjectKey{Name: cluster}, &corev1.Namespace{})) {

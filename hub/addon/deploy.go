@@ -131,6 +131,15 @@ func (r *DeployReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	if kind == (addonv1alpha1.ConfigGroupResource{}) || !cma.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, nil
 	}
+	// A cluster being deleted gets no works: the hub's cleanup (hub/work CleanupHook) is
+	// removing them, and rendering them again would hold the cluster's deletion forever.
+	mc := &clusterv1.ManagedCluster{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: mca.Namespace}, mc); client.IgnoreNotFound(err) != nil {
+		return reconcile.Result{}, fmt.Errorf("ManagedClusterAddOn %s/%s: reading its ManagedCluster: %w", mca.Namespace, mca.Name, err)
+	}
+	if !mc.DeletionTimestamp.IsZero() {
+		return reconcile.Result{}, nil
+	}
 	works, err := r.listWorks(ctx, mca)
 	if err != nil {
 		return reconcile.Result{}, err
