@@ -73,6 +73,7 @@ spec:
 		},
 		Entry("without decision groups", "1", ""),
 		Entry("with decision groups of 70", "2", "decisionStrategy: {groupStrategy: {clustersPerDecisionGroup: 70}}"),
+		SpecTimeout(5*time.Minute),
 	)
 })
 
@@ -144,7 +145,7 @@ func watchDeletes(ctx context.Context, ns, addon string) func() deletes {
 	wg.Add(2)
 	go follow(ww, func(c string) { got.works = append(got.works, c) })
 	go follow(aw, func(c string) { got.addons = append(got.addons, c) })
-	DeferCleanup(func() { cancel(); wg.Wait() })
+	DeferCleanup(func(ctx SpecContext) { cancel(); wg.Wait() }, NodeTimeout(2*time.Minute))
 	return func() deletes {
 		mu.Lock()
 		defer mu.Unlock()

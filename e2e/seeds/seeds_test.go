@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -50,9 +51,9 @@ func seedFiles() []string {
 var _ = Describe("Seed examples", func() {
 	files := seedFiles()
 
-	It("exist in e2e/testdata/seeds", func() {
+	It("exist in e2e/testdata/seeds", func(ctx SpecContext) {
 		Expect(files).NotTo(BeEmpty(), "no *.yaml in %s: the suite would check nothing", seedDir)
-	})
+	}, SpecTimeout(5*time.Minute))
 
 	entries := make([]TableEntry, 0, len(files))
 	for _, p := range files {
@@ -64,7 +65,7 @@ var _ = Describe("Seed examples", func() {
 		for _, u := range objs {
 			applySeed(ctx, path, u)
 		}
-	}, entries)
+	}, entries, SpecTimeout(5*time.Minute))
 })
 
 // decodeFile reads every YAML document of path as an object.
@@ -259,6 +260,7 @@ spec:
   installStrategy:
     type: Everywhere
 `, mustContain: []string{"spec.installStrategy.type", `"Everywhere"`}}),
+	SpecTimeout(5*time.Minute),
 )
 
 func placementWithWeight(w int) string {
@@ -286,7 +288,7 @@ var _ = Describe("Installed CRDs", func() {
 				expectEstablished(ctx, managed, want.Name)
 			}
 		}
-	})
+	}, SpecTimeout(5*time.Minute))
 
 	// The columns of OCM's CRDs as `kubectl get` prints them (upper-cased). OCM defines no
 	// Age column for Placement and ManifestWorkReplicaSet, and the API server adds Age
@@ -300,6 +302,7 @@ var _ = Describe("Installed CRDs", func() {
 			[]string{"NAME", "SUCCEEDED", "REASON", "SELECTEDCLUSTERS"}),
 		Entry("manifestworkreplicasets", "/apis/work.open-cluster-management.io/v1alpha1/namespaces/default/manifestworkreplicasets",
 			[]string{"NAME", "PLACEMENT", "FOUND", "MANIFESTWORKS", "APPLIED"}),
+		SpecTimeout(5*time.Minute),
 	)
 })
 
