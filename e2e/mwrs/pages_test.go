@@ -71,9 +71,8 @@ spec:
 			Eventually(deleted).WithTimeout(30*time.Second).Should(Equal(deletes{works: sorted(leave), addons: sorted(leave)}),
 				"DELETED watch events of the works and ManagedClusterAddOns: those of the clusters that left the placement, once each")
 		},
-		Entry("without decision groups", "1", ""),
-		Entry("with decision groups of 70", "2", "decisionStrategy: {groupStrategy: {clustersPerDecisionGroup: 70}}"),
-		SpecTimeout(5*time.Minute),
+		Entry("without decision groups", "1", "", SpecTimeout(10*time.Minute)),
+		Entry("with decision groups of 70", "2", "decisionStrategy: {groupStrategy: {clustersPerDecisionGroup: 70}}", SpecTimeout(10*time.Minute)),
 	)
 })
 

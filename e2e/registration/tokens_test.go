@@ -80,9 +80,8 @@ var _ = Describe("Join tokens", func() {
 			Consistently(whoami).WithTimeout(2*time.Second).WithPolling(250*time.Millisecond).
 				Should(Satisfy(apierrors.IsUnauthorized), "token %s stays refused once refused", id)
 		},
-		Entry("a ServiceAccount token"),
-		Entry("a bootstrap token", "--use-bootstrap-token"),
-		SpecTimeout(5*time.Minute),
+		Entry("a ServiceAccount token", SpecTimeout(5*time.Minute)),
+		Entry("a bootstrap token", "--use-bootstrap-token", SpecTimeout(5*time.Minute)),
 	)
 
 	It("lists live tokens without deleting anything; issuing and revoking tokens delete the expired ones' Secrets", func(ctx SpecContext) {

@@ -51,7 +51,7 @@ var _ = Describe("Work agent resilience", Ordered, func() {
 		Eventually(func(g Gomega) map[string]string { return live(cluster1, before)(g).Data }, 2*time.Minute).Should(HaveKeyWithValue("k", "2"))
 		Eventually(workCondition(w, workv1.WorkApplied), 2*time.Minute).Should(cond(metav1.ConditionTrue, "AppliedManifestWorkComplete"))
 		Expect(live(cluster1, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "cutoff", Name: "after"}})(Default)).NotTo(BeNil())
-	}, SpecTimeout(5*time.Minute))
+	}, SpecTimeout(10*time.Minute))
 
 	It("loses and duplicates nothing when the agent is killed in the middle of applying a work", func(ctx SpecContext) {
 		const name = "restarted"
@@ -107,5 +107,5 @@ var _ = Describe("Work agent resilience", Ordered, func() {
 		Eventually(func() bool {
 			return apierrors.IsNotFound(hubClient.Get(ctx, client.ObjectKeyFromObject(w), &workv1.ManifestWork{}))
 		}).Should(BeTrue())
-	}, SpecTimeout(5*time.Minute))
+	}, SpecTimeout(10*time.Minute))
 })
