@@ -1,6 +1,8 @@
 package addon
 
 import (
+	"time"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
@@ -16,7 +18,7 @@ import (
 var _ = Describe("an add-on with a pre-delete hook", Ordered, func() {
 	const name = "hooked"
 
-	BeforeAll(func() {
+	BeforeAll(func(ctx SpecContext) {
 		tmpl := agentTemplate(name)
 		job := `{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"` + name + `-cleanup","namespace":"` + addonNS + `",
 "labels":{"open-cluster-management.io/addon-pre-delete":""}},"spec":{"template":{"spec":{"restartPolicy":"Never",
@@ -29,9 +31,9 @@ var _ = Describe("an add-on with a pre-delete hook", Ordered, func() {
 				InstallStrategy: addonv1alpha1.InstallStrategy{Type: addonv1alpha1.AddonInstallStrategyManual},
 			}})
 		enable(cluster1, name)
-	})
+	}, NodeTimeout(5*time.Minute))
 
-	It("deploys the agent without the hook, and runs the hook to completion before the add-on goes", func() {
+	It("deploys the agent without the hook, and runs the hook to completion before the add-on goes", func(ctx SpecContext) {
 		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: addonNS, Name: name + "-agent"}}
 		Eventually(onManaged(cluster1, d)).Should(BeTrue())
 		Eventually(mcaCondition(cluster1, name, addonv1alpha1.ManagedClusterAddOnConditionProgressing)).Should(cond(metav1.ConditionFalse, addonv1alpha1.ProgressingReasonInstallSucceed))
@@ -39,7 +41,7 @@ var _ = Describe("an add-on with a pre-delete hook", Ordered, func() {
 		job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: addonNS, Name: name + "-cleanup"}}
 		Expect(onManaged(cluster1, job)()).To(BeFalse(), "the hook does not run at install")
 
-		Expect(hubClient.Delete(suiteCtx, &addonv1alpha1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: cluster1, Name: name}})).To(Succeed())
+		Expect(hubClient.Delete(ctx, &addonv1alpha1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: cluster1, Name: name}})).To(Succeed())
 		By("the hook Job runs while the agent is still there")
 		Eventually(onManaged(cluster1, job)).Should(BeTrue())
 		Expect(onManaged(cluster1, d)()).To(BeTrue())
@@ -47,7 +49,7 @@ var _ = Describe("an add-on with a pre-delete hook", Ordered, func() {
 		Eventually(mcaGone(cluster1, name)).Should(BeTrue())
 		Eventually(onManaged(cluster1, d)).Should(BeFalse())
 		Eventually(func() bool {
-			return isNotFound(hubClient.Get(suiteCtx, client.ObjectKey{Namespace: cluster1, Name: "addon-" + name + "-pre-delete"}, &workv1.ManifestWork{}))
+			return isNotFound(hubClient.Get(ctx, client.ObjectKey{Namespace: cluster1, Name: "addon-" + name + "-pre-delete"}, &workv1.ManifestWork{}))
 		}).Should(BeTrue())
-	})
+	}, SpecTimeout(5*time.Minute))
 })

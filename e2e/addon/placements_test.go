@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -93,11 +94,11 @@ func watchMCAs(name string) func() []*addonv1alpha1.ManagedClusterAddOn {
 			}
 		}
 	}()
-	DeferCleanup(func() {
+	DeferCleanup(func(ctx SpecContext) {
 		w.Stop()
 		cancel()
 		<-done
-	})
+	}, NodeTimeout(2*time.Minute))
 	return func() []*addonv1alpha1.ManagedClusterAddOn {
 		mu.Lock()
 		defer mu.Unlock()
@@ -122,7 +123,7 @@ var _ = Describe("the Placements install strategy and configurations", Ordered, 
 		ringLb = "e2e.flotilla.dev/levels"
 	)
 
-	BeforeAll(func() {
+	BeforeAll(func(ctx SpecContext) {
 		placement(ns, "ring", ringLb)
 		create(levelTemplate(name), adc(ns, "level-default", "default", "level"), adc(ns, "level-placement", "placement", "level"),
 			adc(cluster2, "level-cluster", "cluster", "level"))
@@ -137,13 +138,13 @@ var _ = Describe("the Placements install strategy and configurations", Ordered, 
 					Placements: []addonv1alpha1.PlacementStrategy{{PlacementRef: addonv1alpha1.PlacementRef{Namespace: ns, Name: "ring"},
 						RolloutStrategy: clusterv1alpha1.RolloutStrategy{Type: clusterv1alpha1.All}}}},
 			}})
-		DeferCleanup(func() {
+		DeferCleanup(func(ctx SpecContext) {
 			labelCluster(cluster1, ringLb, "")
 			labelCluster(cluster2, ringLb, "")
-		})
-	})
+		}, NodeTimeout(2*time.Minute))
+	}, NodeTimeout(5*time.Minute))
 
-	It("installs on the clusters a placement selects as they join it, with the default configuration", func() {
+	It("installs on the clusters a placement selects as they join it, with the default configuration", func(ctx SpecContext) {
 		labelCluster(cluster1, ringLb, "a")
 		Eventually(levelOn(cluster1, name, "level")).Should(Equal("default"))
 		Eventually(mcaCondition(cluster1, name, addonv1alpha1.ManagedClusterAddOnConditionAvailable)).Should(cond(metav1.ConditionTrue, addonv1alpha1.AddonAvailableReasonProbeAvailable))
@@ -151,9 +152,9 @@ var _ = Describe("the Placements install strategy and configurations", Ordered, 
 		Consistently(mcaGone(cluster2, name), "2s").Should(BeTrue())
 		labelCluster(cluster2, ringLb, "b")
 		Eventually(levelOn(cluster2, name, "level")).Should(Equal("default"))
-	})
+	}, SpecTimeout(5*time.Minute))
 
-	It("takes the placement's configuration over the default, and a cluster's own over both", func() {
+	It("takes the placement's configuration over the default, and a cluster's own over both", func(ctx SpecContext) {
 		updateCMA(name, func(c *addonv1alpha1.ClusterManagementAddOn) {
 			c.Spec.InstallStrategy.Placements[0].Configs = []addonv1alpha1.AddOnConfig{{ConfigGroupResource: adcGR, ConfigReferent: addonv1alpha1.ConfigReferent{Name: "level-placement"}}}
 		})
@@ -164,7 +165,7 @@ var _ = Describe("the Placements install strategy and configurations", Ordered, 
 		Eventually(func(g Gomega) {
 			m := mca(g, cluster2, name)
 			m.Spec.Configs = []addonv1alpha1.AddOnConfig{{ConfigGroupResource: adcGR, ConfigReferent: addonv1alpha1.ConfigReferent{Name: "level-cluster"}}}
-			g.Expect(hubClient.Update(suiteCtx, m)).To(Succeed())
+			g.Expect(hubClient.Update(ctx, m)).To(Succeed())
 		}).Should(Succeed())
 		Eventually(levelOn(cluster2, name, "level")).Should(Equal("cluster"))
 		Eventually(desiredName(cluster2, name, adcGR)).Should(Equal("level-cluster"))
@@ -174,7 +175,7 @@ var _ = Describe("the Placements install strategy and configurations", Ordered, 
 		By("the ClusterManagementAddOn's install progression records what the placement applied")
 		Eventually(func(g Gomega) {
 			c := &addonv1alpha1.ClusterManagementAddOn{}
-			g.Expect(hubClient.Get(suiteCtx, client.ObjectKey{Name: name}, c)).To(Succeed())
+			g.Expect(hubClient.Get(ctx, client.ObjectKey{Name: name}, c)).To(Succeed())
 			g.Expect(c.Status.InstallProgressions).To(HaveLen(1))
 			p := c.Status.InstallProgressions[0]
 			g.Expect(p.Conditions).To(ContainElement(cond(metav1.ConditionFalse, addonv1alpha1.ProgressingReasonUpgradeSucceed)))
@@ -188,14 +189,14 @@ var _ = Describe("the Placements install strategy and configurations", Ordered, 
 			g.Expect(adcRef.DesiredConfig.Name).To(Equal("level-placement"))
 			g.Expect(adcRef.LastAppliedConfig).To(Equal(adcRef.DesiredConfig))
 		}).Should(Succeed())
-	})
+	}, SpecTimeout(5*time.Minute))
 
-	It("uninstalls from a cluster that leaves the placement", func() {
+	It("uninstalls from a cluster that leaves the placement", func(ctx SpecContext) {
 		labelCluster(cluster2, ringLb, "")
 		Eventually(mcaGone(cluster2, name)).Should(BeTrue())
 		Eventually(levelOn(cluster2, name, "level")).Should(BeEmpty())
 		Consistently(levelOn(cluster1, name, "level"), "2s").Should(Equal("placement"))
-	})
+	}, SpecTimeout(5*time.Minute))
 })
 
 var _ = Describe("a configuration change rolled out Progressive", Ordered, func() {
@@ -205,13 +206,13 @@ var _ = Describe("a configuration change rolled out Progressive", Ordered, func(
 		ringLb = "e2e.flotilla.dev/canary"
 	)
 
-	BeforeAll(func() {
+	BeforeAll(func(ctx SpecContext) {
 		labelCluster(cluster1, ringLb, "canary")
 		labelCluster(cluster2, ringLb, "rest")
-		DeferCleanup(func() {
+		DeferCleanup(func(ctx SpecContext) {
 			labelCluster(cluster1, ringLb, "")
 			labelCluster(cluster2, ringLb, "")
-		})
+		}, NodeTimeout(2*time.Minute))
 		placement(ns, "ring", ringLb, "canary")
 		create(levelTemplate(name), adc(ns, "conf", "v1", "level"))
 		create(&addonv1alpha1.ClusterManagementAddOn{ObjectMeta: metav1.ObjectMeta{Name: name},
@@ -232,7 +233,7 @@ var _ = Describe("a configuration change rolled out Progressive", Ordered, func(
 		Eventually(levelOn(cluster1, name, "level")).Should(Equal("v1"))
 		Eventually(levelOn(cluster2, name, "level")).Should(Equal("v1"))
 		Eventually(mcaCondition(cluster2, name, addonv1alpha1.ManagedClusterAddOnConditionProgressing)).Should(cond(metav1.ConditionFalse, addonv1alpha1.ProgressingReasonInstallSucceed))
-	})
+	}, NodeTimeout(5*time.Minute))
 
 	setConf := func(level, suffix string) {
 		GinkgoHelper()
@@ -244,12 +245,12 @@ var _ = Describe("a configuration change rolled out Progressive", Ordered, func(
 		}).Should(Succeed())
 	}
 
-	It("stops at the canary when the new configuration fails there (maxFailures 0), leaving the rest on the old one", func() {
+	It("stops at the canary when the new configuration fails there (maxFailures 0), leaving the rest on the old one", func(ctx SpecContext) {
 		// A ConfigMap name the managed API server refuses: the canary's work cannot apply.
 		setConf("v2", "Not_A_Valid_Name")
 		Eventually(func(g Gomega) {
 			c := &addonv1alpha1.ClusterManagementAddOn{}
-			g.Expect(hubClient.Get(suiteCtx, client.ObjectKey{Name: name}, c)).To(Succeed())
+			g.Expect(hubClient.Get(ctx, client.ObjectKey{Name: name}, c)).To(Succeed())
 			g.Expect(c.Status.InstallProgressions).To(HaveLen(1))
 			g.Expect(c.Status.InstallProgressions[0].Conditions).To(ContainElement(And(
 				cond(metav1.ConditionTrue, addonv1alpha1.ProgressingReasonUpgrading), HaveField("Message", ContainSubstring("Rollout stopped")))))
@@ -258,9 +259,9 @@ var _ = Describe("a configuration change rolled out Progressive", Ordered, func(
 		Expect(mcaCondition(cluster2, name, addonv1alpha1.ManagedClusterAddOnConditionConfigured)(Default)).To(cond(metav1.ConditionFalse, "ConfigurationsNotConfigured"))
 		Consistently(levelOn(cluster2, name, "level"), "3s").Should(Equal("v1"))
 		Expect(mca(Default, cluster2, name).Status.ConfigReferences).To(ContainElement(HaveField("LastAppliedConfig", Equal(mca(Default, cluster2, name).Status.ConfigReferences[1].DesiredConfig))))
-	})
+	}, SpecTimeout(5*time.Minute))
 
-	It("goes on, canary first, once the configuration is fixed", func() {
+	It("goes on, canary first, once the configuration is fixed", func(ctx SpecContext) {
 		// Every change of the two add-ons, in the order the hub made them (one watch: events
 		// come in resourceVersion order), from their state before the fix on.
 		changes := watchMCAs(name)
@@ -288,5 +289,5 @@ var _ = Describe("a configuration change rolled out Progressive", Ordered, func(
 			}
 		}
 		Expect(seen).To(BeTrue(), "the watch never saw cluster2's add-on get the fixed configuration")
-	})
+	}, SpecTimeout(5*time.Minute))
 })

@@ -1,6 +1,8 @@
 package addon
 
 import (
+	"time"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
@@ -34,7 +36,7 @@ func envOf(d *appsv1.Deployment) map[string]string {
 var _ = Describe("proxy settings from an AddOnDeploymentConfig (the seeds' proxy example)", Ordered, func() {
 	const name = "my-addon"
 
-	BeforeAll(func() {
+	BeforeAll(func(ctx SpecContext) {
 		create(agentTemplate(name), &addonv1alpha1.ClusterManagementAddOn{ObjectMeta: metav1.ObjectMeta{Name: name},
 			Spec: addonv1alpha1.ClusterManagementAddOnSpec{
 				SupportedConfigs: []addonv1alpha1.ConfigMeta{
@@ -46,9 +48,9 @@ var _ = Describe("proxy settings from an AddOnDeploymentConfig (the seeds' proxy
 		// The seeds' AddOnDeploymentConfig and ManagedClusterAddOn, as written.
 		createFile("seeds/addon-scenarios-1-addondeploymentconfig.yaml")
 		createFile("seeds/addon-scenarios-2-managedclusteraddon.yaml")
-	})
+	}, NodeTimeout(5*time.Minute))
 
-	It("puts the proxy environment and CA bundle into the agent", func() {
+	It("puts the proxy environment and CA bundle into the agent", func(ctx SpecContext) {
 		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: addonNS, Name: name + "-agent"}}
 		Eventually(func(g Gomega) {
 			g.Expect(onManaged(cluster1, d)()).To(BeTrue())
@@ -65,15 +67,15 @@ var _ = Describe("proxy settings from an AddOnDeploymentConfig (the seeds' proxy
 		By("a proxy URL set later reaches the agent")
 		Eventually(func(g Gomega) {
 			a := &addonv1alpha1.AddOnDeploymentConfig{}
-			g.Expect(hubClient.Get(suiteCtx, client.ObjectKey{Namespace: cluster1, Name: "addon-proxy-settings"}, a)).To(Succeed())
+			g.Expect(hubClient.Get(ctx, client.ObjectKey{Namespace: cluster1, Name: "addon-proxy-settings"}, a)).To(Succeed())
 			a.Spec.ProxyConfig.HTTPProxy = "http://proxy.example.com:3128"
 			a.Spec.ProxyConfig.HTTPSProxy = "http://proxy.example.com:3128"
-			g.Expect(hubClient.Update(suiteCtx, a)).To(Succeed())
+			g.Expect(hubClient.Update(ctx, a)).To(Succeed())
 		}).Should(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(onManaged(cluster1, d)()).To(BeTrue())
 			g.Expect(envOf(d)).To(And(HaveKeyWithValue("HTTP_PROXY", "http://proxy.example.com:3128"), HaveKeyWithValue("HTTPS_PROXY", "http://proxy.example.com:3128")))
 		}).Should(Succeed())
 		Eventually(mcaCondition(cluster1, name, addonv1alpha1.ManagedClusterAddOnConditionProgressing)).Should(cond(metav1.ConditionFalse, addonv1alpha1.ProgressingReasonUpgradeSucceed))
-	})
+	}, SpecTimeout(5*time.Minute))
 })

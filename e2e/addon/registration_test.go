@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"syscall"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -44,7 +45,7 @@ var _ = Describe("add-on registration and Lease health", Ordered, func() {
 		sharedNS = "reg-shared"
 	)
 
-	BeforeAll(func() {
+	BeforeAll(func(ctx SpecContext) {
 		create(
 			&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name + "-role"}, Rules: []rbacv1.PolicyRule{
 				{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list"}},
@@ -70,9 +71,9 @@ var _ = Describe("add-on registration and Lease health", Ordered, func() {
 			}})
 		enable(cluster1, name)
 		enable(cluster2, name)
-	})
+	}, NodeTimeout(5*time.Minute))
 
-	It("gives the agent a hub kubeconfig with exactly the declared rights", func() {
+	It("gives the agent a hub kubeconfig with exactly the declared rights", func(ctx SpecContext) {
 		Eventually(mcaCondition(cluster1, name, addonv1alpha1.ManagedClusterAddOnRegistrationApplied)).Should(cond(metav1.ConditionTrue, addonv1alpha1.RegistrationAppliedSetPermissionApplied))
 		Eventually(func(g Gomega) []addonv1alpha1.RegistrationConfig { return mca(g, cluster1, name).Status.Registrations }).Should(ConsistOf(And(
 			HaveField("SignerName", "kubernetes.io/kube-apiserver-client"),
@@ -83,24 +84,24 @@ var _ = Describe("add-on registration and Lease health", Ordered, func() {
 		Eventually(func(g Gomega) { cfg, _ = agentKubeconfig(g, cluster1, name) }).Should(Succeed())
 		kube := kubernetes.NewForConfigOrDie(cfg)
 		Eventually(func() error {
-			_, err := kube.CoreV1().ConfigMaps(cluster1).List(suiteCtx, metav1.ListOptions{})
+			_, err := kube.CoreV1().ConfigMaps(cluster1).List(ctx, metav1.ListOptions{})
 			return err
 		}).Should(Succeed(), "CurrentCluster: the cluster's namespace")
 		Eventually(func() error {
-			_, err := kube.CoreV1().ServiceAccounts(sharedNS).List(suiteCtx, metav1.ListOptions{})
+			_, err := kube.CoreV1().ServiceAccounts(sharedNS).List(ctx, metav1.ListOptions{})
 			return err
 		}).Should(Succeed(), "SingleNamespace: the role in its namespace")
-		_, err := kube.CoreV1().ConfigMaps(cluster2).List(suiteCtx, metav1.ListOptions{})
+		_, err := kube.CoreV1().ConfigMaps(cluster2).List(ctx, metav1.ListOptions{})
 		Expect(forbidden(err)).To(BeTrue(), "another cluster's namespace: %v", err)
-		_, err = kube.CoreV1().Secrets(cluster1).List(suiteCtx, metav1.ListOptions{})
+		_, err = kube.CoreV1().Secrets(cluster1).List(ctx, metav1.ListOptions{})
 		Expect(forbidden(err)).To(BeTrue(), "a resource not granted: %v", err)
-		_, err = kube.CoreV1().ConfigMaps(cluster1).Create(suiteCtx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{})
+		_, err = kube.CoreV1().ConfigMaps(cluster1).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{})
 		Expect(forbidden(err)).To(BeTrue(), "a verb not granted: %v", err)
-		_, err = kube.CoreV1().ServiceAccounts("default").List(suiteCtx, metav1.ListOptions{})
+		_, err = kube.CoreV1().ServiceAccounts("default").List(ctx, metav1.ListOptions{})
 		Expect(forbidden(err)).To(BeTrue(), "SingleNamespace is one namespace: %v", err)
-	})
+	}, SpecTimeout(5*time.Minute))
 
-	It("carries the bootstrap kubeconfig's proxy into the agent's kubeconfig (cluster2), which works through it", func() {
+	It("carries the bootstrap kubeconfig's proxy into the agent's kubeconfig (cluster2), which works through it", func(ctx SpecContext) {
 		var cfg *rest.Config
 		var raw []byte
 		Eventually(func(g Gomega) { cfg, raw = agentKubeconfig(g, cluster2, name) }).Should(Succeed())
@@ -108,13 +109,13 @@ var _ = Describe("add-on registration and Lease health", Ordered, func() {
 		before := proxy.Tunnels()
 		cfg.DisableCompression = true
 		Eventually(func() error {
-			_, err := kubernetes.NewForConfigOrDie(cfg).CoreV1().ConfigMaps(cluster2).List(suiteCtx, metav1.ListOptions{})
+			_, err := kubernetes.NewForConfigOrDie(cfg).CoreV1().ConfigMaps(cluster2).List(ctx, metav1.ListOptions{})
 			return err
 		}).Should(Succeed())
 		Expect(proxy.Tunnels()).To(BeNumerically(">", before))
-	})
+	}, SpecTimeout(5*time.Minute))
 
-	It("reports Lease health: available while the agent renews its Lease, not once it stops", func() {
+	It("reports Lease health: available while the agent renews its Lease, not once it stops", func(ctx SpecContext) {
 		Eventually(func() string { return string(mca(Default, cluster1, name).Status.HealthCheck.Mode) }).Should(Equal("Lease"))
 		Eventually(mcaCondition(cluster1, name, addonv1alpha1.ManagedClusterAddOnConditionAvailable)).Should(cond(metav1.ConditionUnknown, addonv1alpha1.AddonAvailableReasonLeaseLeaseNotFound))
 
@@ -124,7 +125,7 @@ var _ = Describe("add-on registration and Lease health", Ordered, func() {
 		dir := GinkgoT().TempDir()
 		Eventually(func(g Gomega) {
 			sec := &corev1.Secret{}
-			g.Expect(managed[cluster1].client.Get(suiteCtx, client.ObjectKey{Namespace: addonNS, Name: name + "-hub-kubeconfig"}, sec)).To(Succeed())
+			g.Expect(managed[cluster1].client.Get(ctx, client.ObjectKey{Namespace: addonNS, Name: name + "-hub-kubeconfig"}, sec)).To(Succeed())
 			for k, v := range sec.Data {
 				g.Expect(os.WriteFile(filepath.Join(dir, k), v, 0o600)).To(Succeed())
 			}
@@ -149,25 +150,25 @@ var _ = Describe("add-on registration and Lease health", Ordered, func() {
 		Eventually(mcaCondition(cluster1, name, addonv1alpha1.ManagedClusterAddOnConditionAvailable)).Should(cond(metav1.ConditionTrue, addonv1alpha1.AddonAvailableReasonLeaseLeaseUpdated))
 		stopAgent()
 		Eventually(mcaCondition(cluster1, name, addonv1alpha1.ManagedClusterAddOnConditionAvailable)).Should(cond(metav1.ConditionFalse, addonv1alpha1.AddonAvailableReasonLeaseUpdateStopped))
-	})
+	}, SpecTimeout(5*time.Minute))
 
-	It("revokes the agent's rights and removes its kubeconfig when the add-on is disabled", func() {
+	It("revokes the agent's rights and removes its kubeconfig when the add-on is disabled", func(ctx SpecContext) {
 		var cfg *rest.Config
 		Eventually(func(g Gomega) { cfg, _ = agentKubeconfig(g, cluster1, name) }).Should(Succeed())
 		kube := kubernetes.NewForConfigOrDie(cfg)
 		deleteAndWait(&addonv1alpha1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: cluster1, Name: name}})
 		Eventually(func() bool {
-			_, err := kube.CoreV1().ConfigMaps(cluster1).List(suiteCtx, metav1.ListOptions{})
+			_, err := kube.CoreV1().ConfigMaps(cluster1).List(ctx, metav1.ListOptions{})
 			return forbidden(err)
 		}).Should(BeTrue())
 		Eventually(func() bool {
-			_, err := kube.CoreV1().ServiceAccounts(sharedNS).List(suiteCtx, metav1.ListOptions{})
+			_, err := kube.CoreV1().ServiceAccounts(sharedNS).List(ctx, metav1.ListOptions{})
 			return forbidden(err)
 		}).Should(BeTrue())
 		Eventually(onManaged(cluster1, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: addonNS, Name: name + "-hub-kubeconfig"}})).Should(BeFalse())
 		By("cluster2's agent keeps its rights")
 		cfg2, _ := agentKubeconfig(Default, cluster2, name)
-		_, err := kubernetes.NewForConfigOrDie(cfg2).CoreV1().ConfigMaps(cluster2).List(suiteCtx, metav1.ListOptions{})
+		_, err := kubernetes.NewForConfigOrDie(cfg2).CoreV1().ConfigMaps(cluster2).List(ctx, metav1.ListOptions{})
 		Expect(err).NotTo(HaveOccurred())
-	})
+	}, SpecTimeout(5*time.Minute))
 })

@@ -81,8 +81,10 @@ var _ = ReportAfterEach(func(r SpecReport) {
 	}
 })
 
-var _ = BeforeSuite(func() {
-	suiteCtx, suiteCancel = context.WithCancel(context.Background())
+var _ = BeforeSuite(func(ctx SpecContext) {
+	// Requests on suiteCtx (helpers, cleanups) end before go test's -timeout 40m (Makefile) kills
+	// the binary, so a blocked one fails naming what it waited for; specs bound theirs tighter.
+	suiteCtx, suiteCancel = context.WithTimeout(context.Background(), 35*time.Minute)
 	DeferCleanup(suiteCancel)
 	SetDefaultEventuallyTimeout(60 * time.Second)
 	SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
@@ -114,7 +116,7 @@ var _ = BeforeSuite(func() {
 		Expect(err).NotTo(HaveOccurred())
 		managed[environment.ManagedClusterName(i)] = clusterClients{client: c, kube: kubernetes.NewForConfigOrDie(m.Config)}
 	}
-})
+}, NodeTimeout(5*time.Minute))
 
 // ---- helpers ----
 
@@ -123,7 +125,7 @@ func create(objs ...client.Object) {
 	GinkgoHelper()
 	for _, o := range objs {
 		Expect(hubClient.Create(suiteCtx, o)).To(Succeed(), "creating %T %s", o, o.GetName())
-		DeferCleanup(func() { deleteAndWait(o) })
+		DeferCleanup(func(ctx SpecContext) { deleteAndWait(o) }, NodeTimeout(2*time.Minute))
 	}
 }
 

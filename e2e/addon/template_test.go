@@ -1,6 +1,8 @@
 package addon
 
 import (
+	"time"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
@@ -16,16 +18,16 @@ const addonNS = "open-cluster-management-agent-addon"
 var _ = Describe("the seeds' hello-template add-on", Ordered, func() {
 	var cma client.Object
 
-	BeforeAll(func() {
+	BeforeAll(func(ctx SpecContext) {
 		createFile("hello-template.yaml")
 		cma = createFile("seeds/addon-addon-gitops-upgrades-1-clustermanagementaddon.yaml")
-	})
+	}, NodeTimeout(5*time.Minute))
 
-	It("is installed on a cluster by enabling it there (Manual), rendered into the work OCM names", func() {
+	It("is installed on a cluster by enabling it there (Manual), rendered into the work OCM names", func(ctx SpecContext) {
 		enable(cluster1, "hello-template")
 		Eventually(func(g Gomega) {
 			w := &workv1.ManifestWork{}
-			g.Expect(hubClient.Get(suiteCtx, client.ObjectKey{Namespace: cluster1, Name: "addon-hello-template-deploy-0"}, w)).To(Succeed())
+			g.Expect(hubClient.Get(ctx, client.ObjectKey{Namespace: cluster1, Name: "addon-hello-template-deploy-0"}, w)).To(Succeed())
 			g.Expect(w.Labels).To(HaveKeyWithValue(addonv1alpha1.AddonLabelKey, "hello-template"))
 			g.Expect(w.Spec.Workload.Manifests).To(HaveLen(3))
 		}).Should(Succeed())
@@ -50,21 +52,21 @@ var _ = Describe("the seeds' hello-template add-on", Ordered, func() {
 		By("the ClusterManagementAddOn reports its default configuration's hash")
 		Eventually(func(g Gomega) {
 			c := &addonv1alpha1.ClusterManagementAddOn{}
-			g.Expect(hubClient.Get(suiteCtx, client.ObjectKey{Name: "hello-template"}, c)).To(Succeed())
+			g.Expect(hubClient.Get(ctx, client.ObjectKey{Name: "hello-template"}, c)).To(Succeed())
 			g.Expect(c.Status.DefaultConfigReferences).To(ConsistOf(HaveField("DesiredConfig", Equal(ref.DesiredConfig))))
 		}).Should(Succeed())
 		By("cluster2, not enabled, has nothing")
 		Consistently(func() bool {
-			return isNotFound(hubClient.Get(suiteCtx, client.ObjectKey{Namespace: cluster2, Name: "addon-hello-template-deploy-0"}, &workv1.ManifestWork{}))
+			return isNotFound(hubClient.Get(ctx, client.ObjectKey{Namespace: cluster2, Name: "addon-hello-template-deploy-0"}, &workv1.ManifestWork{}))
 		}, "2s").Should(BeTrue())
-	})
+	}, SpecTimeout(5*time.Minute))
 
-	It("is removed from both sides when its ClusterManagementAddOn is deleted", func() {
+	It("is removed from both sides when its ClusterManagementAddOn is deleted", func(ctx SpecContext) {
 		deleteAndWait(cma)
 		Eventually(mcaGone(cluster1, "hello-template")).Should(BeTrue())
 		Eventually(func() bool {
-			return isNotFound(hubClient.Get(suiteCtx, client.ObjectKey{Namespace: cluster1, Name: "addon-hello-template-deploy-0"}, &workv1.ManifestWork{}))
+			return isNotFound(hubClient.Get(ctx, client.ObjectKey{Namespace: cluster1, Name: "addon-hello-template-deploy-0"}, &workv1.ManifestWork{}))
 		}).Should(BeTrue())
 		Eventually(onManaged(cluster1, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: addonNS, Name: "hello-template-agent"}})).Should(BeFalse())
-	})
+	}, SpecTimeout(5*time.Minute))
 })

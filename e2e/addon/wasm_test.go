@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -71,13 +72,13 @@ var _ = Describe("an add-on whose template is a Wasm plugin", Ordered, func() {
 	const name = "sized"
 	var good []byte
 
-	BeforeAll(func() {
+	BeforeAll(func(ctx SpecContext) {
 		good = sizedExample()
 		setPlugin("addon-sized", good)
-		DeferCleanup(func() {
+		DeferCleanup(func(ctx SpecContext) {
 			deleteAndWait(&flotillav1alpha1.WasmPlugin{ObjectMeta: metav1.ObjectMeta{Name: "addon-sized"}})
 			deleteAndWait(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: policy.DefaultNamespace, Name: "plugin-addon-sized"}})
-		})
+		}, NodeTimeout(2*time.Minute))
 		create(&addonv1alpha1.ClusterManagementAddOn{ObjectMeta: metav1.ObjectMeta{Name: name},
 			Spec: addonv1alpha1.ClusterManagementAddOnSpec{
 				SupportedConfigs: []addonv1alpha1.ConfigMeta{{ConfigGroupResource: addonv1alpha1.ConfigGroupResource{Group: "flotilla.dev", Resource: "wasmplugins"},
@@ -85,11 +86,11 @@ var _ = Describe("an add-on whose template is a Wasm plugin", Ordered, func() {
 				InstallStrategy: addonv1alpha1.InstallStrategy{Type: addonv1alpha1.AddonInstallStrategyManual},
 			}})
 		enable(cluster1, name)
-	})
+	}, NodeTimeout(5*time.Minute))
 
-	It("deploys what the plugin renders for the cluster: replicas sized from its allocatable CPU", func() {
+	It("deploys what the plugin renders for the cluster: replicas sized from its allocatable CPU", func(ctx SpecContext) {
 		mc := &clusterv1.ManagedCluster{}
-		Expect(hubClient.Get(suiteCtx, client.ObjectKey{Name: cluster1}, mc)).To(Succeed())
+		Expect(hubClient.Get(ctx, client.ObjectKey{Name: cluster1}, mc)).To(Succeed())
 		cpu := mc.Status.Allocatable["cpu"]
 		want := int32(1)
 		switch m := cpu.MilliValue(); {
@@ -104,18 +105,18 @@ var _ = Describe("an add-on whose template is a Wasm plugin", Ordered, func() {
 		Eventually(mcaCondition(cluster1, name, addonv1alpha1.ManagedClusterAddOnConditionProgressing)).Should(cond(metav1.ConditionFalse, addonv1alpha1.ProgressingReasonInstallSucceed))
 		Eventually(mcaCondition(cluster1, name, addonv1alpha1.ManagedClusterAddOnConditionAvailable)).Should(cond(metav1.ConditionTrue, addonv1alpha1.AddonAvailableReasonProbeAvailable))
 		GinkgoWriter.Println("rendered replicas", strconv.Itoa(int(want)))
-	})
+	}, SpecTimeout(5*time.Minute))
 
-	It("keeps the deployed version when a new version of the plugin traps, and says so on the add-on", func() {
+	It("keeps the deployed version when a new version of the plugin traps, and says so on the add-on", func(ctx SpecContext) {
 		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: addonNS, Name: name + "-agent"}}
-		Expect(managed[cluster1].client.Get(suiteCtx, client.ObjectKeyFromObject(d), d)).To(Succeed())
+		Expect(managed[cluster1].client.Get(ctx, client.ObjectKeyFromObject(d), d)).To(Succeed())
 		before := d.Generation
 		setPlugin("addon-sized", wasmtest.Misbehave(GinkgoT(), wasmtest.V1))
 		Eventually(mcaCondition(cluster1, name, addonv1alpha1.ManagedClusterAddOnConditionProgressing)).Should(And(
 			cond(metav1.ConditionFalse, addonv1alpha1.ProgressingReasonUpgradeFailed),
 			HaveField("Message", And(ContainSubstring("WasmPlugin addon-sized"), ContainSubstring("boom from guest")))))
 		Consistently(func() int64 {
-			Expect(managed[cluster1].client.Get(suiteCtx, client.ObjectKeyFromObject(d), d)).To(Succeed())
+			Expect(managed[cluster1].client.Get(ctx, client.ObjectKeyFromObject(d), d)).To(Succeed())
 			return d.Generation
 		}, "2s").Should(Equal(before))
 		Expect(mcaCondition(cluster1, name, addonv1alpha1.ManagedClusterAddOnConditionAvailable)(Default)).To(cond(metav1.ConditionTrue, addonv1alpha1.AddonAvailableReasonProbeAvailable))
@@ -123,5 +124,5 @@ var _ = Describe("an add-on whose template is a Wasm plugin", Ordered, func() {
 		By("the good version back, the add-on is upgraded again")
 		setPlugin("addon-sized", good)
 		Eventually(mcaCondition(cluster1, name, addonv1alpha1.ManagedClusterAddOnConditionProgressing)).Should(cond(metav1.ConditionFalse, addonv1alpha1.ProgressingReasonUpgradeSucceed))
-	})
+	}, SpecTimeout(5*time.Minute))
 })

@@ -98,7 +98,7 @@ var _ = Describe("Default policies", Ordered, func() {
 		Eventually(func() error { return bob.Patch(ctx, object(doc), relabel) }).Should(Succeed())
 		swap := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"executor":{"subject":{"serviceAccount":{"name":"other"}}}}}`))
 		Expect(bob.Patch(ctx, object(doc), swap)).To(deniedBy("execute_as", "user bob cannot manipulate the ManifestWork executed with executor ns1/other"))
-	})
+	}, SpecTimeout(5*time.Minute))
 
 	It("execute-as with NilExecutorValidating: a ManifestWork without executor needs execute-as for klusterlet-work-sa", func(ctx SpecContext) {
 		grant(ctx, clusterNamespace, "carl-works", "carl", workWriter)
@@ -108,7 +108,7 @@ var _ = Describe("Default policies", Ordered, func() {
 			"user carl cannot manipulate the ManifestWork no-executor without an executor"))
 		grant(ctx, clusterNamespace, "carl-default", "carl", executeAs(defaultExecutor))
 		Eventually(func() error { return createAs(ctx, carl, doc) }).Should(Succeed())
-	})
+	}, SpecTimeout(5*time.Minute))
 
 	It("execute-as: a ManifestWorkReplicaSet's template executor is checked the same way", func(ctx SpecContext) {
 		grant(ctx, "apps", "mwrs-writer", "dora", rule(workGroup, "manifestworkreplicasets", nil, "create", "get"))
@@ -130,7 +130,7 @@ spec:
 			"user dora cannot manipulate the ManifestWorkReplicaSet web with executor apps/deployer (spec.manifestWorkTemplate.executor.subject.serviceAccount) in namespace apps"))
 		grant(ctx, "apps", "dora-deployer", "dora", executeAs("system:serviceaccount:apps:deployer"))
 		Eventually(func() error { return createAs(ctx, dora, doc) }).Should(Succeed())
-	})
+	}, SpecTimeout(5*time.Minute))
 
 	It("accept: spec.hubAcceptsClient true needs update on managedclusters/accept, on create and on update", func(ctx SpecContext) {
 		grant(ctx, "", "erin-clusters", "erin", rule(clusterGroup, "managedclusters", nil, "create", "get", "update", "patch", "delete"))
@@ -149,7 +149,7 @@ spec:
 		Eventually(func() error { return erin.Patch(ctx, later, accept) }).Should(Succeed())
 		Expect(admin.Get(ctx, client.ObjectKeyFromObject(later), later)).To(Succeed())
 		Expect(later.Spec.HubAcceptsClient).To(BeTrue())
-	})
+	}, SpecTimeout(5*time.Minute))
 
 	It("join: setting, changing or removing the cluster-set label needs managedclustersets/join on each set", func(ctx SpecContext) {
 		grant(ctx, "", "finn-clusters", "finn", rule(clusterGroup, "managedclusters", nil, "create", "get", "update", "patch", "delete"))
@@ -176,7 +176,7 @@ spec:
 
 		By("a label other than the cluster set's is not gated")
 		Expect(finn.Patch(ctx, joiner, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"zone":"eu"}}}`)))).To(Succeed())
-	})
+	}, SpecTimeout(5*time.Minute))
 
 	It("bind: a ManagedClusterSetBinding needs managedclustersets/bind on its set and must be named after it", func(ctx SpecContext) {
 		Expect(admin.Create(ctx, &clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "set-x"}})).To(Succeed())
@@ -193,7 +193,7 @@ spec:
 		// policies/bind.rego repeats the rule (tested in bind_test.rego) for older CRDs.
 		Expect(createAs(ctx, admin, binding("renamed", "set-x"))).To(And(Satisfy(apierrors.IsInvalid),
 			MatchError(ContainSubstring("The ManagedClusterSetBinding must have the same name as the target ManagedClusterSet"))))
-	})
+	}, SpecTimeout(5*time.Minute))
 })
 
 var _ = Describe("Policies from ConfigMaps", Ordered, func() {
@@ -217,7 +217,7 @@ test_elsewhere if count(frozen.deny) == 0 with input as {"namespace": "apps", "n
 
 	BeforeAll(func(ctx SpecContext) {
 		grant(ctx, "frozen", "hana-placements", "hana", rule(clusterGroup, "placements", nil, "create", "get", "delete"))
-	})
+	}, NodeTimeout(5*time.Minute))
 
 	It("loads a policy ConfigMap, which starts denying; a broken version is refused with an Event while the last good one keeps working", func(ctx SpecContext) {
 		hana := as("hana")
@@ -250,7 +250,7 @@ test_elsewhere if count(frozen.deny) == 0 with input as {"namespace": "apps", "n
 		By("deleting the ConfigMap removes the policy")
 		Expect(admin.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "open-cluster-management-hub", Name: "frozen"}})).To(Succeed())
 		Eventually(func() error { return createAs(ctx, hana, placement("thawed", "frozen", "")) }).Should(Succeed())
-	})
+	}, SpecTimeout(5*time.Minute))
 
 	It("denies when a policy runs out of time, counts it, and never locks out system:masters", func(ctx SpecContext) {
 		// Three nested loops over 1,000 numbers: a billion steps, far beyond the 1 s timeout.
@@ -283,7 +283,7 @@ deny contains "unreachable" if {
 		By("system:masters is judged by the embedded policies only")
 		// Another name: one of ivan's attempts may have got in before the policy took effect.
 		Expect(createAs(ctx, admin, strings.Replace(set, "slow-set", "slow-set-admin", 1))).To(Succeed())
-	})
+	}, SpecTimeout(5*time.Minute))
 
 	It("a replica's policies are current, so it may narrow the webhook's rules, only while the ConfigMaps are as it loaded them", func(ctx SpecContext) {
 		kube, err := kubernetes.NewForConfig(controlPlane.Config)
@@ -317,7 +317,7 @@ deny contains msg if {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(h.Current(ctx)).To(BeTrue())
 		Expect(deletes()).To(BeTrue(), "the new policy's rule is not in the registration")
-	})
+	}, SpecTimeout(5*time.Minute))
 
 	It("enforces every example policy of policies/examples", func(ctx SpecContext) {
 		files := map[string]string{}
@@ -363,7 +363,7 @@ deny contains msg if {
 			"user kate cannot put the ClusterRoleBinding grant-all in the ManifestWork with-crb"))
 		mona := as("mona", "example-writers", "platform-admins")
 		Eventually(func() error { return createAs(ctx, mona, work("with-crb", "", "", crb)) }).Should(Succeed())
-	})
+	}, SpecTimeout(5*time.Minute))
 })
 
 // counter reads a counter of the hub (in this process) with labels; 0 when absent.

@@ -1,6 +1,8 @@
 package admission
 
 import (
+	"time"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
@@ -23,5 +25,5 @@ var _ = Describe("flotilla.authorized's cache", func() {
 			"the hub's admission cache dropped after the grant")
 		Eventually(func() error { return createAs(ctx, rita, doc) }).Should(Succeed())
 		Expect(counter(sarcache.MissesMetric, admissionCache)).To(BeNumerically(">", misses), "the answer after the grant was asked again")
-	})
+	}, SpecTimeout(5*time.Minute))
 })

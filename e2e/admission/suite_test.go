@@ -64,7 +64,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	})
 	// The cluster whose namespace ManifestWorks go to (input.clusterNamespace).
 	Expect(admin.Create(ctx, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: clusterNamespace}})).To(Succeed())
-})
+}, NodeTimeout(5*time.Minute))
 
 // as is a client authenticated by a client certificate for user in groups.
 func as(user string, groups ...string) client.Client {
@@ -120,7 +120,7 @@ func createAs(ctx context.Context, c client.Client, doc string) error {
 	if err == nil {
 		DeferCleanup(func(ctx SpecContext) {
 			Expect(client.IgnoreNotFound(admin.Delete(ctx, object(doc)))).To(Succeed())
-		})
+		}, NodeTimeout(2*time.Minute))
 	}
 	return err
 }
@@ -140,7 +140,7 @@ func pushPolicy(ctx context.Context, name string, files map[string]string) strin
 	Expect(admin.Create(ctx, cm)).To(Succeed())
 	DeferCleanup(func(ctx SpecContext) {
 		Expect(client.IgnoreNotFound(admin.Delete(ctx, &corev1.ConfigMap{ObjectMeta: cm.ObjectMeta}))).To(Succeed())
-	})
+	}, NodeTimeout(2*time.Minute))
 	return cm.ResourceVersion
 }
 

@@ -54,7 +54,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	controlPlane, hubClient = env.ControlPlane, env.Client
 	// The hub with its default gates: the global set holds every cluster, as the seeds bind it.
 	env.StartHub(manager.Options{})
-})
+}, NodeTimeout(5*time.Minute))
 
 // The seeds' objects (scenarios §5, steps 3 to 7), plus what an Argo CD installation brings:
 // its namespace, the controller's service account and its read access to its own ConfigMaps
@@ -241,7 +241,7 @@ stringData:
 				{Key: "name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"cluster2"}}}}}}}
 		Expect(hubClient.Update(ctx, p)).To(Succeed())
 		Eventually(apps).Should(Equal([]string{"cluster1-guestbook-app", "cluster3-guestbook-app"}))
-	})
+	}, SpecTimeout(5*time.Minute))
 })
 
 // generator is Argo CD's cluster-decision-resource generator as its ApplicationSet controller
@@ -257,7 +257,7 @@ func generator(ctx context.Context) (generators.Generator, *argov1alpha1.Applica
 	informer, err := settings.NewClusterInformer(clientset, "argocd")
 	Expect(err).NotTo(HaveOccurred())
 	stop := make(chan struct{})
-	DeferCleanup(func() { close(stop) })
+	DeferCleanup(func(ctx SpecContext) { close(stop) }, NodeTimeout(2*time.Minute))
 	go informer.Run(stop)
 	Eventually(informer.HasSynced).Should(BeTrue())
 
@@ -274,7 +274,7 @@ func managedCluster(ctx context.Context, name string) {
 	mc := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"name": name}},
 		Spec: clusterv1.ManagedClusterSpec{HubAcceptsClient: true}}
 	Expect(hubClient.Create(ctx, mc)).To(Succeed())
-	DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(hubClient.Delete(ctx, mc))).To(Succeed()) })
+	DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(hubClient.Delete(ctx, mc))).To(Succeed()) }, NodeTimeout(2*time.Minute))
 	Eventually(func() error {
 		if err := hubClient.Get(ctx, client.ObjectKeyFromObject(mc), mc); err != nil {
 			return err
@@ -293,7 +293,7 @@ func apply(ctx context.Context, docs ...string) {
 			u := &unstructured.Unstructured{}
 			Expect(yaml.Unmarshal([]byte(part), &u.Object)).To(Succeed())
 			Expect(hubClient.Create(ctx, u)).To(Succeed(), "creating %s %s", u.GetKind(), u.GetName())
-			DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(hubClient.Delete(ctx, u))).To(Succeed()) })
+			DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(hubClient.Delete(ctx, u))).To(Succeed()) }, NodeTimeout(2*time.Minute))
 		}
 	}
 }

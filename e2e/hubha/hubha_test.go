@@ -27,11 +27,11 @@ func TestHubHA(t *testing.T) {
 
 var env *hubtest.Env
 
-var _ = BeforeSuite(func() {
+var _ = BeforeSuite(func(ctx SpecContext) {
 	SetDefaultEventuallyTimeout(60 * time.Second)
 	SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
 	env = hubtest.StartControlPlane(context.Background())
-})
+}, NodeTimeout(5*time.Minute))
 
 // replica is one running hub.
 type replica struct {
@@ -85,7 +85,7 @@ func clusterNamespaced(name string) func() error {
 }
 
 var _ = Describe("hub replicas with --leader-elect", func() {
-	It("run the controllers in one replica at a time, and hand over when it stops", func() {
+	It("run the controllers in one replica at a time, and hand over when it stops", func(ctx SpecContext) {
 		a := startReplica("hub-a")
 		Eventually(a.elected).Should(BeTrue())
 		b := startReplica("hub-b")
@@ -98,5 +98,5 @@ var _ = Describe("hub replicas with --leader-elect", func() {
 		a.stop()
 		Eventually(b.elected, "10s").Should(BeTrue(), "the other replica takes over")
 		Eventually(clusterNamespaced("ha-cluster2")).Should(Succeed(), "the new leader's controllers run")
-	})
+	}, SpecTimeout(5*time.Minute))
 })

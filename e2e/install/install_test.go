@@ -127,13 +127,13 @@ var _ = Describe("Install and join", Ordered, func() {
 		before                              struct{ hub1, spoke []string }
 		proxy                               *testproxy.Proxy
 	)
-	BeforeAll(func() {
+	BeforeAll(func(ctx SpecContext) {
 		hub1Client, hub2Client, spokeClient = clientFor(hub1), clientFor(hub2), clientFor(spok)
 		proxy = testproxy.Start()
 		DeferCleanup(proxy.Close)
-	})
+	}, NodeTimeout(5*time.Minute))
 
-	It("the binary is static, as the distroless image needs", func() {
+	It("the binary is static, as the distroless image needs", func(ctx SpecContext) {
 		f, err := elf.Open(flotillaBin)
 		Expect(err).NotTo(HaveOccurred())
 		defer f.Close()
@@ -143,7 +143,7 @@ var _ = Describe("Install and join", Ordered, func() {
 		libs, err := f.ImportedLibraries()
 		Expect(err).NotTo(HaveOccurred())
 		Expect(libs).To(BeEmpty())
-	})
+	}, SpecTimeout(5*time.Minute))
 
 	It("flotilla init installs a hub that reports ready and prints the join command", func(ctx SpecContext) {
 		joinFile := GinkgoT().TempDir() + "/join.sh"
@@ -183,7 +183,7 @@ var _ = Describe("Install and join", Ordered, func() {
 		// Running init again is an in-place upgrade.
 		_, errOut, err := flotilla(ctx, "init", "--kubeconfig", hub1.KubeconfigPath, "--set", "flags.plugin-cache-dir="+wasmCache, "--timeout", "2m")
 		Expect(err).NotTo(HaveOccurred(), errOut)
-	})
+	}, SpecTimeout(5*time.Minute))
 
 	It("flotilla init with two replicas runs them with leader election", func(ctx SpecContext) {
 		_, errOut, err := flotilla(ctx, "init", "--kubeconfig", hub2.KubeconfigPath, "--wait=false",
@@ -201,7 +201,7 @@ var _ = Describe("Install and join", Ordered, func() {
 		for _, p := range hub2Procs {
 			Eventually(func() int { code, _ := get(p.health, "/readyz"); return code }).Should(Equal(200), "every replica serves")
 		}
-	})
+	}, SpecTimeout(5*time.Minute))
 
 	It("join refuses an expired or revoked token with a clear error and installs nothing", func(ctx SpecContext) {
 		before.hub1, before.spoke = snapshot(hub1), snapshot(spok)
@@ -225,7 +225,7 @@ var _ = Describe("Install and join", Ordered, func() {
 		Expect(err).To(MatchError(ContainSubstring("expired or was revoked")), errOut)
 
 		Expect(apierrors.IsNotFound(spokeClient.Get(ctx, client.ObjectKey{Name: agentNS}, &corev1.Namespace{}))).To(BeTrue(), "nothing installed")
-	})
+	}, SpecTimeout(5*time.Minute))
 
 	It("joins with a bootstrap token: join, the agent, accept, Joined and Available, work applied", func(ctx SpecContext) {
 		line, errOut, err := flotilla(ctx, "get", "token", "--kubeconfig", hub1.KubeconfigPath, "--use-bootstrap-token")
@@ -288,7 +288,7 @@ var _ = Describe("Install and join", Ordered, func() {
 			return k.Status.RelatedResources
 		}).Should(ContainElement(operatorv1.RelatedResourceMeta{Group: "apps", Version: "v1", Resource: "deployments", Namespace: agentNS, Name: "klusterlet-agent"}))
 		Eventually(func() int { code, _ := get(agent1.health, "/readyz"); return code }).Should(Equal(200))
-	})
+	}, SpecTimeout(5*time.Minute))
 
 	It("joins the same cluster to a second hub through a forward proxy, each hub applying its own work", func(ctx SpecContext) {
 		line, errOut, err := flotilla(ctx, "get", "token", "--kubeconfig", hub2.KubeconfigPath)
@@ -321,7 +321,7 @@ var _ = Describe("Install and join", Ordered, func() {
 		Eventually(configMapPresent("from-hub2")).Should(Succeed())
 		Expect(configMapPresent("from-hub1")()).To(Succeed())
 		Expect(clusterCondition(hub1Client, clusterv1.ManagedClusterConditionAvailable)()).To(Equal(metav1.ConditionTrue))
-	})
+	}, SpecTimeout(5*time.Minute))
 
 	It("a second hub replica takes over when the leader dies, with nothing lost", func(ctx SpecContext) {
 		var leader, other *process
@@ -348,7 +348,7 @@ var _ = Describe("Install and join", Ordered, func() {
 		Eventually(func() bool { return leads(other) }).WithTimeout(time.Minute).Should(BeTrue())
 		Expect(leaseHolder(hub2Client)).NotTo(Equal(holder))
 		Eventually(configMapPresent("during-failover")).Should(Succeed())
-	})
+	}, SpecTimeout(5*time.Minute))
 
 	It("editing the ClusterManager turns ManifestWorkReplicaSet off and on without a restart", func(ctx SpecContext) {
 		setGate := func(mode string) {
@@ -391,7 +391,7 @@ spec:
 		} {
 			Expect(hub1Client.Delete(ctx, o)).To(Succeed())
 		}
-	})
+	}, SpecTimeout(5*time.Minute))
 
 	It("unjoin of the second hub's klusterlet removes its work and keeps the first hub's", func(ctx SpecContext) {
 		Expect(agent2.Stop()).To(Succeed())
@@ -403,7 +403,7 @@ spec:
 		Expect(apierrors.IsNotFound(spokeClient.Get(ctx, client.ObjectKey{Name: agentNS2}, &corev1.Namespace{}))).To(BeTrue())
 		Expect(configMapPresent("from-hub1")()).To(Succeed())
 		Consistently(clusterCondition(hub1Client, clusterv1.ManagedClusterConditionAvailable)).WithTimeout(3 * time.Second).Should(Equal(metav1.ConditionTrue))
-	})
+	}, SpecTimeout(5*time.Minute))
 
 	It("unjoin of the last klusterlet, running and serving an add-on, and deleting the cluster on the hub, leave nothing behind on either side", func(ctx SpecContext) {
 		// An add-on with a hub identity: its client certificate Secret must go with the
@@ -486,7 +486,7 @@ spec:
 				"apiVersion": "addon.open-cluster-management.io/v1alpha1", "kind": kind, "metadata": map[string]any{"name": "probe"}}})).To(Succeed())
 		}
 		Eventually(func() []string { return diff(withoutTokens(before.hub1), withoutTokens(snapshot(hub1))) }).Should(BeEmpty(), "the hub as before the join")
-	})
+	}, SpecTimeout(5*time.Minute))
 })
 
 // mayDo asks the managed cluster whether ServiceAccount ns/sa may do attrs.

@@ -49,7 +49,7 @@ var (
 	wasmCache        string
 )
 
-var _ = BeforeSuite(func() {
+var _ = BeforeSuite(func(ctx SpecContext) {
 	var cancel context.CancelFunc
 	suiteCtx, cancel = context.WithCancel(context.Background())
 	DeferCleanup(cancel)
@@ -93,7 +93,7 @@ var _ = BeforeSuite(func() {
 	for _, err := range errs {
 		Expect(err).NotTo(HaveOccurred())
 	}
-})
+}, NodeTimeout(5*time.Minute))
 
 // flotilla runs the CLI in-process as a user would type it and returns its standard output
 // and standard error.

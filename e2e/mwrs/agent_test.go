@@ -81,10 +81,20 @@ func startAgent(ns, name string, dflt outcome, outcomes map[string]outcome) *age
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	go a.run(ctx)
-	DeferCleanup(func() {
+	DeferCleanup(func(ctx SpecContext) {
 		cancel()
-		<-a.done
-	})
+		// The agent stops at its next watch event or kick; a stuck one fails the spec, naming
+		// itself, rather than blocking the suite.
+		stuck := time.NewTimer(30 * time.Second)
+		defer stuck.Stop()
+		select {
+		case <-a.done:
+		case <-stuck.C:
+			Fail(fmt.Sprintf("the fake agent of replica set %s did not stop within 30s of its context's cancellation", a.owner))
+		case <-ctx.Done():
+			Fail(fmt.Sprintf("the fake agent of replica set %s did not stop before the cleanup's NodeTimeout", a.owner))
+		}
+	}, NodeTimeout(time.Minute))
 	return a
 }
 

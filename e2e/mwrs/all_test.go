@@ -1,6 +1,8 @@
 package mwrs
 
 import (
+	"time"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
@@ -57,5 +59,5 @@ var _ = Describe("Rollout type All", func() {
 			g.Expect(rs.Status.PlacementsSummary).To(Equal([]workv1alpha1.PlacementSummary{{Name: "web",
 				AvailableDecisionGroups: "1 (4 / 4 clusters applied)", Summary: rs.Status.Summary}}))
 		}).Should(Succeed())
-	})
+	}, SpecTimeout(5*time.Minute))
 })

@@ -62,5 +62,5 @@ spec: {}
 		Eventually(func() bool {
 			return apierrors.IsNotFound(hubClient.Get(ctx, client.ObjectKey{Name: cluster}, &clusterv1.ManagedCluster{}))
 		}).WithTimeout(90*time.Second).Should(BeTrue(), "ManagedCluster %s to be deleted (its cleanup waits for its works)", cluster)
-	})
+	}, SpecTimeout(5*time.Minute))
 })

@@ -2,6 +2,7 @@ package mwrs
 
 import (
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -58,7 +59,7 @@ var _ = Describe("Failures", func() {
 				g.Expect(workClusters(ctx, ns, name)).To(Equal(cs[:2]), name)
 			}
 		}).Should(Succeed())
-	})
+	}, SpecTimeout(5*time.Minute))
 
 	It("resumes from the start with a fixed template after a broken one stopped it", func(ctx SpecContext) {
 		const ns, set, rs = "mwrs-fix", "mwrs-fix", "app"
@@ -105,5 +106,5 @@ var _ = Describe("Failures", func() {
 		Expect(a.appeared(broken[0])).To(Equal(cs[:1]))
 		Expect(a.appeared(fixed)).To(Equal(cs))
 		Expect(a.maxInFlight(fixed)).To(Equal(1))
-	})
+	}, SpecTimeout(5*time.Minute))
 })

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -71,7 +72,7 @@ var _ = Describe("Placement changes", func() {
 		Eventually(func() []string { return workClusters(ctx, ns, rs) }).Should(Equal(cs))
 		Eventually(func() workv1alpha1.ManifestWorkReplicaSetSummary { return getRS(ctx, ns, rs).Status.Summary }).Should(Equal(
 			workv1alpha1.ManifestWorkReplicaSetSummary{Total: 3, Applied: 3, Available: 3, DesiredTotal: 3, Updated: 3}))
-	})
+	}, SpecTimeout(5*time.Minute))
 })
 
 // holdFinalizer is a test finalizer that keeps a deleted work around, as an agent's would.
@@ -101,7 +102,7 @@ var _ = Describe("Cascade deletion", func() {
 		}
 		w := &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Namespace: cs[0], Name: "app"}}
 		patch(ctx, w, `{metadata: {finalizers: [`+holdFinalizer+`]}}`)
-		DeferCleanup(func(ctx SpecContext) { release(ctx, cs[0], "app") })
+		DeferCleanup(func(ctx SpecContext) { release(ctx, cs[0], "app") }, NodeTimeout(2*time.Minute))
 		return cs
 	}
 	deleteRS := func(ctx SpecContext, ns string) {
@@ -139,7 +140,7 @@ var _ = Describe("Cascade deletion", func() {
 		Eventually(workState(ctx, cs[0])).Should(Equal("deleting"))
 		release(ctx, cs[0], "app")
 		Eventually(workState(ctx, cs[0])).Should(Equal("gone"))
-	})
+	}, SpecTimeout(5*time.Minute))
 
 	It("Foreground keeps the replica set until its works are gone", func(ctx SpecContext) {
 		cs := setup(ctx, "mwrs-fg", "Foreground")
@@ -155,7 +156,7 @@ var _ = Describe("Cascade deletion", func() {
 		release(ctx, cs[0], "app")
 		Eventually(workState(ctx, cs[0])).Should(Equal("gone"))
 		Eventually(rsGone(ctx, "mwrs-fg")).Should(BeTrue())
-	})
+	}, SpecTimeout(5*time.Minute))
 })
 
 // release removes holdFinalizer from a work, if it is still there.
@@ -220,5 +221,5 @@ var _ = Describe("kubectl get", func() {
 		}))
 		Expect(table.Rows).To(HaveLen(1))
 		Expect(table.Rows[0].Cells).To(Equal([]any{"app", "AsExpected", "True", "AsExpected", "True"}))
-	})
+	}, SpecTimeout(5*time.Minute))
 })

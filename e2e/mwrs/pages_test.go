@@ -73,8 +73,8 @@ spec:
 				Should(Equal(deletes{works: sorted(leave), addons: sorted(leave)}),
 					"the clusters whose works and ManagedClusterAddOns had DELETED watch events: those that left the placement")
 		},
-		Entry("without decision groups", "1", ""),
-		Entry("with decision groups of 70", "2", "decisionStrategy: {groupStrategy: {clustersPerDecisionGroup: 70}}"),
+		Entry("without decision groups", "1", "", SpecTimeout(10*time.Minute)),
+		Entry("with decision groups of 70", "2", "decisionStrategy: {groupStrategy: {clustersPerDecisionGroup: 70}}", SpecTimeout(10*time.Minute)),
 	)
 })
 
@@ -151,7 +151,7 @@ func watchDeletes(ctx context.Context, ns, addon string) func() deletes {
 	wg.Add(2)
 	go follow(ww, func(c string) { got.works = append(got.works, c) })
 	go follow(aw, func(c string) { got.addons = append(got.addons, c) })
-	DeferCleanup(func() { cancel(); wg.Wait() })
+	DeferCleanup(func(ctx SpecContext) { cancel(); wg.Wait() }, NodeTimeout(2*time.Minute))
 	return func() deletes {
 		mu.Lock()
 		defer mu.Unlock()

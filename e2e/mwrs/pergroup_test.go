@@ -1,6 +1,8 @@
 package mwrs
 
 import (
+	"time"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,7 +51,7 @@ var _ = Describe("Rollout type ProgressivePerGroup", func() {
 				conditionOf(workv1alpha1.ManifestWorkReplicaSetConditionPlacementRolledOut, "True", workv1alpha1.ReasonComplete))
 			g.Expect(r.Status.PlacementsSummary).To(ConsistOf(HaveField("AvailableDecisionGroups", "4 (8 / 8 clusters applied)")))
 		}).Should(Succeed())
-	})
+	}, SpecTimeout(5*time.Minute))
 
 	It("stops at a failure in a mandatory group", func(ctx SpecContext) {
 		const ns, set, rs = "mwrs-ppg-mand", "mwrs-ppg-mand", "ppg"
@@ -66,5 +68,5 @@ var _ = Describe("Rollout type ProgressivePerGroup", func() {
 		Eventually(func() metav1.Condition { return rolledOut(ctx, ns, rs) }).Should(HaveField("Message",
 			`p: stopped: mandatory decision group 0 "canary": 1 cluster failed or timed out (`+canary[1]+`); mandatory decision groups tolerate no failures; no further clusters are updated`))
 		Consistently(func() []string { return workClusters(ctx, ns, rs) }).Should(Equal(canary))
-	})
+	}, SpecTimeout(5*time.Minute))
 })

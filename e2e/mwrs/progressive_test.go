@@ -52,7 +52,7 @@ var _ = Describe("Rollout type Progressive", func() {
 		Expect(got[2]).To(Equal(cs[2]))
 		Expect(got[3:]).To(ConsistOf(cs[3:]))
 		Expect(a.maxInFlight(hash)).To(Equal(2), "the agent saw more than maxConcurrency works in flight")
-	})
+	}, SpecTimeout(5*time.Minute))
 
 	It("holds the next cluster for minSuccessTime after a success", func(ctx SpecContext) {
 		const ns, set, rs = "mwrs-soak", "mwrs-soak", "soak"
@@ -80,7 +80,7 @@ var _ = Describe("Rollout type Progressive", func() {
 			"the second cluster started before the first one soaked for minSuccessTime")
 		Eventually(func() metav1.Condition { return rolledOut(ctx, ns, rs) }).Should(
 			conditionOf(workv1alpha1.ManifestWorkReplicaSetConditionPlacementRolledOut, "True", workv1alpha1.ReasonComplete))
-	})
+	}, SpecTimeout(5*time.Minute))
 
 	It("soaks an updated cluster for minSuccessTime from when it reported, not from when its template was written", func(ctx SpecContext) {
 		const ns, set, rs = "mwrs-resoak", "mwrs-resoak", "resoak"
@@ -126,7 +126,7 @@ var _ = Describe("Rollout type Progressive", func() {
 		startedAt, err := time.Parse(time.RFC3339, works(ctx, ns, rs)[cs[1]].Annotations[mwrs.UpdatedAtAnnotation])
 		Expect(err).NotTo(HaveOccurred())
 		Expect(startedAt.Sub(succeededAt)).To(BeNumerically(">=", 3*time.Second))
-	})
+	}, SpecTimeout(5*time.Minute))
 
 	It("times out a stuck cluster after progressDeadline and counts it as a failure", func(ctx SpecContext) {
 		const ns, set, rs = "mwrs-deadline", "mwrs-deadline", "deadline"
@@ -154,5 +154,5 @@ var _ = Describe("Rollout type Progressive", func() {
 			conditionOf(workv1alpha1.ManifestWorkReplicaSetConditionPlacementRolledOut, "False", workv1alpha1.ReasonProgressing),
 			HaveField("Message", ContainSubstring("stopped: 2 of 3 clusters failed or timed out ("+cs[0]+", "+cs[1]+"), more than maxFailures 1"))))
 		Consistently(func() []string { return workClusters(ctx, ns, rs) }).Should(Equal(cs[:2]))
-	})
+	}, SpecTimeout(5*time.Minute))
 })

@@ -3,6 +3,7 @@ package mwrs
 import (
 	"slices"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -93,7 +94,7 @@ var _ = Describe("Rollback (work.flotilla.dev/rollback-on-failure)", func() {
 		for _, cr := range revs.Items {
 			Expect(cr.OwnerReferences).To(ContainElement(HaveField("Name", rs)))
 		}
-	})
+	}, SpecTimeout(5*time.Minute))
 })
 
 var _ = Describe("Rollback target", func() {
@@ -165,7 +166,7 @@ var _ = Describe("Rollback target", func() {
 		setVersion(ctx, ns, rs, "D")
 		rolledBackTo("D")
 		Consistently(func() []string { return hashes(ctx, ns, rs) }).Should(Equal(hashA), "a work left template A after D was rolled back")
-	})
+	}, SpecTimeout(5*time.Minute))
 })
 
 // events lists the Events of reason about the replica set ns/name.

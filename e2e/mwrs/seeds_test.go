@@ -3,6 +3,7 @@ package mwrs
 import (
 	"os"
 	"slices"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -147,5 +148,5 @@ var _ = Describe("The seeds' ManifestWorkReplicaSet", func() {
 		for i := range 3 {
 			before(ppgGroups[i], ppgGroups[i+1])
 		}
-	})
+	}, SpecTimeout(5*time.Minute))
 })

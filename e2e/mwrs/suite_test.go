@@ -67,7 +67,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	// The suite's sets are its own: no default set relabelling clusters.
 	Expect(gates.Set("DefaultClusterSet=false")).To(Succeed())
 	env.StartHub(manager.Options{FeatureGates: gates})
-})
+}, NodeTimeout(5*time.Minute))
 
 // ---- objects ----
 
@@ -90,7 +90,7 @@ func apply(ctx context.Context, docs ...string) {
 					return apierrors.IsNotFound(hubClient.Get(ctx, client.ObjectKeyFromObject(u), &workv1alpha1.ManifestWorkReplicaSet{}))
 				}).Should(BeTrue(), "ManifestWorkReplicaSet %s/%s is not deleted", u.GetNamespace(), u.GetName())
 			}
-		})
+		}, NodeTimeout(2*time.Minute))
 	}
 }
 
@@ -99,7 +99,7 @@ func namespace(ctx context.Context, name string) {
 	GinkgoHelper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	Expect(hubClient.Create(ctx, ns)).To(Succeed())
-	DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(hubClient.Delete(ctx, ns))).To(Succeed()) })
+	DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(hubClient.Delete(ctx, ns))).To(Succeed()) }, NodeTimeout(2*time.Minute))
 }
 
 // bind creates an ExclusiveClusterSetLabel set and binds it to namespace.
@@ -131,7 +131,7 @@ func clusters(ctx context.Context, set string, sims ...sim) {
 		Expect(forEach(len(sims), func(i int) error {
 			return client.IgnoreNotFound(hubClient.Delete(ctx, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: sims[i].Name}}))
 		})).To(Succeed())
-	})
+	}, NodeTimeout(2*time.Minute))
 	Expect(forEach(len(sims), func(i int) error {
 		s := sims[i]
 		labels := map[string]string{clusterv1beta2.ClusterSetLabel: set}

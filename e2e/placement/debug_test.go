@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -81,5 +82,5 @@ subjects:
 			g.Expect(r.Prioritizers[1].Weight).To(BeEquivalentTo(1))
 			g.Expect(r.Prioritizers[1].Scores).To(Equal(full))
 		}).Should(Succeed())
-	})
+	}, SpecTimeout(5*time.Minute))
 })

@@ -2,6 +2,7 @@ package placement
 
 import (
 	"fmt"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -31,7 +32,7 @@ var _ = Describe("Placement decisions", Ordered, func() {
 			rest = append(rest, n)
 		}
 		clusters(ctx, sims...)
-	})
+	}, NodeTimeout(5*time.Minute))
 
 	It("groups 310 clusters as the seeds' decision strategy shows and pages decisions by 100", func(ctx SpecContext) {
 		apply(ctx, `
@@ -125,7 +126,7 @@ spec:
 		Expect(all).To(HaveLen(310))
 		Expect(all).To(BeEquivalentTo(sortedCopy(all)))
 
-	})
+	}, SpecTimeout(5*time.Minute))
 
 	It("records an event for each PlacementDecision created and deleted", func(ctx SpecContext) {
 		apply(ctx, `
@@ -161,5 +162,5 @@ spec:
 			placementEvent{Type: "Normal", Reason: "DecisionDelete", From: "placementController",
 				Note: "Decision placement3-decision-4 is deleted with placement placement3 in namespace " + ns},
 		))
-	})
+	}, SpecTimeout(5*time.Minute))
 })

@@ -3,6 +3,7 @@ package placement
 import (
 	"context"
 	"fmt"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -54,7 +55,7 @@ spec:
 			placementEvent{Type: "Normal", Reason: "ScoreUpdate", From: "placementController",
 				Note: fmt.Sprintf("%s:12 %s:12", c1, c2)},
 		))
-	})
+	}, SpecTimeout(5*time.Minute))
 
 	It("records DecisionUpdate and the new scores when a score change moves the decision", func(ctx SpecContext) {
 		const ns = "events-update"
@@ -71,7 +72,7 @@ spec:
 		Eventually(func() []placementEvent { return events(ctx, ns, "placement1") }, "10s").Should(ContainElement(
 			placementEvent{Type: "Normal", Reason: "ScoreUpdate", From: "placementController", Note: fmt.Sprintf("%s:12 %s:50", c1, c2)},
 		))
-	})
+	}, SpecTimeout(5*time.Minute))
 
 	It("is PlacementMisconfigured for an unknown builtIn prioritizer, naming it, until it is fixed", func(ctx SpecContext) {
 		const ns = "misconfigured-builtin"
@@ -104,7 +105,7 @@ spec:
 			g.Expect(string(c.Status) + " " + c.Reason + " " + c.Message).To(Equal("False Succeedconfigured Placement configurations check pass"))
 		}).Should(Succeed())
 		Eventually(func() []string { return decided(ctx, ns, "placement1") }).Should(Equal([]string{"misconfigured-builtin-1"}))
-	})
+	}, SpecTimeout(5*time.Minute))
 
 	It("is PlacementMisconfigured for a Plugin prioritizer whose WasmPlugin does not exist, naming it", func(ctx SpecContext) {
 		const ns = "misconfigured-plugin"
@@ -132,5 +133,5 @@ spec:
 			g.Expect(c.Message).To(ContainSubstring("no-such-prioritizer"))
 		}).Should(Succeed())
 		Expect(decided(ctx, ns, "placement1")).To(BeEmpty())
-	})
+	}, SpecTimeout(5*time.Minute))
 })

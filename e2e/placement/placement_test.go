@@ -1,6 +1,8 @@
 package placement
 
 import (
+	"time"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -44,5 +46,5 @@ spec:
 			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
 			g.Expect(c.Reason).To(Equal(clusterv1beta1.PlacementReasonAllDecisionsScheduled))
 		}).Should(Succeed())
-	})
+	}, SpecTimeout(5*time.Minute))
 })

@@ -3,6 +3,7 @@ package placement
 import (
 	"context"
 	"fmt"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -41,7 +42,7 @@ func installPlugin(ctx context.Context, name string, module []byte, config strin
 	DeferCleanup(func(ctx SpecContext) {
 		Expect(client.IgnoreNotFound(hubClient.Delete(ctx, wp))).To(Succeed())
 		Expect(client.IgnoreNotFound(hubClient.Delete(ctx, cm))).To(Succeed())
-	})
+	}, NodeTimeout(2*time.Minute))
 	Eventually(func(g Gomega) {
 		got := &flotillav1alpha1.WasmPlugin{}
 		g.Expect(hubClient.Get(ctx, client.ObjectKey{Name: name}, got)).To(Succeed())
@@ -90,7 +91,7 @@ var _ = Describe("Third-party prioritizer plugins", func() {
 		wp.Spec.PluginConfig = &apiextensionsv1.JSON{Raw: []byte(`{"labels": [{"key": "env", "value": "staging", "score": 100}]}`)}
 		Expect(hubClient.Update(ctx, wp)).To(Succeed())
 		Eventually(func() []string { return decided(ctx, ns, "placement1") }).Should(Equal([]string{"aff-b"}))
-	})
+	}, SpecTimeout(5*time.Minute))
 
 	It("that fail at run time keep the decisions (failurePolicy Fail) or are skipped (Ignore), saying so", func(ctx SpecContext) {
 		const ns = "plugin-broken"
@@ -122,5 +123,5 @@ var _ = Describe("Third-party prioritizer plugins", func() {
 		Eventually(func() []placementEvent { return events(ctx, ns, "with-ignore") }).Should(ContainElement(And(
 			HaveField("Type", "Warning"), HaveField("Reason", "PrioritizerFailed"),
 			HaveField("Note", ContainSubstring("prioritizer skipped (failurePolicy Ignore): Plugin/broken-ignore")))))
-	})
+	}, SpecTimeout(5*time.Minute))
 })

@@ -72,7 +72,7 @@ spec:
 		By("addon-3's score drops")
 		setScore(ctx, "addon-3", "default", nil, map[string]int32{"cpuAvailable": -40, "memAvailable": 10})
 		Eventually(func() []string { return decided(ctx, ns, "placement") }).Should(Equal([]string{"addon-1", "addon-5", "addon-6"}))
-	})
+	}, SpecTimeout(5*time.Minute))
 
 	It("sums weight × score in Exact mode and orders the decisions by score with sortBy Score", func(ctx SpecContext) {
 		const ns = "prio-weights"
@@ -138,7 +138,7 @@ spec:
 `)
 		Eventually(func() []string { return scored(ctx, ns, "placement1") }).Should(Equal([]string{"weights-3:110", "weights-1:90", "weights-2:70"}))
 		Eventually(func() []string { return scored(ctx, ns, "by-name") }).Should(Equal([]string{"weights-1:90", "weights-2:70", "weights-3:110"}))
-	})
+	}, SpecTimeout(5*time.Minute))
 
 	It("pins its decisions with Steady in Exact mode (concepts: Steady weight 3 and an addon score)", func(ctx SpecContext) {
 		const ns = "prio-pin"
@@ -195,7 +195,7 @@ spec:
 		setScore(ctx, "pin-1", "default", nil, map[string]int32{"cpuratio": 100})
 		Eventually(func() []string { return decided(ctx, ns, "unpinned") }).Should(Equal([]string{"pin-1", "pin-2"}))
 		Consistently(func() []string { return decided(ctx, ns, "placement1") }, "1s").Should(Equal([]string{"pin-2", "pin-3"}))
-	})
+	}, SpecTimeout(5*time.Minute))
 
 	It("selects the cluster with the largest allocatable memory (concepts: BuiltIn ResourceAllocatableMemory, Additive)", func(ctx SpecContext) {
 		const ns = "prio-memory"
@@ -223,7 +223,7 @@ spec:
 		// Balance 100 + ResourceAllocatableMemory 100, + Steady 100 once it is selected.
 		Expect(scored(ctx, ns, "placement1")).To(ConsistOf(BeElementOf("memory-2:200", "memory-2:300")))
 		Eventually(func() string { return satisfied(ctx, ns, "placement1") }).Should(Equal("True AllDecisionsScheduled"))
-	})
+	}, SpecTimeout(5*time.Minute))
 
 	It("selects by allocatable CPU and memory with weight 2 and follows resource changes (concepts: BuiltIn ResourceAllocatableCPU/Memory)", func(ctx SpecContext) {
 		const ns = "prio-cpumem"
@@ -258,7 +258,7 @@ spec:
 		setAllocatable(ctx, "cpumem-2", resources("16", "64Gi"))
 		// cpumem-2: 100 + 200 + 200 = 500; cpumem-3: Steady 100 + 100 − 66 − 28 = 106.
 		Eventually(func() []string { return decided(ctx, ns, "placement1") }).Should(Equal([]string{"cpumem-2"}))
-	})
+	}, SpecTimeout(5*time.Minute))
 
 	It("balances placements over clusters and keeps its decisions steady (default Additive: Steady and Balance)", func(ctx SpecContext) {
 		const ns = "prio-default"
@@ -298,7 +298,7 @@ spec:
 		Eventually(func() []string { return decided(ctx, ns, "third") }).Should(Equal([]string{"balance-0"}))
 		Consistently(func() []string { return append(decided(ctx, ns, "first"), decided(ctx, ns, "second")...) }, "1s").
 			Should(Equal([]string{"balance-1", "balance-2"}))
-	})
+	}, SpecTimeout(5*time.Minute))
 
 	It("writes a change of scores alone no sooner than spec.scoreRateLimit, a change of clusters at once", func(ctx SpecContext) {
 		const ns = "prio-ratelimit"
@@ -354,7 +354,7 @@ spec:
 		By("a score change that changes the clusters, within the limit")
 		setScore(ctx, "ratelimit-3", "default", nil, map[string]int32{"cpuAvailable": 100})
 		Eventually(func() []string { return scored(ctx, ns, "placement1") }, "3s").Should(Equal([]string{"ratelimit-1:90", "ratelimit-3:100"}))
-	})
+	}, SpecTimeout(5*time.Minute))
 
 	It("does not write a score-only change before the default scoreRateLimit (1m) while the fleet changes", func(ctx SpecContext) {
 		// Ten placements, each numberOfClusters 1 over two clusters of its own, created before
@@ -386,7 +386,7 @@ spec:
 				}
 			}
 		}()
-		DeferCleanup(func() { w.Stop(); <-watched })
+		DeferCleanup(func(ctx SpecContext) { w.Stop(); <-watched }, NodeTimeout(2*time.Minute))
 		var sims []sim
 		for i := range 10 {
 			ns := fmt.Sprintf("ratelimit-default-%d", i)
@@ -415,5 +415,5 @@ spec:
 		mu.Lock()
 		defer mu.Unlock()
 		Expect(regressions).To(BeEmpty(), "status.lastScoreUpdateTime went back: the status was written from a stale copy")
-	})
+	}, SpecTimeout(5*time.Minute))
 })

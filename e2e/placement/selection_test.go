@@ -1,6 +1,8 @@
 package placement
 
 import (
+	"time"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -54,7 +56,7 @@ spec:
 		By("a fourth matching cluster joins: three are asked for, the selected ones stay")
 		clusters(ctx, sim{Name: "claims-0", Labels: inSet("claims-prod", "purpose", "test"), Claims: aws})
 		Consistently(func() []string { return decided(ctx, ns, "placement1") }, "1s").Should(Equal([]string{"claims-1", "claims-4", "claims-6"}))
-	})
+	}, SpecTimeout(5*time.Minute))
 
 	It("selects with CEL: a label regex, the semver of a version label and a claim (celSelector)", func(ctx SpecContext) {
 		const ns = "select-cel"
@@ -88,7 +90,7 @@ spec:
 `)
 		Eventually(func() []string { return decided(ctx, ns, "placement1") }).Should(Equal([]string{"cel-1", "cel-3"}))
 		Eventually(func() string { return satisfied(ctx, ns, "placement1") }).Should(Equal("True AllDecisionsScheduled"))
-	})
+	}, SpecTimeout(5*time.Minute))
 
 	It("selects numberOfClusters, follows a change of it, and reports NotAllDecisionsScheduled when too few (scenarios §2)", func(ctx SpecContext) {
 		const ns = "select-number"
@@ -132,7 +134,7 @@ spec:
 		Expect(condition(ctx, ns, "placement1", clusterv1beta1.PlacementConditionSatisfied).Message).To(Equal("1 cluster decisions unscheduled"))
 		Expect(decided(ctx, ns, "placement1")).To(Equal([]string{"number-cluster1", "number-cluster2"}))
 		Expect(placementOf(ctx, ns, "placement1").Status.NumberOfSelectedClusters).To(BeEquivalentTo(2))
-	})
+	}, SpecTimeout(5*time.Minute))
 
 	It("restricts to bound sets and spec.clusterSets, with the reasons NoManagedClusterSetBindings, NoIntersection and AllManagedClusterSetsEmpty", func(ctx SpecContext) {
 		const ns = "select-sets"
@@ -197,5 +199,5 @@ spec: {}
 		Eventually(func() string { return satisfied(ctx, ns, "restricted") }).Should(Equal("False NoManagedClusterMatched"))
 		Eventually(func() []string { return decided(ctx, ns, "restricted") }).Should(BeEmpty())
 		Expect(decisionList(ctx, ns, "restricted")).To(HaveLen(1), "an empty PlacementDecision stays to be watched")
-	})
+	}, SpecTimeout(5*time.Minute))
 })

@@ -71,7 +71,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	debugAddr = ln.Addr().String()
 	Expect(ln.Close()).To(Succeed())
 	hub = env.StartHub(manager.Options{FeatureGates: gates, PlacementDebugBindAddress: debugAddr})
-})
+}, NodeTimeout(5*time.Minute))
 
 // apply creates the YAML objects (separated by ---), deleted after the spec.
 func apply(ctx context.Context, docs ...string) {
@@ -88,7 +88,7 @@ func apply(ctx context.Context, docs ...string) {
 				Expect(hubClient.DeleteAllOf(ctx, &clusterv1beta1.PlacementDecision{}, client.InNamespace(u.GetNamespace()),
 					client.MatchingLabels{clusterv1beta1.PlacementLabel: u.GetName()})).To(Succeed())
 			}
-		})
+		}, NodeTimeout(2*time.Minute))
 	}
 }
 
@@ -97,7 +97,7 @@ func namespace(ctx context.Context, name string) {
 	GinkgoHelper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	Expect(hubClient.Create(ctx, ns)).To(Succeed())
-	DeferCleanup(func(ctx SpecContext) { Expect(hubClient.Delete(ctx, ns)).To(Succeed()) })
+	DeferCleanup(func(ctx SpecContext) { Expect(hubClient.Delete(ctx, ns)).To(Succeed()) }, NodeTimeout(2*time.Minute))
 }
 
 // cluster creates a simulated ManagedCluster with labels, claims and allocatable resources,
@@ -128,7 +128,7 @@ func clusters(ctx context.Context, sims ...sim) {
 		Expect(forEach(len(sims), func(i int) error {
 			return client.IgnoreNotFound(hubClient.Delete(ctx, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: sims[i].Name}}))
 		})).To(Succeed())
-	})
+	}, NodeTimeout(2*time.Minute))
 	Expect(forEach(len(sims), func(i int) error {
 		s := sims[i]
 		c := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: s.Name, Labels: s.Labels},
@@ -253,7 +253,7 @@ func score(ctx context.Context, cluster, name string, validUntil *time.Time, sco
 	clusterNamespace(ctx, cluster)
 	s := &clusterv1alpha1.AddOnPlacementScore{ObjectMeta: metav1.ObjectMeta{Namespace: cluster, Name: name}}
 	Expect(hubClient.Create(ctx, s)).To(Succeed())
-	DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(hubClient.Delete(ctx, s))).To(Succeed()) })
+	DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(hubClient.Delete(ctx, s))).To(Succeed()) }, NodeTimeout(2*time.Minute))
 	setScore(ctx, cluster, name, validUntil, scores)
 }
 
@@ -373,10 +373,10 @@ func decisionWrites(ctx context.Context, namespace, placement string) func(what 
 			mu.Unlock()
 		}
 	}()
-	DeferCleanup(func() {
+	DeferCleanup(func(ctx SpecContext) {
 		w.Stop()
 		Eventually(done).Should(BeClosed(), "the watch of %s/%s's decisions ending", namespace, placement)
-	})
+	}, NodeTimeout(2*time.Minute))
 	return func(what string, match func([]clusterv1beta1.ClusterDecision) bool) time.Time {
 		GinkgoHelper()
 		var at time.Time

@@ -69,7 +69,7 @@ spec:
 		Eventually(func() []string { return decided(ctx, ns, "placement0") }).Should(Equal([]string{"gpu-cluster2"}))
 		Eventually(func() []string { return decided(ctx, ns, "placement2") }).Should(Equal([]string{"gpu-cluster2"}))
 		Consistently(func() []string { return decided(ctx, ns, "placement0") }, "1s").Should(Equal([]string{"gpu-cluster2"}))
-	})
+	}, SpecTimeout(5*time.Minute))
 
 	It("selects a tolerated cluster until tolerationSeconds after the taint's timeAdded, then drops it", func(ctx SpecContext) {
 		const ns = "taint-seconds"
@@ -111,7 +111,7 @@ spec: {}
 		// seconds, as timeAdded).
 		Expect(writes("seconds-1 is dropped", without("seconds-1"))).To(BeTemporally(">=", added.Add(5*time.Second)),
 			"dropped only once the toleration ran out")
-	})
+	}, SpecTimeout(5*time.Minute))
 
 	It("keeps a NoSelectIfNew cluster it has selected but does not newly select it", func(ctx SpecContext) {
 		const ns = "taint-ifnew"
@@ -144,7 +144,7 @@ spec: {}
 		settled(ctx, ns, "before")
 		Consistently(func() []string { return decided(ctx, ns, "before") }, "1s").Should(Equal([]string{"ifnew-a", "ifnew-b"}))
 		Expect(decided(ctx, ns, "after")).To(Equal([]string{"ifnew-b"}))
-	})
+	}, SpecTimeout(5*time.Minute))
 
 	It("chooses a PreferNoSelect cluster only when the others are not enough", func(ctx SpecContext) {
 		const ns = "taint-prefer"
@@ -179,7 +179,7 @@ spec:
 		patchPlacement(ctx, ns, "two", `{"spec": {"numberOfClusters": 3}}`)
 		Eventually(func() []string { return decided(ctx, ns, "two") }).Should(Equal([]string{"prefer-a", "prefer-b", "prefer-c"}))
 		Eventually(func() string { return satisfied(ctx, ns, "two") }).Should(Equal("True AllDecisionsScheduled"))
-	})
+	}, SpecTimeout(5*time.Minute))
 
 	It("migrates when the selected cluster becomes unreachable or unavailable, or is tainted for maintenance (scenarios §7)", func(ctx SpecContext) {
 		const ns = "migrate"
@@ -249,5 +249,5 @@ spec:
 		Eventually(func() []string { return taintKeys(ctx, "migrate-cluster1") }).Should(Equal([]string{"cluster.open-cluster-management.io/unavailable"}))
 		Eventually(func() []string { return decided(ctx, ns, "guestbook-app-placement") }).Should(Equal([]string{"migrate-cluster2"}))
 		Eventually(func() string { return satisfied(ctx, ns, "guestbook-app-placement") }).Should(Equal("True AllDecisionsScheduled"))
-	})
+	}, SpecTimeout(5*time.Minute))
 })

@@ -34,20 +34,20 @@ func agentCommonName(a *runningAgent) string {
 }
 
 var _ = Describe("Soft revoke", func() {
-	It("leaves a renewal CSR pending, with an Event, while the renew rule is off the cluster's ClusterRole, keeps it off when the hub applies the role again, and approves once it is back", func() {
+	It("leaves a renewal CSR pending, with an Event, while the renew rule is off the cluster's ClusterRole, keeps it off when the hub applies the role again, and approves once it is back", func(ctx SpecContext) {
 		const (
 			name = "softrevoke1"
 			ns   = "agent-softrevoke1"
 		)
 		m := fleet.Managed[0]
-		Expect(managedClient(m.Config).Create(suiteCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		Expect(managedClient(m.Config).Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 		a := startAgent(name, m.Config, ns, 0)
-		DeferCleanup(func() {
+		DeferCleanup(func(ctx SpecContext) {
 			a.stop() // first, or the agent would register the cluster again
-			Expect(client.IgnoreNotFound(hubClient.Delete(suiteCtx, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name}}))).To(Succeed())
-		})
+			Expect(client.IgnoreNotFound(hubClient.Delete(ctx, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name}}))).To(Succeed())
+		}, NodeTimeout(2*time.Minute))
 		Eventually(func(g Gomega) {
-			_, err := admin.Accept(suiteCtx, hubClient, hubKube, []string{name})
+			_, err := admin.Accept(ctx, hubClient, hubKube, []string{name})
 			g.Expect(err).NotTo(HaveOccurred())
 		}).Should(Succeed(), "accepting %s", name)
 		Eventually(condition(name, clusterv1.ManagedClusterConditionJoined)).Should(haveStatus(metav1.ConditionTrue), "%s joined", name)
@@ -61,21 +61,21 @@ var _ = Describe("Soft revoke", func() {
 			GinkgoHelper()
 			Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
 				role := &rbacv1.ClusterRole{}
-				if err := hubClient.Get(suiteCtx, roleKey, role); err != nil {
+				if err := hubClient.Get(ctx, roleKey, role); err != nil {
 					return err
 				}
 				edit(role)
-				return hubClient.Update(suiteCtx, role)
+				return hubClient.Update(ctx, role)
 			})).To(Succeed(), "editing ClusterRole %s", roleKey.Name)
 		}
 		editRole(func(r *rbacv1.ClusterRole) {
 			r.Rules = append(slices.DeleteFunc(r.Rules, rbac.GrantsRenew), marker)
 		})
-		Expect(hubClient.Patch(suiteCtx, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name}},
+		Expect(hubClient.Patch(ctx, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name}},
 			client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"example.com/soft-revoke":"applied"}}}`)))).To(Succeed())
 		rules := func(g Gomega) []rbacv1.PolicyRule {
 			role := &rbacv1.ClusterRole{}
-			g.Expect(hubClient.Get(suiteCtx, roleKey, role)).To(Succeed())
+			g.Expect(hubClient.Get(ctx, roleKey, role)).To(Succeed())
 			return role.Rules
 		}
 		Eventually(rules).WithTimeout(30*time.Second).Should(And(Not(ContainElement(marker)), Not(ContainElement(Satisfy(rbac.GrantsRenew)))),
@@ -83,16 +83,16 @@ var _ = Describe("Soft revoke", func() {
 
 		// The agent's own identity asks for a renewal; the hub leaves it to wait and says why.
 		renewal := registrationCSR("softrevoke1-renewal", name, user, rbac.ClusterGroup(name))
-		_, err := kubernetes.NewForConfigOrDie(agentHubConfig(a)).CertificatesV1().CertificateSigningRequests().Create(suiteCtx, renewal, metav1.CreateOptions{})
+		_, err := kubernetes.NewForConfigOrDie(agentHubConfig(a)).CertificatesV1().CertificateSigningRequests().Create(ctx, renewal, metav1.CreateOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		getRenewal := func(g Gomega) *certificatesv1.CertificateSigningRequest {
-			got, err := hubKube.CertificatesV1().CertificateSigningRequests().Get(suiteCtx, renewal.Name, metav1.GetOptions{})
+			got, err := hubKube.CertificatesV1().CertificateSigningRequests().Get(ctx, renewal.Name, metav1.GetOptions{})
 			g.Expect(err).NotTo(HaveOccurred())
 			return got
 		}
 		Eventually(func(g Gomega) {
 			g.Expect(getRenewal(g).Spec.Username).To(Equal(user))
-			evs, err := hubKube.EventsV1().Events("").List(suiteCtx, metav1.ListOptions{FieldSelector: "regarding.name=" + renewal.Name})
+			evs, err := hubKube.EventsV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "regarding.name=" + renewal.Name})
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(evs.Items).To(ContainElement(And(HaveField("Reason", csr.ReasonRenewalNotAuthorized),
 				HaveField("Note", And(ContainSubstring(user), ContainSubstring(rbac.RenewVerb), ContainSubstring(roleKey.Name))))))
@@ -106,5 +106,5 @@ var _ = Describe("Soft revoke", func() {
 			return csrCondition(*getRenewal(g), certificatesv1.CertificateApproved)
 		}).WithTimeout(time.Minute).Should(And(Not(BeNil()), HaveField("Reason", csr.ReasonPluginApproved), HaveField("Message", ContainSubstring("csr-renewal"))),
 			"CSR %s approved once the renew rule is back", renewal.Name)
-	})
+	}, SpecTimeout(5*time.Minute))
 })

@@ -90,8 +90,10 @@ func (h *recordingHook) count(cluster string) int {
 	return h.calls[cluster]
 }
 
-var _ = BeforeSuite(func() {
-	suiteCtx, suiteCancel = context.WithCancel(context.Background())
+var _ = BeforeSuite(func(ctx SpecContext) {
+	// Requests on suiteCtx (helpers, cleanups) end before go test's -timeout 40m (Makefile) kills
+	// the binary, so a blocked one fails naming what it waited for; specs bound theirs tighter.
+	suiteCtx, suiteCancel = context.WithTimeout(context.Background(), 35*time.Minute)
 	DeferCleanup(suiteCancel)
 	SetDefaultEventuallyTimeout(90 * time.Second)
 	SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
@@ -102,14 +104,14 @@ var _ = BeforeSuite(func() {
 		fmt.Fprintln(GinkgoWriter, prefix, args)
 	}, funcr.Options{Verbosity: 0})
 	// Writers racing on a ManagedCluster is normal; a controller reporting it as a failure is not.
-	DeferCleanup(func() {
+	DeferCleanup(func(ctx SpecContext) {
 		Expect(conflictErrors.Load()).To(BeZero(), "controllers logged write conflicts as reconcile errors")
-	})
+	}, NodeTimeout(2*time.Minute))
 
 	var err error
 	engine, err = wasm.NewEngine(suiteCtx, wasm.EngineOptions{Logger: logger.WithName("wasm")})
 	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(func() { Expect(engine.Close(context.Background())).To(Succeed()) })
+	DeferCleanup(func(ctx SpecContext) { Expect(engine.Close(context.Background())).To(Succeed()) }, NodeTimeout(2*time.Minute))
 	rulesWasm = buildRules()
 
 	hubGates, err = manager.NewFeatureGate()
@@ -129,7 +131,7 @@ var _ = BeforeSuite(func() {
 	for i, m := range fleet.Managed {
 		startAgent(environment.ManagedClusterName(i), m.Config, "", 0)
 	}
-})
+}, NodeTimeout(5*time.Minute))
 
 // buildRules compiles testdata/rules for wasip1.
 func buildRules() []byte {

@@ -80,8 +80,8 @@ var _ = Describe("Join tokens", func() {
 			Consistently(whoami).WithTimeout(2*time.Second).WithPolling(250*time.Millisecond).
 				Should(Satisfy(apierrors.IsUnauthorized), "token %s stays refused once refused", id)
 		},
-		Entry("a ServiceAccount token"),
-		Entry("a bootstrap token", "--use-bootstrap-token"),
+		Entry("a ServiceAccount token", SpecTimeout(5*time.Minute)),
+		Entry("a bootstrap token", "--use-bootstrap-token", SpecTimeout(5*time.Minute)),
 	)
 
 	It("lists live tokens without deleting anything; issuing and revoking tokens delete the expired ones' Secrets", func(ctx SpecContext) {
@@ -118,7 +118,7 @@ var _ = Describe("Join tokens", func() {
 			for _, o := range expired() {
 				Expect(client.IgnoreNotFound(hubClient.Delete(ctx, o))).To(Succeed())
 			}
-		})
+		}, NodeTimeout(2*time.Minute))
 
 		list, errOut, err := flotillaCLI(ctx, "token", "list")
 		Expect(err).NotTo(HaveOccurred(), errOut)
@@ -129,7 +129,7 @@ var _ = Describe("Join tokens", func() {
 		DeferCleanup(func(ctx SpecContext) {
 			_, errOut, err := flotillaCLI(ctx, "token", "revoke", id)
 			Expect(err).NotTo(HaveOccurred(), errOut)
-		})
+		}, NodeTimeout(2*time.Minute))
 		Expect(present(objs)).To(BeEmpty(), "issuing a token deletes the expired tokens' Secrets")
 		list, errOut, err = flotillaCLI(ctx, "token", "list")
 		Expect(err).NotTo(HaveOccurred(), errOut)
@@ -149,5 +149,5 @@ var _ = Describe("Join tokens", func() {
 		_, errOut, err = flotillaCLI(ctx, "token", "revoke", otherID)
 		Expect(err).NotTo(HaveOccurred(), errOut)
 		Expect(present(objs)).To(BeEmpty(), "revoking a token deletes the expired tokens' Secrets")
-	})
+	}, SpecTimeout(5*time.Minute))
 })

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -50,13 +51,13 @@ func seedFiles() []string {
 var _ = Describe("Seed examples", func() {
 	files := seedFiles()
 
-	It("exist in e2e/testdata/seeds", func() {
+	It("exist in e2e/testdata/seeds", func(ctx SpecContext) {
 		Expect(files).NotTo(BeEmpty(), "no *.yaml in %s: the suite would check nothing", seedDir)
-	})
+	}, SpecTimeout(5*time.Minute))
 
 	entries := make([]TableEntry, 0, len(files))
 	for _, p := range files {
-		entries = append(entries, Entry(filepath.Base(p), p))
+		entries = append(entries, Entry(filepath.Base(p), p, SpecTimeout(5*time.Minute)))
 	}
 	DescribeTable("are accepted by the API server", func(ctx SpecContext, path string) {
 		objs := decodeFile(path)
@@ -182,9 +183,9 @@ var _ = DescribeTable("Invalid objects are rejected naming the field",
 		}
 	},
 	Entry("Placement prioritizer weight above 10", invalid{yaml: placementWithWeight(11),
-		mustContain: []string{"spec.prioritizerPolicy.configurations[0].weight", "10"}}),
+		mustContain: []string{"spec.prioritizerPolicy.configurations[0].weight", "10"}}, SpecTimeout(5*time.Minute)),
 	Entry("Placement prioritizer weight below -10", invalid{yaml: placementWithWeight(-11),
-		mustContain: []string{"spec.prioritizerPolicy.configurations[0].weight", "-10"}}),
+		mustContain: []string{"spec.prioritizerPolicy.configurations[0].weight", "-10"}}, SpecTimeout(5*time.Minute)),
 	Entry("Placement prioritizer with an unknown score coordinate type", invalid{yaml: `
 apiVersion: cluster.open-cluster-management.io/v1beta1
 kind: Placement
@@ -194,7 +195,7 @@ spec:
     mode: Exact
     configurations:
     - scoreCoordinate: {type: Magic, builtIn: Balance}
-`, mustContain: []string{"spec.prioritizerPolicy.configurations[0].scoreCoordinate.type", `"Magic"`}}),
+`, mustContain: []string{"spec.prioritizerPolicy.configurations[0].scoreCoordinate.type", `"Magic"`}}, SpecTimeout(5*time.Minute)),
 	Entry("Placement toleration with an unknown effect", invalid{yaml: `
 apiVersion: cluster.open-cluster-management.io/v1beta1
 kind: Placement
@@ -202,7 +203,7 @@ metadata: {name: bad-toleration, namespace: default}
 spec:
   tolerations:
   - {key: gpu, operator: Exists, effect: NoSchedule}
-`, mustContain: []string{"spec.tolerations[0].effect", `"NoSchedule"`}}),
+`, mustContain: []string{"spec.tolerations[0].effect", `"NoSchedule"`}}, SpecTimeout(5*time.Minute)),
 	Entry("ManagedCluster taint with a kubelet effect", invalid{yaml: `
 apiVersion: cluster.open-cluster-management.io/v1
 kind: ManagedCluster
@@ -211,7 +212,7 @@ spec:
   hubAcceptsClient: true
   taints:
   - {key: gpu, value: "true", effect: NoSchedule}
-`, mustContain: []string{"spec.taints[0].effect", `"NoSchedule"`}}),
+`, mustContain: []string{"spec.taints[0].effect", `"NoSchedule"`}}, SpecTimeout(5*time.Minute)),
 	Entry("ManagedClusterSet with an unknown selector type", invalid{yaml: `
 apiVersion: cluster.open-cluster-management.io/v1beta2
 kind: ManagedClusterSet
@@ -219,14 +220,14 @@ metadata: {name: bad-selector}
 spec:
   clusterSelector:
     selectorType: ByName
-`, mustContain: []string{"spec.clusterSelector.selectorType", `"ByName"`}}),
+`, mustContain: []string{"spec.clusterSelector.selectorType", `"ByName"`}}, SpecTimeout(5*time.Minute)),
 	Entry("ManagedClusterSetBinding named differently from its set", invalid{yaml: `
 apiVersion: cluster.open-cluster-management.io/v1beta2
 kind: ManagedClusterSetBinding
 metadata: {name: other, namespace: default}
 spec:
   clusterSet: dev
-`, mustContain: []string{"same name as the target ManagedClusterSet"}}),
+`, mustContain: []string{"same name as the target ManagedClusterSet"}}, SpecTimeout(5*time.Minute)),
 	Entry("ManifestWork manifest config with an unknown update strategy", invalid{yaml: `
 apiVersion: work.open-cluster-management.io/v1
 kind: ManifestWork
@@ -239,7 +240,7 @@ spec:
   - resourceIdentifier: {resource: configmaps, name: cm, namespace: default}
     updateStrategy:
       type: Replace
-`, mustContain: []string{"spec.manifestConfigs[0].updateStrategy.type", `"Replace"`}}),
+`, mustContain: []string{"spec.manifestConfigs[0].updateStrategy.type", `"Replace"`}}, SpecTimeout(5*time.Minute)),
 	Entry("ManifestWork with an unknown delete propagation policy", invalid{yaml: `
 apiVersion: work.open-cluster-management.io/v1
 kind: ManifestWork
@@ -250,7 +251,7 @@ spec:
   workload:
     manifests:
     - {apiVersion: v1, kind: ConfigMap, metadata: {name: cm, namespace: default}}
-`, mustContain: []string{"spec.deleteOption.propagationPolicy", `"Background"`}}),
+`, mustContain: []string{"spec.deleteOption.propagationPolicy", `"Background"`}}, SpecTimeout(5*time.Minute)),
 	Entry("ClusterManagementAddOn with an unknown install strategy", invalid{yaml: `
 apiVersion: addon.open-cluster-management.io/v1alpha1
 kind: ClusterManagementAddOn
@@ -258,7 +259,7 @@ metadata: {name: bad-install}
 spec:
   installStrategy:
     type: Everywhere
-`, mustContain: []string{"spec.installStrategy.type", `"Everywhere"`}}),
+`, mustContain: []string{"spec.installStrategy.type", `"Everywhere"`}}, SpecTimeout(5*time.Minute)),
 )
 
 func placementWithWeight(w int) string {
@@ -286,7 +287,7 @@ var _ = Describe("Installed CRDs", func() {
 				expectEstablished(ctx, managed, want.Name)
 			}
 		}
-	})
+	}, SpecTimeout(5*time.Minute))
 
 	// The columns of OCM's CRDs as `kubectl get` prints them (upper-cased). OCM defines no
 	// Age column for Placement and ManifestWorkReplicaSet, and the API server adds Age
@@ -295,11 +296,11 @@ var _ = Describe("Installed CRDs", func() {
 		Expect(tableColumns(ctx, hub, path)).To(Equal(want))
 	},
 		Entry("managedclusters", "/apis/cluster.open-cluster-management.io/v1/managedclusters",
-			[]string{"NAME", "HUB ACCEPTED", "MANAGED CLUSTER URLS", "JOINED", "AVAILABLE", "AGE"}),
+			[]string{"NAME", "HUB ACCEPTED", "MANAGED CLUSTER URLS", "JOINED", "AVAILABLE", "AGE"}, SpecTimeout(5*time.Minute)),
 		Entry("placements", "/apis/cluster.open-cluster-management.io/v1beta1/namespaces/default/placements",
-			[]string{"NAME", "SUCCEEDED", "REASON", "SELECTEDCLUSTERS"}),
+			[]string{"NAME", "SUCCEEDED", "REASON", "SELECTEDCLUSTERS"}, SpecTimeout(5*time.Minute)),
 		Entry("manifestworkreplicasets", "/apis/work.open-cluster-management.io/v1alpha1/namespaces/default/manifestworkreplicasets",
-			[]string{"NAME", "PLACEMENT", "FOUND", "MANIFESTWORKS", "APPLIED"}),
+			[]string{"NAME", "PLACEMENT", "FOUND", "MANIFESTWORKS", "APPLIED"}, SpecTimeout(5*time.Minute)),
 	)
 })
 

@@ -3,6 +3,7 @@ package seeds
 import (
 	"context"
 	"testing"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -55,7 +56,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		}
 	}
 	Expect(agentKinds).To(HaveLen(len(environment.ManagedClusterCRDs)))
-})
+}, NodeTimeout(5*time.Minute))
 
 func newCluster(cp *environment.ControlPlane) *cluster {
 	GinkgoHelper()

@@ -48,7 +48,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	dyn = dynamic.NewForConfigOrDie(controlPlane.Config)
 	_, err = kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: clusterNamespace}}, metav1.CreateOptions{})
 	Expect(err).NotTo(HaveOccurred())
-})
+}, NodeTimeout(5*time.Minute))
 
 // runningHub is a hub started with startHub.
 type runningHub struct {

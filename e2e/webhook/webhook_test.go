@@ -85,7 +85,7 @@ var _ = Describe("The hub's ManifestWork webhook", func() {
 
 		By("a valid ManifestWork")
 		Expect(create(ctx, work("valid", 10, false))).To(Succeed())
-	})
+	}, SpecTimeout(5*time.Minute))
 
 	It("fails closed for spec writes while the hub is down, and a restarted hub takes over", func(ctx SpecContext) {
 		first := startHub(manager.Options{})
@@ -122,7 +122,7 @@ var _ = Describe("The hub's ManifestWork webhook", func() {
 		Expect(second.Webhooks().Addr().String()).NotTo(Equal(first.Webhooks().Addr().String()))
 		Expect(create(ctx, work("after-restart", 10, false))).To(Succeed())
 		Expect(create(ctx, work("unnamed", 10, true))).To(MatchError(ContainSubstring("spec.workload.manifests[1].metadata.name: Required value")))
-	})
+	}, SpecTimeout(5*time.Minute))
 
 	It("can be disabled", func(ctx SpecContext) {
 		err := kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, webhook.DefaultConfigurationName, metav1.DeleteOptions{})
@@ -135,5 +135,5 @@ var _ = Describe("The hub's ManifestWork webhook", func() {
 			return apierrors.IsNotFound(err)
 		}).WithContext(ctx).WithTimeout(2 * time.Second).Should(BeTrue())
 		Expect(create(ctx, work("unvalidated", 10, true))).To(Succeed())
-	})
+	}, SpecTimeout(5*time.Minute))
 })

@@ -65,8 +65,8 @@ func celRule(condition string, exprs ...string) workv1.ConditionRule {
 }
 
 var _ = Describe("Condition rules", func() {
-	It("marks a Job Complete with the WellKnownConditions rule, the work Complete with it, and stops updating it", func() {
-		Expect(client.IgnoreAlreadyExists(managed[cluster1].client.Create(suiteCtx, namespace("conditions")))).To(Succeed())
+	It("marks a Job Complete with the WellKnownConditions rule, the work Complete with it, and stops updating it", func(ctx SpecContext) {
+		Expect(client.IgnoreAlreadyExists(managed[cluster1].client.Create(ctx, namespace("conditions")))).To(Succeed())
 		w := newWork(cluster1, "job-complete", conditionsJob("conditions", "pi", nil), configMap("conditions", "job-input", map[string]string{"digits": "2000"}))
 		w.Spec.ManifestConfigs = []workv1.ManifestConfigOption{{
 			ResourceIdentifier: workv1.ResourceIdentifier{Group: "batch", Resource: "jobs", Namespace: "conditions", Name: "pi"},
@@ -108,10 +108,10 @@ var _ = Describe("Condition rules", func() {
 		}, 3*statusSync, 500*time.Millisecond).ShouldNot(HaveKey("revision"))
 		Expect(getWork(Default, w).Status.ResourceStatus.Manifests[0].StatusFeedbacks.Values).To(ConsistOf(
 			workv1.FeedbackValue{Name: "succeeded", Value: workv1.FieldValue{Type: workv1.Integer, Integer: ptr.To[int64](1)}}))
-	})
+	}, SpecTimeout(5*time.Minute))
 
-	It("evaluates CEL rules over a ConfigMap's data with message and messageExpression, reports broken ones without blocking apply, and prunes removed ones", func() {
-		Expect(client.IgnoreAlreadyExists(managed[cluster2].client.Create(suiteCtx, namespace("conditions")))).To(Succeed())
+	It("evaluates CEL rules over a ConfigMap's data with message and messageExpression, reports broken ones without blocking apply, and prunes removed ones", func(ctx SpecContext) {
+		Expect(client.IgnoreAlreadyExists(managed[cluster2].client.Create(ctx, namespace("conditions")))).To(Succeed())
 		rules := []workv1.ConditionRule{
 			func() workv1.ConditionRule {
 				r := celRule("Ready", "object.data.phase == 'done'")
@@ -169,10 +169,10 @@ var _ = Describe("Condition rules", func() {
 			}
 			return types
 		}).ShouldNot(ContainElement(BeElementOf("Broken", "NotBool", "Missing")))
-	})
+	}, SpecTimeout(5*time.Minute))
 
-	It("deletes a Complete work ttlSecondsAfterFinished after it completed, and only a Complete one", func() {
-		Expect(client.IgnoreAlreadyExists(managed[cluster2].client.Create(suiteCtx, namespace("conditions")))).To(Succeed())
+	It("deletes a Complete work ttlSecondsAfterFinished after it completed, and only a Complete one", func(ctx SpecContext) {
+		Expect(client.IgnoreAlreadyExists(managed[cluster2].client.Create(ctx, namespace("conditions")))).To(Succeed())
 		const ttl = 3
 		completeWhenDone := []workv1.ConditionRule{celRule(workv1.ManifestComplete, "has(object.data.done) && object.data.done == 'true'")}
 		done := newWork(cluster2, "ttl-done", configMap("conditions", "ttl-done", map[string]string{"done": "true"}))
@@ -194,23 +194,23 @@ var _ = Describe("Condition rules", func() {
 		var completedAt time.Time
 		Eventually(func(g Gomega) {
 			cur := &workv1.ManifestWork{}
-			err := hubClient.Get(suiteCtx, client.ObjectKeyFromObject(done), cur)
+			err := hubClient.Get(ctx, client.ObjectKeyFromObject(done), cur)
 			g.Expect(err).NotTo(HaveOccurred(), "the work went before it was seen Complete")
 			c := meta.FindStatusCondition(cur.Status.Conditions, workv1.WorkComplete)
 			g.Expect(c).To(cond(metav1.ConditionTrue, "ConditionRulesAggregated"))
 			completedAt = c.LastTransitionTime.Time
 		}).Should(Succeed())
 		Eventually(func() bool {
-			return apierrors.IsNotFound(hubClient.Get(suiteCtx, client.ObjectKeyFromObject(done), &workv1.ManifestWork{}))
+			return apierrors.IsNotFound(hubClient.Get(ctx, client.ObjectKeyFromObject(done), &workv1.ManifestWork{}))
 		}).Should(BeTrue())
 		// Not before its time (both times have whole seconds, as the hub reads them too).
 		Expect(deletedAt()).To(BeTemporally(">=", completedAt.Add(ttl*time.Second)), "deleted only ttlSecondsAfterFinished after it completed")
 		// Deleting it deleted what it applied, as any deletion of the work does.
 		Expect(gone(cluster2, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "conditions", Name: "ttl-done"}})()).To(BeTrue())
 		// The work that is not Complete stays, TTL 0 or not.
-		Expect(hubClient.Get(suiteCtx, client.ObjectKeyFromObject(running), &workv1.ManifestWork{})).To(Succeed())
+		Expect(hubClient.Get(ctx, client.ObjectKeyFromObject(running), &workv1.ManifestWork{})).To(Succeed())
 		Expect(workCondition(running, workv1.WorkComplete)(Default)).To(cond(metav1.ConditionFalse, "ConditionRulesAggregated"))
-	})
+	}, SpecTimeout(5*time.Minute))
 })
 
 // deletionTimestamp watches ManifestWork key from now until the spec ends; the function it

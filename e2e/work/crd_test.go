@@ -1,6 +1,8 @@
 package work
 
 import (
+	"time"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,7 +13,7 @@ import (
 )
 
 var _ = Describe("A work that brings its own CRD and namespace", func() {
-	It("applies a custom resource listed before the CRD and namespace it needs (the agent applies CRDs and Namespaces first)", func() {
+	It("applies a custom resource listed before the CRD and namespace it needs (the agent applies CRDs and Namespaces first)", func(ctx SpecContext) {
 		// The custom resource comes first in the work, its namespace second, its CRD last; the
 		// ClusterRole letting the work agent manage Widgets (the seeds' aggregated ClusterRole)
 		// after them.
@@ -57,7 +59,7 @@ rules:
 		gadget := &unstructured.Unstructured{}
 		gadget.SetAPIVersion("example.flotilla.dev/v1")
 		gadget.SetKind("Widget")
-		Expect(managed[cluster2].client.Get(suiteCtx, client.ObjectKey{Namespace: "widgets", Name: "gadget"}, gadget)).To(Succeed())
+		Expect(managed[cluster2].client.Get(ctx, client.ObjectKey{Namespace: "widgets", Name: "gadget"}, gadget)).To(Succeed())
 		Expect(gadget.Object["spec"]).To(HaveKeyWithValue("size", BeNumerically("==", 3)))
-	})
+	}, SpecTimeout(5*time.Minute))
 })

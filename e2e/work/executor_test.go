@@ -55,11 +55,11 @@ func withExecutor(w *workv1.ManifestWork, ns, sa string) *workv1.ManifestWork {
 var _ = Describe("ManifestWork executors", func() {
 	for _, cluster := range []string{cluster1, cluster2} {
 		caching := map[string]string{cluster1: "asking every time", cluster2: "with ExecutorValidatingCaches"}[cluster]
-		It("applies a manifest only once its executor may, naming who lacked what, "+caching, func() {
+		It("applies a manifest only once its executor may, naming who lacked what, "+caching, func(ctx SpecContext) {
 			ns := "exec-" + cluster
 			c := managed[cluster].client
-			Expect(c.Create(suiteCtx, namespace(ns))).To(Succeed())
-			Expect(c.Create(suiteCtx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "executor1-" + cluster}})).To(Succeed())
+			Expect(c.Create(ctx, namespace(ns))).To(Succeed())
+			Expect(c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "executor1-" + cluster}})).To(Succeed())
 			sa := "executor1-" + cluster
 			// Everything applying needs but delete, which a work that owns its resources needs too.
 			grant(cluster, "default", sa, ns, "partial", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"},
@@ -75,14 +75,14 @@ var _ = Describe("ManifestWork executors", func() {
 			grant(cluster, "default", sa, ns, "delete", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"delete"}})
 			Eventually(workCondition(w, workv1.WorkApplied)).Should(cond(metav1.ConditionTrue, "AppliedManifestWorkComplete"))
 			Expect(live(cluster, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "test"}})(Default)).NotTo(BeNil())
-		})
+		}, SpecTimeout(5*time.Minute))
 	}
 
-	It("with ExecutorValidatingCaches, answers a second work with the same executor and manifests from the cache, and asks again after an RBAC change", func() {
+	It("with ExecutorValidatingCaches, answers a second work with the same executor and manifests from the cache, and asks again after an RBAC change", func(ctx SpecContext) {
 		const ns, sa = "exec-cached", "cached-executor"
 		c := managed[cluster2].client
-		Expect(c.Create(suiteCtx, namespace(ns))).To(Succeed())
-		Expect(c.Create(suiteCtx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: sa}})).To(Succeed())
+		Expect(c.Create(ctx, namespace(ns))).To(Succeed())
+		Expect(c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: sa}})).To(Succeed())
 		invalidated := executorCache(sarcache.InvalidationsMetric)
 		grant(cluster2, "default", sa, ns, "configmaps", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"},
 			Verbs: []string{"get", "create", "update", "patch", "delete"}})
@@ -108,13 +108,13 @@ var _ = Describe("ManifestWork executors", func() {
 		grant(cluster2, "default", sa, ns, "secrets", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}})
 		Eventually(func() float64 { return executorCache(sarcache.MissesMetric) }).Should(BeNumerically(">", misses),
 			"SubjectAccessReviews after the RBAC change")
-	})
+	}, SpecTimeout(5*time.Minute))
 
-	It("refuses a Role granting more than its executor holds (escalation), and applies it once the executor holds it", func() {
+	It("refuses a Role granting more than its executor holds (escalation), and applies it once the executor holds it", func(ctx SpecContext) {
 		const ns, sa = "exec-rbac", "rbac-executor"
 		c := managed[cluster1].client
-		Expect(c.Create(suiteCtx, namespace(ns))).To(Succeed())
-		Expect(c.Create(suiteCtx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: sa}})).To(Succeed())
+		Expect(c.Create(ctx, namespace(ns))).To(Succeed())
+		Expect(c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: sa}})).To(Succeed())
 		grant(cluster1, "default", sa, ns, "manage-roles", rbacv1.PolicyRule{APIGroups: []string{"rbac.authorization.k8s.io"},
 			Resources: []string{"roles"}, Verbs: []string{"get", "create", "update", "patch", "delete"}})
 		role := &rbacv1.Role{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
@@ -127,6 +127,6 @@ var _ = Describe("ManifestWork executors", func() {
 
 		grant(cluster1, "default", sa, ns, "read-secrets", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}})
 		Eventually(workCondition(w, workv1.WorkApplied)).Should(cond(metav1.ConditionTrue, "AppliedManifestWorkComplete"))
-		Expect(c.Get(suiteCtx, client.ObjectKeyFromObject(role), &rbacv1.Role{})).To(Succeed())
-	})
+		Expect(c.Get(ctx, client.ObjectKeyFromObject(role), &rbacv1.Role{})).To(Succeed())
+	}, SpecTimeout(5*time.Minute))
 })

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -105,10 +106,10 @@ func installExtractor(cluster, name string, module []byte, config string) {
 	cm, wp := extractorObjects(name, module, config)
 	Expect(c.Create(suiteCtx, cm)).To(Succeed())
 	Expect(c.Create(suiteCtx, wp)).To(Succeed())
-	DeferCleanup(func() {
-		Expect(client.IgnoreNotFound(c.Delete(suiteCtx, wp))).To(Succeed())
-		Expect(client.IgnoreNotFound(c.Delete(suiteCtx, cm))).To(Succeed())
-	})
+	DeferCleanup(func(ctx SpecContext) {
+		Expect(client.IgnoreNotFound(c.Delete(ctx, wp))).To(Succeed())
+		Expect(client.IgnoreNotFound(c.Delete(ctx, cm))).To(Succeed())
+	}, NodeTimeout(2*time.Minute))
 	Eventually(pluginReady(cluster, name)).Should(cond(metav1.ConditionTrue, "Loaded"))
 }
 
@@ -170,18 +171,18 @@ spec:
 `
 
 var _ = Describe("WellKnownStatus feedback", func() {
-	It("reports a Deployment's ReadyReplicas, Replicas and AvailableReplicas with the klusterlet's own extractor", func() {
+	It("reports a Deployment's ReadyReplicas, Replicas and AvailableReplicas with the klusterlet's own extractor", func(ctx SpecContext) {
 		// The klusterlet installed and loaded feedback-wellknown on its managed cluster.
 		Eventually(pluginReady(cluster1, "feedback-wellknown")).Should(cond(metav1.ConditionTrue, "Loaded"))
 		wp := &flotillav1alpha1.WasmPlugin{}
-		Expect(managed[cluster1].client.Get(suiteCtx, client.ObjectKey{Name: "feedback-wellknown"}, wp)).To(Succeed())
+		Expect(managed[cluster1].client.Get(ctx, client.ObjectKey{Name: "feedback-wellknown"}, wp)).To(Succeed())
 		Expect(wp.Labels).To(HaveKeyWithValue(wasmplugin.InstalledByLabel, plugins.InstalledBy))
 		Expect(wp.Spec.Source.ConfigMap.Namespace).To(Equal(registration.DefaultAgentNamespace))
 		// Extractors run on managed clusters: the hub does not install it.
-		err := hubClient.Get(suiteCtx, client.ObjectKey{Name: "feedback-wellknown"}, &flotillav1alpha1.WasmPlugin{})
+		err := hubClient.Get(ctx, client.ObjectKey{Name: "feedback-wellknown"}, &flotillav1alpha1.WasmPlugin{})
 		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the hub's WasmPlugin feedback-wellknown: %v", err)
 
-		Expect(client.IgnoreAlreadyExists(managed[cluster1].client.Create(suiteCtx, namespace("wellknown")))).To(Succeed())
+		Expect(client.IgnoreAlreadyExists(managed[cluster1].client.Create(ctx, namespace("wellknown")))).To(Succeed())
 		dep := deployment("wellknown", "web", "nginx")
 		dep.Spec.Replicas = ptr.To[int32](2)
 		w := createWork(wellKnownStatus(newWork(cluster1, "wellknown-deployment", dep),
@@ -195,24 +196,24 @@ var _ = Describe("WellKnownStatus feedback", func() {
 			integerValue(workv1.WellKnownReplicas, 2),
 			integerValue(workv1.WellKnownAvailableReplicas, 2)))
 		Expect(manifestCondition(w, 0, workv1.ManifestStatusFeedbackSynced)(Default)).To(cond(metav1.ConditionTrue, "StatusFeedbackSynced"))
-	})
+	}, SpecTimeout(5*time.Minute))
 
-	It("serves a new kind with a third party's extractor installed on the managed cluster", func() {
+	It("serves a new kind with a third party's extractor installed on the managed cluster", func(ctx SpecContext) {
 		c := managed[cluster1].client
 		crd := &unstructured.Unstructured{}
 		Expect(yaml.Unmarshal([]byte(certificateCRD), &crd.Object)).To(Succeed())
-		Expect(client.IgnoreAlreadyExists(c.Create(suiteCtx, crd))).To(Succeed())
-		DeferCleanup(func() { Expect(client.IgnoreNotFound(c.Delete(suiteCtx, crd))).To(Succeed()) })
+		Expect(client.IgnoreAlreadyExists(c.Create(ctx, crd))).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(c.Delete(ctx, crd))).To(Succeed()) }, NodeTimeout(2*time.Minute))
 		// As cert-manager's chart does: its kinds aggregated to admin, which the work agent has.
 		edit := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "cert-manager-edit",
 			Labels: map[string]string{"rbac.authorization.k8s.io/aggregate-to-admin": "true"}},
 			Rules: []rbacv1.PolicyRule{{APIGroups: []string{"cert-manager.io"}, Resources: []string{"certificates"},
 				Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}}}}
-		Expect(client.IgnoreAlreadyExists(c.Create(suiteCtx, edit))).To(Succeed())
-		DeferCleanup(func() { Expect(client.IgnoreNotFound(c.Delete(suiteCtx, edit))).To(Succeed()) })
+		Expect(client.IgnoreAlreadyExists(c.Create(ctx, edit))).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(c.Delete(ctx, edit))).To(Succeed()) }, NodeTimeout(2*time.Minute))
 		installExtractor(cluster1, "certificates", extractorWasm(), `{"group": "cert-manager.io", "kind": "Certificate"}`)
 
-		Expect(client.IgnoreAlreadyExists(c.Create(suiteCtx, namespace("certs")))).To(Succeed())
+		Expect(client.IgnoreAlreadyExists(c.Create(ctx, namespace("certs")))).To(Succeed())
 		cert := `
 apiVersion: cert-manager.io/v1
 kind: Certificate
@@ -231,17 +232,17 @@ spec: {secretName: web-tls, dnsNames: [web.example.com], issuerRef: {name: letse
 			live := &unstructured.Unstructured{}
 			live.SetAPIVersion("cert-manager.io/v1")
 			live.SetKind("Certificate")
-			g.Expect(c.Get(suiteCtx, client.ObjectKey{Namespace: "certs", Name: "web"}, live)).To(Succeed())
+			g.Expect(c.Get(ctx, client.ObjectKey{Namespace: "certs", Name: "web"}, live)).To(Succeed())
 			live.Object["status"] = map[string]any{
 				"conditions": []any{map[string]any{"type": "Ready", "status": "True", "reason": "Ready"}},
 				"notAfter":   "2027-01-01T00:00:00Z",
 			}
-			g.Expect(c.Status().Update(suiteCtx, live)).To(Succeed())
+			g.Expect(c.Status().Update(ctx, live)).To(Succeed())
 		}).Should(Succeed())
 		Eventually(feedbackValues(w, 0)).Should(ConsistOf(stringValue("Ready", "True"), stringValue("NotAfter", "2027-01-01T00:00:00Z")))
-	})
+	}, SpecTimeout(5*time.Minute))
 
-	It("serves a new kind with an extractor sent through a ManifestWork, and stops when the work is deleted", func() {
+	It("serves a new kind with an extractor sent through a ManifestWork, and stops when the work is deleted", func(ctx SpecContext) {
 		// The plugin's own work: its ConfigMap and WasmPlugin, applied by the work agent.
 		module := tinyWasm()
 		pluginCM, pluginWP := extractorObjects("tiny", module, "")
@@ -258,7 +259,7 @@ spec: {secretName: web-tls, dnsNames: [web.example.com], issuerRef: {name: letse
 		Eventually(workCondition(pw, workv1.WorkApplied)).Should(cond(metav1.ConditionTrue, workv1.WorkAppliedReasonComplete))
 		Eventually(pluginReady(cluster1, "tiny")).Should(cond(metav1.ConditionTrue, "Loaded"))
 
-		Expect(client.IgnoreAlreadyExists(managed[cluster1].client.Create(suiteCtx, namespace("tiny")))).To(Succeed())
+		Expect(client.IgnoreAlreadyExists(managed[cluster1].client.Create(ctx, namespace("tiny")))).To(Succeed())
 		w := createWork(wellKnownStatus(newWork(cluster1, "wellknown-configmap", configMap("tiny", "settings", map[string]string{"k": "v"})),
 			workv1.ResourceIdentifier{Resource: "configmaps", Namespace: "tiny", Name: "settings"}))
 		Eventually(feedbackValues(w, 0)).Should(ContainElements(stringValue("ExtractedBy", "tiny"),
@@ -266,16 +267,16 @@ spec: {secretName: web-tls, dnsNames: [web.example.com], issuerRef: {name: letse
 		Expect(manifestCondition(w, 0, workv1.ManifestStatusFeedbackSynced)(Default)).To(cond(metav1.ConditionTrue, "StatusFeedbackSynced"))
 
 		// Deleting the plugin's work removes the plugin: nothing serves ConfigMaps any more.
-		Expect(hubClient.Delete(suiteCtx, pw)).To(Succeed())
+		Expect(hubClient.Delete(ctx, pw)).To(Succeed())
 		Eventually(gone(cluster1, &flotillav1alpha1.WasmPlugin{ObjectMeta: metav1.ObjectMeta{Name: "tiny"}})).Should(BeTrue())
 		Eventually(manifestCondition(w, 0, workv1.ManifestStatusFeedbackSynced)).Should(And(cond(metav1.ConditionFalse, "StatusFeedbackSyncFailed"),
 			HaveField("Message", ContainSubstring("no FeedbackExtractor plugin serves ConfigMap (core group)"))))
 		Expect(manifestCondition(w, 0, workv1.ManifestApplied)(Default)).To(cond(metav1.ConditionTrue, workv1.ManifestAppliedReasonComplete))
-	})
+	}, SpecTimeout(5*time.Minute))
 
-	It("reports a trapping extractor as StatusFeedbackSynced=False naming it, and keeps the manifest applied", func() {
+	It("reports a trapping extractor as StatusFeedbackSynced=False naming it, and keeps the manifest applied", func(ctx SpecContext) {
 		installExtractor(cluster1, "trapping", extractorWasm(), `{"group": "", "kind": "ServiceAccount", "mode": "trap"}`)
-		Expect(client.IgnoreAlreadyExists(managed[cluster1].client.Create(suiteCtx, namespace("trapping")))).To(Succeed())
+		Expect(client.IgnoreAlreadyExists(managed[cluster1].client.Create(ctx, namespace("trapping")))).To(Succeed())
 		sa := &corev1.ServiceAccount{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
 			ObjectMeta: metav1.ObjectMeta{Namespace: "trapping", Name: "robot"}}
 		w := createWork(wellKnownStatus(newWork(cluster1, "wellknown-trap", sa),
@@ -286,10 +287,10 @@ spec: {secretName: web-tls, dnsNames: [web.example.com], issuerRef: {name: letse
 		Expect(manifestCondition(w, 0, workv1.ManifestApplied)(Default)).To(cond(metav1.ConditionTrue, workv1.ManifestAppliedReasonComplete))
 		Expect(workCondition(w, workv1.WorkApplied)(Default)).To(cond(metav1.ConditionTrue, workv1.WorkAppliedReasonComplete))
 		Expect(live(cluster1, sa)(Default)).NotTo(BeNil())
-	})
+	}, SpecTimeout(5*time.Minute))
 
-	It("reports a kind no extractor serves as StatusFeedbackSynced=False, and applies it regardless", func() {
-		Expect(client.IgnoreAlreadyExists(managed[cluster1].client.Create(suiteCtx, namespace("unserved")))).To(Succeed())
+	It("reports a kind no extractor serves as StatusFeedbackSynced=False, and applies it regardless", func(ctx SpecContext) {
+		Expect(client.IgnoreAlreadyExists(managed[cluster1].client.Create(ctx, namespace("unserved")))).To(Succeed())
 		secret := &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 			ObjectMeta: metav1.ObjectMeta{Namespace: "unserved", Name: "token"}, StringData: map[string]string{"token": "t"}}
 		w := createWork(wellKnownStatus(newWork(cluster1, "wellknown-unserved", secret),
@@ -298,7 +299,7 @@ spec: {secretName: web-tls, dnsNames: [web.example.com], issuerRef: {name: letse
 			HaveField("Message", ContainSubstring("WellKnownStatus: no FeedbackExtractor plugin serves Secret (core group)"))))
 		Expect(manifestCondition(w, 0, workv1.ManifestApplied)(Default)).To(cond(metav1.ConditionTrue, workv1.ManifestAppliedReasonComplete))
 		Eventually(func() error {
-			return managed[cluster1].client.Get(suiteCtx, client.ObjectKeyFromObject(secret), &corev1.Secret{})
+			return managed[cluster1].client.Get(ctx, client.ObjectKeyFromObject(secret), &corev1.Secret{})
 		}).Should(Succeed())
-	})
+	}, SpecTimeout(5*time.Minute))
 })

@@ -27,33 +27,33 @@ import (
 // The real fleet: the hub's ManifestWorkReplicaSet controller, the placement controller and
 // the two real work agents, with KWOK making the Deployments' Pods Ready.
 var _ = Describe("ManifestWorkReplicaSet on the real fleet", func() {
-	It("rolls a Deployment out progressively, one cluster after the other succeeded, then removes it", func() {
+	It("rolls a Deployment out progressively, one cluster after the other succeeded, then removes it", func(ctx SpecContext) {
 		const ns = "mwrs-fleet"
-		Expect(hubClient.Create(suiteCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-		DeferCleanup(func() {
-			Expect(hubClient.Delete(suiteCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-		})
+		Expect(hubClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) {
+			Expect(hubClient.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		}, NodeTimeout(2*time.Minute))
 		// Both clusters are in the hub's default set (with the other specs' simulated ones): the
 		// placement selects the two by a label of this spec's, and the replica set is created
 		// once it does (a cluster an earlier spec left briefly unavailable is tainted until its
 		// agent reports again).
-		Expect(hubClient.Create(suiteCtx, &clusterv1beta2.ManagedClusterSetBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default"},
+		Expect(hubClient.Create(ctx, &clusterv1beta2.ManagedClusterSetBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default"},
 			Spec: clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: "default"}})).To(Succeed())
 		for _, cl := range []string{cluster1, cluster2} {
 			mc := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: cl}}
 			label := func(v any) {
-				Expect(hubClient.Patch(suiteCtx, mc, client.RawPatch(types.MergePatchType,
+				Expect(hubClient.Patch(ctx, mc, client.RawPatch(types.MergePatchType,
 					[]byte(fmt.Sprintf(`{"metadata":{"labels":{"e2e-mwrs-fleet":%s}}}`, v))))).To(Succeed())
 			}
 			label(`"true"`)
-			DeferCleanup(func() { label("null") })
+			DeferCleanup(func(ctx SpecContext) { label("null") }, NodeTimeout(2*time.Minute))
 		}
-		Expect(hubClient.Create(suiteCtx, &clusterv1beta1.Placement{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "both"},
+		Expect(hubClient.Create(ctx, &clusterv1beta1.Placement{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "both"},
 			Spec: clusterv1beta1.PlacementSpec{Predicates: []clusterv1beta1.ClusterPredicate{{RequiredClusterSelector: clusterv1beta1.ClusterSelector{
 				LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"e2e-mwrs-fleet": "true"}}}}}}})).To(Succeed())
 		Eventually(func(g Gomega) {
 			p := &clusterv1beta1.Placement{}
-			g.Expect(hubClient.Get(suiteCtx, client.ObjectKey{Namespace: ns, Name: "both"}, p)).To(Succeed())
+			g.Expect(hubClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "both"}, p)).To(Succeed())
 			g.Expect(p.Status.NumberOfSelectedClusters).To(BeEquivalentTo(2))
 		}).Should(Succeed())
 
@@ -65,12 +65,12 @@ var _ = Describe("ManifestWorkReplicaSet on the real fleet", func() {
 				ManifestWorkTemplate: workv1.ManifestWorkSpec{Workload: workv1.ManifestsTemplate{Manifests: manifests(
 					deployment("default", "mwrs-web", "quay.io/asmacdo/busybox"))}},
 			}}
-		Expect(hubClient.Create(suiteCtx, rs)).To(Succeed())
+		Expect(hubClient.Create(ctx, rs)).To(Succeed())
 
 		work := func(cluster string) func() *workv1.ManifestWork {
 			return func() *workv1.ManifestWork {
 				w := &workv1.ManifestWork{}
-				if err := hubClient.Get(suiteCtx, client.ObjectKey{Namespace: cluster, Name: "web"}, w); err != nil {
+				if err := hubClient.Get(ctx, client.ObjectKey{Namespace: cluster, Name: "web"}, w); err != nil {
 					return nil
 				}
 				return w
@@ -107,7 +107,7 @@ var _ = Describe("ManifestWorkReplicaSet on the real fleet", func() {
 		}
 		Eventually(func(g Gomega) {
 			got := &workv1alpha1.ManifestWorkReplicaSet{}
-			g.Expect(hubClient.Get(suiteCtx, client.ObjectKeyFromObject(rs), got)).To(Succeed())
+			g.Expect(hubClient.Get(ctx, client.ObjectKeyFromObject(rs), got)).To(Succeed())
 			g.Expect(got.Status.Summary.Applied).To(Equal(2))
 			g.Expect(got.Status.Summary.Available).To(Equal(2))
 			g.Expect(meta.FindStatusCondition(got.Status.Conditions, workv1alpha1.ManifestWorkReplicaSetConditionPlacementRolledOut)).To(
@@ -115,12 +115,12 @@ var _ = Describe("ManifestWorkReplicaSet on the real fleet", func() {
 		}).Should(Succeed())
 
 		By("deleting the replica set removes its works and what they applied")
-		Expect(hubClient.Delete(suiteCtx, rs)).To(Succeed())
+		Expect(hubClient.Delete(ctx, rs)).To(Succeed())
 		for _, cl := range []string{cluster1, cluster2} {
 			Eventually(gone(cl, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "mwrs-web"}})).Should(BeTrue())
 			Eventually(func() bool {
-				return apierrors.IsNotFound(hubClient.Get(suiteCtx, client.ObjectKey{Namespace: cl, Name: "web"}, &workv1.ManifestWork{}))
+				return apierrors.IsNotFound(hubClient.Get(ctx, client.ObjectKey{Namespace: cl, Name: "web"}, &workv1.ManifestWork{}))
 			}).Should(BeTrue())
 		}
-	})
+	}, SpecTimeout(5*time.Minute))
 })

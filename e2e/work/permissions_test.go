@@ -2,6 +2,7 @@ package work
 
 import (
 	"fmt"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -38,11 +39,11 @@ spec:
 `), &crd.Object)).To(Succeed())
 	c := managed[cluster].client
 	Expect(c.Create(suiteCtx, crd)).To(Succeed())
-	DeferCleanup(func() {
-		Expect(client.IgnoreNotFound(c.Delete(suiteCtx, crd))).To(Succeed())
-		Eventually(func() bool { return apierrors.IsNotFound(c.Get(suiteCtx, client.ObjectKeyFromObject(crd), crd)) }).
+	DeferCleanup(func(ctx SpecContext) {
+		Expect(client.IgnoreNotFound(c.Delete(ctx, crd))).To(Succeed())
+		Eventually(func() bool { return apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(crd), crd)) }).
 			Should(BeTrue(), "CRD machines.cluster.x-k8s.io on %s is deleted", cluster)
-	})
+	}, NodeTimeout(2*time.Minute))
 	Eventually(func(g Gomega) []any {
 		g.Expect(c.Get(suiteCtx, client.ObjectKeyFromObject(crd), crd)).To(Succeed())
 		conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
@@ -102,7 +103,7 @@ subjects:
     namespace: open-cluster-management-agent
 `}},
 	} {
-		It("refuses a custom resource beyond its rights, naming the verb and resource, and applies it once "+option.name+" grants them", func() {
+		It("refuses a custom resource beyond its rights, naming the verb and resource, and applies it once "+option.name+" grants them", func(ctx SpecContext) {
 			cluster := option.cluster
 			machinesCRD(cluster)
 			w := createWork(newWork(cluster, "machine", machine))
@@ -124,6 +125,6 @@ subjects:
 			Eventually(func() bool { return apierrors.IsNotFound(hubClient.Get(suiteCtx, client.ObjectKeyFromObject(w), w)) }).
 				Should(BeTrue(), fmt.Sprintf("ManifestWork %s/%s is deleted", w.Namespace, w.Name))
 			Expect(gone(cluster, m)()).To(BeTrue(), "the Machine is deleted with its work")
-		})
+		}, SpecTimeout(5*time.Minute))
 	}
 })

@@ -2,6 +2,7 @@ package work
 
 import (
 	"fmt"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -49,8 +50,8 @@ var _ = Describe("ServerSideApply ignoreFields", func() {
 		}).Should(Equal(image))
 	}
 
-	It("leaves a field alone once the object exists with OnSpokePresent (jsonPaths), applying the rest", func() {
-		Expect(client.IgnoreAlreadyExists(managed[cluster1].client.Create(suiteCtx, namespace("ignore")))).To(Succeed())
+	It("leaves a field alone once the object exists with OnSpokePresent (jsonPaths), applying the rest", func(ctx SpecContext) {
+		Expect(client.IgnoreAlreadyExists(managed[cluster1].client.Create(ctx, namespace("ignore")))).To(Succeed())
 		d := deployment("ignore", "present", "busybox:1")
 		d.Spec.Replicas = ptr.To[int32](2)
 		w := newWork(cluster1, "ignore-present", d)
@@ -61,10 +62,10 @@ var _ = Describe("ServerSideApply ignoreFields", func() {
 		scale(cluster1, "ignore", "present", 5)
 		bump(w, d, "busybox:2")
 		Expect(replicas(cluster1, "ignore", "present")(Default)).To(BeEquivalentTo(5))
-	})
+	}, SpecTimeout(5*time.Minute))
 
-	It("keeps a field the manifest sets until another actor changes it with OnSpokeChange (jsonPointers and jqPathExpressions)", func() {
-		Expect(client.IgnoreAlreadyExists(managed[cluster1].client.Create(suiteCtx, namespace("ignore")))).To(Succeed())
+	It("keeps a field the manifest sets until another actor changes it with OnSpokeChange (jsonPointers and jqPathExpressions)", func(ctx SpecContext) {
+		Expect(client.IgnoreAlreadyExists(managed[cluster1].client.Create(ctx, namespace("ignore")))).To(Succeed())
 		d := deployment("ignore", "change", "busybox:1")
 		d.Spec.Replicas = ptr.To[int32](2)
 		w := newWork(cluster1, "ignore-change", d)
@@ -83,10 +84,10 @@ var _ = Describe("ServerSideApply ignoreFields", func() {
 		scale(cluster1, "ignore", "change", 6)
 		bump(w, d, "busybox:2")
 		Expect(replicas(cluster1, "ignore", "change")(Default)).To(BeEquivalentTo(6))
-	})
+	}, SpecTimeout(5*time.Minute))
 
-	It("reports a selector it cannot use as AppliedManifestSSAIgnoreFieldError", func() {
-		Expect(client.IgnoreAlreadyExists(managed[cluster1].client.Create(suiteCtx, namespace("ignore")))).To(Succeed())
+	It("reports a selector it cannot use as AppliedManifestSSAIgnoreFieldError", func(ctx SpecContext) {
+		Expect(client.IgnoreAlreadyExists(managed[cluster1].client.Create(ctx, namespace("ignore")))).To(Succeed())
 		d := deployment("ignore", "bad", "busybox:1")
 		d.Spec.Replicas = ptr.To[int32](1)
 		w := newWork(cluster1, "ignore-bad", d)
@@ -96,10 +97,10 @@ var _ = Describe("ServerSideApply ignoreFields", func() {
 		createWork(w)
 		Eventually(manifestCondition(w, 0, workv1.ManifestApplied)).Should(And(cond(metav1.ConditionFalse, "AppliedManifestSSAIgnoreFieldError"),
 			HaveField("Message", `ignoreFields[0].jqPathExpressions[0] ".spec.replicas[]": cannot iterate over: number (1)`)))
-	})
+	}, SpecTimeout(5*time.Minute))
 
-	It("fails only the manifest whose jq expression passes a bound, and keeps applying the rest", func() {
-		Expect(client.IgnoreAlreadyExists(managed[cluster1].client.Create(suiteCtx, namespace("ignore")))).To(Succeed())
+	It("fails only the manifest whose jq expression passes a bound, and keeps applying the rest", func(ctx SpecContext) {
+		Expect(client.IgnoreAlreadyExists(managed[cluster1].client.Create(ctx, namespace("ignore")))).To(Succeed())
 		keys := func(n int) map[string]string {
 			data := make(map[string]string, n)
 			for i := 0; i < n; i++ {
@@ -141,5 +142,5 @@ var _ = Describe("ServerSideApply ignoreFields", func() {
 		createWork(other)
 		Eventually(workCondition(other, workv1.WorkApplied)).Should(cond(metav1.ConditionTrue, "AppliedManifestWorkComplete"))
 		Eventually(live(cluster1, configMap("ignore", "other", nil))).ShouldNot(BeNil(), "ConfigMap ignore/other on %s", cluster1)
-	})
+	}, SpecTimeout(5*time.Minute))
 })

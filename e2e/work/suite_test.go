@@ -59,8 +59,10 @@ type clusterClients struct {
 	dyn    dynamic.Interface
 }
 
-var _ = BeforeSuite(func() {
-	suiteCtx, suiteCancel = context.WithCancel(context.Background())
+var _ = BeforeSuite(func(ctx SpecContext) {
+	// Requests on suiteCtx (helpers, cleanups) end before go test's -timeout 40m (Makefile) kills
+	// the binary, so a blocked one fails naming what it waited for; specs bound theirs tighter.
+	suiteCtx, suiteCancel = context.WithTimeout(context.Background(), 35*time.Minute)
 	DeferCleanup(suiteCancel)
 	SetDefaultEventuallyTimeout(60 * time.Second)
 	SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
@@ -86,7 +88,7 @@ var _ = BeforeSuite(func() {
 		managed[environment.ManagedClusterName(i)] = clusterClients{
 			client: c, kube: kubernetes.NewForConfigOrDie(m.Config), dyn: dynamic.NewForConfigOrDie(m.Config)}
 	}
-})
+}, NodeTimeout(5*time.Minute))
 
 // runningAgent is a klusterlet a spec started.
 type runningAgent struct{ *fleettest.Klusterlet }

@@ -19,16 +19,16 @@ var _ = Describe("Feedback scraped by Watch", Ordered, func() {
 	// that follows a change within the spec's time came from the watch.
 	const name = "watcher"
 	var a *runningAgent
-	BeforeAll(func() {
+	BeforeAll(func(ctx SpecContext) {
 		a = joinExtraWith(name, klusterlet.WorkOptions{StatusSyncInterval: 10 * time.Minute, EvictionGracePeriod: evictionGrace, MaxFeedbackWatch: 1})
-		DeferCleanup(func() { a.stop() })
+		DeferCleanup(func(ctx SpecContext) { a.stop() }, NodeTimeout(2*time.Minute))
 		Expect(client.IgnoreAlreadyExists(managed[cluster2].client.Create(suiteCtx, namespace("watched")))).To(Succeed())
-	})
+	}, NodeTimeout(5*time.Minute))
 
-	It("reports a change of a watched resource at once, and polls past the watch limit, saying so", func() {
+	It("reports a change of a watched resource at once, and polls past the watch limit, saying so", func(ctx SpecContext) {
 		c := managed[cluster2].client
 		for _, n := range []string{"first", "second"} {
-			Expect(c.Create(suiteCtx, configMap("watched", n, map[string]string{"v": "1"}))).To(Succeed())
+			Expect(c.Create(ctx, configMap("watched", n, map[string]string{"v": "1"}))).To(Succeed())
 		}
 		w := newWork(name, "watch-feedback", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"first","namespace":"watched"}}`,
 			`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"second","namespace":"watched"}}`)
@@ -73,11 +73,11 @@ var _ = Describe("Feedback scraped by Watch", Ordered, func() {
 		}
 		cm := &corev1.ConfigMap{}
 		names := []string{"first", "second"}
-		Expect(c.Get(suiteCtx, client.ObjectKey{Namespace: "watched", Name: names[watched]}, cm)).To(Succeed())
+		Expect(c.Get(ctx, client.ObjectKey{Namespace: "watched", Name: names[watched]}, cm)).To(Succeed())
 		cm.Data["v"] = "2"
-		Expect(c.Update(suiteCtx, cm)).To(Succeed())
+		Expect(c.Update(ctx, cm)).To(Succeed())
 		Eventually(value(watched)).Should(ConsistOf(v("2")))
-	})
+	}, SpecTimeout(5*time.Minute))
 })
 
 func findCond(conds []metav1.Condition, t string) *metav1.Condition {

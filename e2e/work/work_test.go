@@ -2,6 +2,7 @@ package work
 
 import (
 	"encoding/json"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -50,12 +51,12 @@ func newWork(cluster, name string, objs ...any) *workv1.ManifestWork {
 func createWork(w *workv1.ManifestWork) *workv1.ManifestWork {
 	GinkgoHelper()
 	Expect(hubClient.Create(suiteCtx, w)).To(Succeed())
-	DeferCleanup(func() {
-		Expect(client.IgnoreNotFound(hubClient.Delete(suiteCtx, w))).To(Succeed())
+	DeferCleanup(func(ctx SpecContext) {
+		Expect(client.IgnoreNotFound(hubClient.Delete(ctx, w))).To(Succeed())
 		Eventually(func() bool {
-			return apierrors.IsNotFound(hubClient.Get(suiteCtx, client.ObjectKeyFromObject(w), &workv1.ManifestWork{}))
+			return apierrors.IsNotFound(hubClient.Get(ctx, client.ObjectKeyFromObject(w), &workv1.ManifestWork{}))
 		}).Should(BeTrue(), "ManifestWork %s/%s was not released", w.Namespace, w.Name)
-	})
+	}, NodeTimeout(2*time.Minute))
 	return w
 }
 
@@ -161,7 +162,7 @@ func gone(cluster string, obj client.Object) func() bool {
 }
 
 var _ = Describe("ManifestWork", func() {
-	It("deploys the seeds' hello-work-demo, reports status as the seeds show and anchors it in an AppliedManifestWork", func() {
+	It("deploys the seeds' hello-work-demo, reports status as the seeds show and anchors it in an AppliedManifestWork", func(ctx SpecContext) {
 		w := createWork(&workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Namespace: cluster1, Name: "hello-work-demo"},
 			Spec: workv1.ManifestWorkSpec{Workload: workv1.ManifestsTemplate{Manifests: manifests(`
 apiVersion: apps/v1
@@ -202,13 +203,13 @@ spec:
 		Expect(d).NotTo(BeNil())
 		Expect(d.Spec.Template.Spec.Containers[0].Command).To(Equal([]string{"sh", "-c", `echo "Hello, Kubernetes!" && sleep 3600`}))
 		amw := &workv1.AppliedManifestWork{}
-		Expect(managed[cluster1].client.Get(suiteCtx, client.ObjectKey{Name: appliedName(w)}, amw)).To(Succeed())
+		Expect(managed[cluster1].client.Get(ctx, client.ObjectKey{Name: appliedName(w)}, amw)).To(Succeed())
 		Expect(amw.Spec.HubHash).To(Equal(klwork.HubHash(fleet.Hub.Config.Host)))
 		Expect(amw.Spec.ManifestWorkName).To(Equal(w.Name))
 		Expect(amw.Spec.AgentID).NotTo(BeEmpty())
 		Expect(amw.Finalizers).To(ContainElement(workv1.AppliedManifestWorkFinalizer))
 		Eventually(func(g Gomega) []workv1.AppliedManifestResourceMeta {
-			g.Expect(managed[cluster1].client.Get(suiteCtx, client.ObjectKey{Name: appliedName(w)}, amw)).To(Succeed())
+			g.Expect(managed[cluster1].client.Get(ctx, client.ObjectKey{Name: appliedName(w)}, amw)).To(Succeed())
 			return amw.Status.AppliedResources
 		}).Should(ConsistOf(workv1.AppliedManifestResourceMeta{
 			ResourceIdentifier: workv1.ResourceIdentifier{Group: "apps", Resource: "deployments", Namespace: "default", Name: "hello"},
@@ -216,9 +217,9 @@ spec:
 		Expect(d.OwnerReferences).To(ConsistOf(And(HaveField("Kind", "AppliedManifestWork"), HaveField("Name", amw.Name), HaveField("UID", amw.UID))))
 		// The other cluster got nothing.
 		Expect(gone(cluster2, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "hello"}})()).To(BeTrue())
-	})
+	}, SpecTimeout(5*time.Minute))
 
-	It("applies a new generation, deletes a manifest dropped from the work and puts back what another writer changed", func() {
+	It("applies a new generation, deletes a manifest dropped from the work and puts back what another writer changed", func(ctx SpecContext) {
 		w := createWork(newWork(cluster1, "update", namespace("update"), configMap("update", "a", map[string]string{"k": "1"}),
 			configMap("update", "b", map[string]string{"k": "1"})))
 		Eventually(workCondition(w, workv1.WorkApplied)).Should(cond(metav1.ConditionTrue, "AppliedManifestWorkComplete"))
@@ -228,7 +229,7 @@ spec:
 
 		// Another writer on the managed cluster changes a: the Update strategy puts it back.
 		a.Data["k"] = "tampered"
-		Expect(managed[cluster1].client.Update(suiteCtx, a)).To(Succeed())
+		Expect(managed[cluster1].client.Update(ctx, a)).To(Succeed())
 		Eventually(func(g Gomega) map[string]string { return live(cluster1, a)(g).Data }).Should(HaveKeyWithValue("k", "1"))
 
 		cur := getWork(Default, w)
@@ -241,17 +242,17 @@ spec:
 
 		// Deleting the work (Foreground by default) deletes everything it applied, namespace
 		// included, before the work goes.
-		Expect(hubClient.Delete(suiteCtx, cur)).To(Succeed())
+		Expect(hubClient.Delete(ctx, cur)).To(Succeed())
 		Eventually(func() bool {
-			return apierrors.IsNotFound(hubClient.Get(suiteCtx, client.ObjectKeyFromObject(w), &workv1.ManifestWork{}))
+			return apierrors.IsNotFound(hubClient.Get(ctx, client.ObjectKeyFromObject(w), &workv1.ManifestWork{}))
 		}).Should(BeTrue())
 		Expect(gone(cluster1, a)()).To(BeTrue())
-		Expect(managed[cluster1].client.Get(suiteCtx, client.ObjectKey{Name: appliedName(w)}, &workv1.AppliedManifestWork{})).
+		Expect(managed[cluster1].client.Get(ctx, client.ObjectKey{Name: appliedName(w)}, &workv1.AppliedManifestWork{})).
 			To(Satisfy(apierrors.IsNotFound))
-	})
+	}, SpecTimeout(5*time.Minute))
 
-	It("keeps resources on Orphan, and only the orphaned ones on SelectivelyOrphan", func() {
-		Expect(client.IgnoreAlreadyExists(managed[cluster1].client.Create(suiteCtx, namespace("orphans")))).To(Succeed())
+	It("keeps resources on Orphan, and only the orphaned ones on SelectivelyOrphan", func(ctx SpecContext) {
+		Expect(client.IgnoreAlreadyExists(managed[cluster1].client.Create(ctx, namespace("orphans")))).To(Succeed())
 		orphan := newWork(cluster1, "orphan", configMap("orphans", "kept", map[string]string{"k": "v"}))
 		orphan.Spec.DeleteOption = &workv1.DeleteOption{PropagationPolicy: workv1.DeletePropagationPolicyTypeOrphan}
 		createWork(orphan)
@@ -267,18 +268,18 @@ spec:
 		Expect(live(cluster1, kept)(Default).OwnerReferences).To(BeEmpty())
 
 		for _, w := range []*workv1.ManifestWork{orphan, selective} {
-			Expect(hubClient.Delete(suiteCtx, w)).To(Succeed())
+			Expect(hubClient.Delete(ctx, w)).To(Succeed())
 			Eventually(func() bool {
-				return apierrors.IsNotFound(hubClient.Get(suiteCtx, client.ObjectKeyFromObject(w), &workv1.ManifestWork{}))
+				return apierrors.IsNotFound(hubClient.Get(ctx, client.ObjectKeyFromObject(w), &workv1.ManifestWork{}))
 			}).Should(BeTrue())
 		}
 		Expect(live(cluster1, kept)(Default)).NotTo(BeNil())
 		Expect(live(cluster1, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "orphans", Name: "helloworld"}})(Default)).NotTo(BeNil())
 		Expect(gone(cluster1, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "orphans", Name: "helloworld"}})()).To(BeTrue())
-	})
+	}, SpecTimeout(5*time.Minute))
 
-	It("keeps a resource two works declare until the last of them is deleted", func() {
-		Expect(client.IgnoreAlreadyExists(managed[cluster1].client.Create(suiteCtx, namespace("shared")))).To(Succeed())
+	It("keeps a resource two works declare until the last of them is deleted", func(ctx SpecContext) {
+		Expect(client.IgnoreAlreadyExists(managed[cluster1].client.Create(ctx, namespace("shared")))).To(Succeed())
 		first := createWork(newWork(cluster1, "shared-1", configMap("shared", "both", map[string]string{"k": "v"})))
 		second := createWork(newWork(cluster1, "shared-2", configMap("shared", "both", map[string]string{"k": "v"})))
 		for _, w := range []*workv1.ManifestWork{first, second} {
@@ -286,19 +287,19 @@ spec:
 		}
 		both := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shared", Name: "both"}}
 		Eventually(func(g Gomega) []metav1.OwnerReference { return live(cluster1, both)(g).OwnerReferences }).Should(HaveLen(2))
-		Expect(hubClient.Delete(suiteCtx, first)).To(Succeed())
+		Expect(hubClient.Delete(ctx, first)).To(Succeed())
 		Eventually(func() bool {
-			return apierrors.IsNotFound(hubClient.Get(suiteCtx, client.ObjectKeyFromObject(first), &workv1.ManifestWork{}))
+			return apierrors.IsNotFound(hubClient.Get(ctx, client.ObjectKeyFromObject(first), &workv1.ManifestWork{}))
 		}).Should(BeTrue())
 		cm := live(cluster1, both)(Default)
 		Expect(cm).NotTo(BeNil())
 		Expect(cm.OwnerReferences).To(ConsistOf(HaveField("Name", appliedName(second))))
-		Expect(hubClient.Delete(suiteCtx, second)).To(Succeed())
+		Expect(hubClient.Delete(ctx, second)).To(Succeed())
 		Eventually(gone(cluster1, both)).Should(BeTrue())
-	})
+	}, SpecTimeout(5*time.Minute))
 
-	It("creates but never updates a CreateOnly manifest", func() {
-		Expect(client.IgnoreAlreadyExists(managed[cluster1].client.Create(suiteCtx, namespace("createonly")))).To(Succeed())
+	It("creates but never updates a CreateOnly manifest", func(ctx SpecContext) {
+		Expect(client.IgnoreAlreadyExists(managed[cluster1].client.Create(ctx, namespace("createonly")))).To(Succeed())
 		w := newWork(cluster1, "create-only", configMap("createonly", "cm", map[string]string{"k": "from-work"}))
 		w.Spec.ManifestConfigs = []workv1.ManifestConfigOption{{
 			ResourceIdentifier: workv1.ResourceIdentifier{Resource: "configmaps", Namespace: "createonly", Name: "cm"},
@@ -308,18 +309,18 @@ spec:
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "createonly", Name: "cm"}}
 		Expect(live(cluster1, cm)(Default).Data).To(HaveKeyWithValue("k", "from-work"))
 		cm.Data["k"] = "taken-over"
-		Expect(managed[cluster1].client.Update(suiteCtx, cm)).To(Succeed())
+		Expect(managed[cluster1].client.Update(ctx, cm)).To(Succeed())
 		// A new generation of the work is applied (observed below) and still leaves the content.
 		cur := getWork(Default, w)
 		cur.Spec.Workload.Manifests = manifests(configMap("createonly", "cm", map[string]string{"k": "from-work-v2"}))
 		updateSpec(cur)
 		Eventually(workCondition(w, workv1.WorkApplied)).Should(cond(metav1.ConditionTrue, "AppliedManifestWorkComplete"))
 		Expect(live(cluster1, cm)(Default).Data).To(HaveKeyWithValue("k", "taken-over"))
-	})
+	}, SpecTimeout(5*time.Minute))
 
-	It("applies nothing for ReadOnly and still reports the live object and its feedback", func() {
-		Expect(client.IgnoreAlreadyExists(managed[cluster1].client.Create(suiteCtx, namespace("readonly")))).To(Succeed())
-		Expect(managed[cluster1].client.Create(suiteCtx, configMap("readonly", "existing", map[string]string{"owner": "someone-else"}))).To(Succeed())
+	It("applies nothing for ReadOnly and still reports the live object and its feedback", func(ctx SpecContext) {
+		Expect(client.IgnoreAlreadyExists(managed[cluster1].client.Create(ctx, namespace("readonly")))).To(Succeed())
+		Expect(managed[cluster1].client.Create(ctx, configMap("readonly", "existing", map[string]string{"owner": "someone-else"}))).To(Succeed())
 		w := newWork(cluster1, "read-only", `
 apiVersion: v1
 kind: ConfigMap
@@ -352,15 +353,15 @@ metadata:
 		Expect(existing.OwnerReferences).To(BeEmpty())
 		Expect(existing.Data).To(Equal(map[string]string{"owner": "someone-else"}))
 		// Deleting the work leaves what it only read.
-		Expect(hubClient.Delete(suiteCtx, w)).To(Succeed())
+		Expect(hubClient.Delete(ctx, w)).To(Succeed())
 		Eventually(func() bool {
-			return apierrors.IsNotFound(hubClient.Get(suiteCtx, client.ObjectKeyFromObject(w), &workv1.ManifestWork{}))
+			return apierrors.IsNotFound(hubClient.Get(ctx, client.ObjectKeyFromObject(w), &workv1.ManifestWork{}))
 		}).Should(BeTrue())
 		Expect(live(cluster1, existing)(Default)).NotTo(BeNil())
-	})
+	}, SpecTimeout(5*time.Minute))
 
-	It("reports JSONPaths feedback and updates it only when a value changes", func() {
-		Expect(client.IgnoreAlreadyExists(managed[cluster1].client.Create(suiteCtx, namespace("feedback")))).To(Succeed())
+	It("reports JSONPaths feedback and updates it only when a value changes", func(ctx SpecContext) {
+		Expect(client.IgnoreAlreadyExists(managed[cluster1].client.Create(ctx, namespace("feedback")))).To(Succeed())
 		w := newWork(cluster1, "feedback", deployment("feedback", "fb", "busybox"))
 		w.Spec.ManifestConfigs = []workv1.ManifestConfigOption{{
 			ResourceIdentifier: workv1.ResourceIdentifier{Group: "apps", Resource: "deployments", Namespace: "feedback", Name: "fb"},
@@ -391,10 +392,10 @@ metadata:
 		updateSpec(cur)
 		Eventually(values).Should(ContainElement(
 			workv1.FeedbackValue{Name: "replicas", Value: workv1.FieldValue{Type: workv1.Integer, Integer: ptr.To[int64](3)}}))
-	})
+	}, SpecTimeout(5*time.Minute))
 
-	It("reports a feedback path that selects a structure as StatusFeedbackSynced=False, and applies regardless", func() {
-		Expect(client.IgnoreAlreadyExists(managed[cluster1].client.Create(suiteCtx, namespace("feedback")))).To(Succeed())
+	It("reports a feedback path that selects a structure as StatusFeedbackSynced=False, and applies regardless", func(ctx SpecContext) {
+		Expect(client.IgnoreAlreadyExists(managed[cluster1].client.Create(ctx, namespace("feedback")))).To(Succeed())
 		w := newWork(cluster1, "feedback-bad", configMap("feedback", "structured", map[string]string{"k": "v"}))
 		w.Spec.ManifestConfigs = []workv1.ManifestConfigOption{{
 			ResourceIdentifier: workv1.ResourceIdentifier{Resource: "configmaps", Namespace: "feedback", Name: "structured"},
@@ -406,9 +407,9 @@ metadata:
 		Expect(getWork(Default, w).Status.ResourceStatus.Manifests[0].StatusFeedbacks.Values).To(ConsistOf(
 			workv1.FeedbackValue{Name: "k", Value: workv1.FieldValue{Type: workv1.String, String: ptr.To("v")}}))
 		Eventually(workCondition(w, workv1.WorkApplied)).Should(cond(metav1.ConditionTrue, "AppliedManifestWorkComplete"))
-	})
+	}, SpecTimeout(5*time.Minute))
 
-	It("reports the seeds' Job without a selector as AppliedManifestFailed, and applies both of the seeds' fixes", func() {
+	It("reports the seeds' Job without a selector as AppliedManifestFailed, and applies both of the seeds' fixes", func(ctx SpecContext) {
 		job := `
 apiVersion: batch/v1
 kind: Job
@@ -429,7 +430,7 @@ spec:
 		Eventually(manifestCondition(w, 0, workv1.ManifestApplied)).Should(And(cond(metav1.ConditionFalse, "AppliedManifestFailed"),
 			HaveField("Message", And(HavePrefix("Failed to apply manifest: "), ContainSubstring("immutable")))))
 		Eventually(workCondition(w, workv1.WorkApplied)).Should(cond(metav1.ConditionFalse, "AppliedManifestWorkFailed"))
-		Expect(hubClient.Delete(suiteCtx, w)).To(Succeed())
+		Expect(hubClient.Delete(ctx, w)).To(Succeed())
 		Eventually(gone(cluster2, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "pi"}})).Should(BeTrue())
 
 		// Fix 1: a manual selector and matching labels.
@@ -457,7 +458,7 @@ spec:
   backoffLimit: 4
 `))
 		Eventually(workCondition(fixed, workv1.WorkApplied)).Should(cond(metav1.ConditionTrue, "AppliedManifestWorkComplete"))
-		Expect(hubClient.Delete(suiteCtx, fixed)).To(Succeed())
+		Expect(hubClient.Delete(ctx, fixed)).To(Succeed())
 		Eventually(gone(cluster2, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "pi"}})).Should(BeTrue())
 
 		// Fix 2: ServerSideApply.
@@ -473,10 +474,10 @@ spec:
 		updateSpec(cur)
 		Eventually(manifestCondition(ssa, 0, workv1.ManifestApplied)).Should(cond(metav1.ConditionTrue, "AppliedManifestComplete"))
 		Eventually(workCondition(ssa, workv1.WorkApplied)).Should(cond(metav1.ConditionTrue, "AppliedManifestWorkComplete"))
-	})
+	}, SpecTimeout(5*time.Minute))
 
-	It("reports a server-side apply conflict naming the field, as in the seeds' two-works example", func() {
-		Expect(client.IgnoreAlreadyExists(managed[cluster2].client.Create(suiteCtx, namespace("ssa")))).To(Succeed())
+	It("reports a server-side apply conflict naming the field, as in the seeds' two-works example", func(ctx SpecContext) {
+		Expect(client.IgnoreAlreadyExists(managed[cluster2].client.Create(ctx, namespace("ssa")))).To(Succeed())
 		ssa := func(manager string, force bool) *workv1.UpdateStrategy {
 			s := &workv1.UpdateStrategy{Type: workv1.UpdateStrategyTypeServerSideApply}
 			if manager != "" {
@@ -514,9 +515,9 @@ spec:
 		Eventually(manifestCondition(first, 0, workv1.ManifestApplied)).Should(And(cond(metav1.ConditionFalse, "ApplyConflict"),
 			HaveField("Message", And(ContainSubstring("work-agent-another"), ContainSubstring(".spec.replicas")))))
 		Expect(*live(cluster2, d)(Default).Spec.Replicas).To(BeEquivalentTo(3))
-	})
+	}, SpecTimeout(5*time.Minute))
 
-	It("reports a manifest it cannot map or apply, naming it, and applies the others", func() {
+	It("reports a manifest it cannot map or apply, naming it, and applies the others", func(ctx SpecContext) {
 		w := createWork(newWork(cluster2, "partly-bad", configMap("default", "good", nil), `
 apiVersion: example.com/v1
 kind: Nonexistent
@@ -528,5 +529,5 @@ metadata:
 			HaveField("Message", And(ContainSubstring("manifests[1]"), ContainSubstring("Nonexistent")))))
 		Eventually(manifestCondition(w, 0, workv1.ManifestApplied)).Should(cond(metav1.ConditionTrue, "AppliedManifestComplete"))
 		Eventually(workCondition(w, workv1.WorkApplied)).Should(cond(metav1.ConditionFalse, "AppliedManifestWorkFailed"))
-	})
+	}, SpecTimeout(5*time.Minute))
 })
