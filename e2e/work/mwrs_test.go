@@ -1,6 +1,7 @@
 package work
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -41,12 +42,12 @@ var _ = Describe("ManifestWorkReplicaSet on the real fleet", func() {
 			Spec: clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: "default"}})).To(Succeed())
 		for _, cl := range []string{cluster1, cluster2} {
 			mc := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: cl}}
-			label := func(v any) {
+			label := func(ctx context.Context, v any) {
 				Expect(hubClient.Patch(ctx, mc, client.RawPatch(types.MergePatchType,
 					[]byte(fmt.Sprintf(`{"metadata":{"labels":{"e2e-mwrs-fleet":%s}}}`, v))))).To(Succeed())
 			}
-			label(`"true"`)
-			DeferCleanup(func(ctx SpecContext) { label("null") }, NodeTimeout(2*time.Minute))
+			label(ctx, `"true"`)
+			DeferCleanup(func(ctx SpecContext) { label(ctx, "null") }, NodeTimeout(2*time.Minute))
 		}
 		Expect(hubClient.Create(ctx, &clusterv1beta1.Placement{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "both"},
 			Spec: clusterv1beta1.PlacementSpec{Predicates: []clusterv1beta1.ClusterPredicate{{RequiredClusterSelector: clusterv1beta1.ClusterSelector{
