@@ -12,7 +12,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	dto "github.com/prometheus/client_model/go"
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -25,12 +24,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	ctrladmission "sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
 	clusterv1beta2 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta2"
+	"github.com/flotilla-dev/flotilla/e2e/internal/metricstest"
 	"github.com/flotilla-dev/flotilla/hub/admission"
 	"github.com/flotilla-dev/flotilla/policies"
 )
@@ -369,29 +368,9 @@ deny contains msg if {
 // counter reads a counter of the hub (in this process) with labels; 0 when absent.
 func counter(name string, labels map[string]string) float64 {
 	GinkgoHelper()
-	families, err := ctrlmetrics.Registry.Gather()
+	v, err := metricstest.Counter(name, labels)
 	Expect(err).NotTo(HaveOccurred())
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			if hasLabels(m, labels) {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
-}
-
-func hasLabels(m *dto.Metric, want map[string]string) bool {
-	n := 0
-	for _, l := range m.GetLabel() {
-		if v, ok := want[l.GetName()]; ok && v == l.GetValue() {
-			n++
-		}
-	}
-	return n == len(want)
+	return v
 }
 
 // firstAnswerAfterRestart builds the policy admission as a (re)starting hub does

@@ -9,31 +9,19 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
 	"github.com/flotilla-dev/flotilla/core/sarcache"
+	"github.com/flotilla-dev/flotilla/e2e/internal/metricstest"
 )
 
 // executorCache is the value of the work agents' executor cache counter name (a
 // core/sarcache metric): only cluster2's agent has the cache.
 func executorCache(name string) float64 {
 	GinkgoHelper()
-	families, err := ctrlmetrics.Registry.Gather()
+	v, err := metricstest.Counter(name, map[string]string{"cache": "executor"})
 	Expect(err).NotTo(HaveOccurred())
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "cache" && l.GetValue() == "executor" {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
+	return v
 }
 
 // grant gives the ServiceAccount ns/sa the verbs on resources in namespace target of cluster.
