@@ -858,7 +858,11 @@ func appendU32(b []byte, v uint32) []byte {
 	return append(b, byte(v))
 }
 
-func appendS32(b []byte, v int32) []byte {
+func appendS32(b []byte, v int32) []byte { return appendS64(b, int64(v)) }
+
+// appendS64 appends v in signed LEB128 (the encoding depends only on the value, so an i32
+// and an i64 immediate of one value are the same bytes).
+func appendS64(b []byte, v int64) []byte {
 	for {
 		c := byte(v & 0x7F)
 		v >>= 7

@@ -111,17 +111,6 @@ func (g *gen) emitS32(v int32) {
 	g.code = append(g.code, byte(v&0x7F))
 }
 
-func appendS64(b []byte, v int64) []byte {
-	for {
-		c := byte(v & 0x7F)
-		v >>= 7
-		if (v == 0 && c&0x40 == 0) || (v == -1 && c&0x40 != 0) {
-			return append(b, c)
-		}
-		b = append(b, c|0x80)
-	}
-}
-
 func (g *gen) module() []byte {
 	// Types; a () -> () type only sometimes, so instrument has to add one.
 	for range 1 + g.n(5) {
