@@ -16,6 +16,7 @@ import (
 
 	apischeme "github.com/flotilla-dev/flotilla/core/apis/scheme"
 	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
+	workv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/core/environment"
 	"github.com/flotilla-dev/flotilla/core/environment/fleettest"
 )
@@ -37,6 +38,42 @@ func TestAgainstAPIServer(t *testing.T) {
 	}
 	t.Run("firstSeenSuccess writes only the work it read", func(t *testing.T) { testFirstSeenSuccess(t, c) })
 	t.Run("byPlacement logs a failed list", func(t *testing.T) { testByPlacementLogsErrors(t, c) })
+	t.Run("a rollback holds its template through the works it wrote", func(t *testing.T) { testRollbackHoldOnWorks(t, c) })
+}
+
+// testRollbackHoldOnWorks: a rollback writes the reverted works before the replica set's
+// status says RolledBack, and the next reconcile may read a cached status without it. The
+// works it wrote must carry the hold (e2e saw the broken template rolled out again right after
+// its rollback), and a work written again from the replica set's own template drops it.
+func testRollbackHoldOnWorks(t *testing.T, c client.Client) {
+	ctx := t.Context()
+	const ns = "hold-cluster1"
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	r := &Reconciler{Client: c}
+	rs := &workv1alpha1.ManifestWorkReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "app"}} // status: no RolledBack
+	read := func() map[string]*workv1.ManifestWork {
+		t.Helper()
+		w := &workv1.ManifestWork{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "app"}, w); err != nil {
+			t.Fatal(err)
+		}
+		return map[string]*workv1.ManifestWork{ns: w}
+	}
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	if _, err := r.applyWork(ctx, rs, "p", ns, &workv1.ManifestWorkSpec{}, "v2", "v3", now); err != nil {
+		t.Fatalf("applyWork (rollback from v3 to v2): %v", err)
+	}
+	if got := read(); !holds(rs, got, "v3") || holds(rs, got, "v2") {
+		t.Fatalf("after a rollback from v3 the work's annotations are %v: v3 must be held (and only v3)", got[ns].Annotations)
+	}
+	if _, err := r.applyWork(ctx, rs, "p", ns, &workv1.ManifestWorkSpec{}, "v4", "", now); err != nil {
+		t.Fatalf("applyWork (v4): %v", err)
+	}
+	if got := read(); holds(rs, got, "v3") {
+		t.Fatalf("a work written again from the template keeps %s: %v", RolledBackFromAnnotation, got[ns].Annotations)
+	}
 }
 
 // testFirstSeenSuccess: the controller records when it first saw a work succeed from the copy

@@ -56,6 +56,11 @@ const (
 	// UpdatedAtAnnotation on a generated work is when the controller last wrote its template
 	// (RFC 3339): a cluster is Progressing since then.
 	UpdatedAtAnnotation = "work.flotilla.dev/updated-at"
+	// RolledBackFromAnnotation on a generated work is the hash of the template a rollback
+	// took it back from. The hold on that template is read from the works themselves: the
+	// rollback writes them before the replica set's status says RolledBack, so a reconcile
+	// that sees a reverted work holds even when its cached status does not say so yet.
+	RolledBackFromAnnotation = "work.flotilla.dev/rolled-back-from"
 	// SucceededAtAnnotation on a generated work is "<template hash>,<RFC 3339 time>": when the
 	// controller first saw the work succeed with that template. It is written only when the
 	// work's conditions cannot tell, because they kept the status (and so the transition
@@ -191,7 +196,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	held := rolledBack(rs)
+	held := holds(rs, works, hash)
 	st := &status{held: held}
 	var recheck time.Duration
 	selected := map[string]bool{} // clusters some placement selects
@@ -225,7 +230,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			for _, g := range pr.Groups {
 				for _, c := range g.Clusters {
 					if w := works[c]; w != nil && w.Annotations[TemplateHashAnnotation] == hash {
-						nw, err := r.applyWork(ctx, rs, ref.Name, c, prev.template, prev.hash, now)
+						nw, err := r.applyWork(ctx, rs, ref.Name, c, prev.template, prev.hash, hash, now)
 						if err != nil {
 							return reconcile.Result{}, err
 						}
@@ -244,7 +249,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		g.SetLimit(parallelWrites)
 		for i, c := range toUpdate {
 			g.Go(func() error {
-				w, err := r.applyWork(gctx, rs, ref.Name, c, &rs.Spec.ManifestWorkTemplate, hash, now)
+				w, err := r.applyWork(gctx, rs, ref.Name, c, &rs.Spec.ManifestWorkTemplate, hash, "", now)
 				written[i] = w
 				return err
 			})
@@ -491,20 +496,29 @@ func templateHash(t *workv1.ManifestWorkSpec) (string, error) {
 
 // applyWork writes the template tmpl (with hash) into cluster's work (creating it), with the labels that tie
 // it to the replica set and placement, and returns it as written.
-func (r *Reconciler) applyWork(ctx context.Context, rs *workv1alpha1.ManifestWorkReplicaSet, placement, cluster string, tmpl *workv1.ManifestWorkSpec, hash string, now time.Time) (*workv1.ManifestWork, error) {
+// from, when not empty, is the hash of the template a rollback takes the work back from.
+func (r *Reconciler) applyWork(ctx context.Context, rs *workv1alpha1.ManifestWorkReplicaSet, placement, cluster string, tmpl *workv1.ManifestWorkSpec, hash, from string, now time.Time) (*workv1.ManifestWork, error) {
 	w := &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Namespace: cluster, Name: rs.Name}}
 	spec, err := toMap(tmpl)
 	if err != nil {
 		return nil, err
 	}
 	at := now.UTC().Format(time.RFC3339)
+	annotations := map[string]string{TemplateHashAnnotation: hash, UpdatedAtAnnotation: at}
+	if from != "" {
+		annotations[RolledBackFromAnnotation] = from
+	}
+	ann := make(map[string]any, len(annotations))
+	for k, v := range annotations {
+		ann[k] = v
+	}
 	if err := apply.Fields(ctx, r.Client, w, FieldManager, false, map[string]any{
 		"metadata": map[string]any{
 			"labels": map[string]any{
 				workv1alpha1.ManifestWorkReplicaSetControllerNameLabelKey: ownerValue(rs),
 				workv1alpha1.ManifestWorkReplicaSetPlacementNameLabelKey:  placement,
 			},
-			"annotations": map[string]any{TemplateHashAnnotation: hash, UpdatedAtAnnotation: at},
+			"annotations": ann,
 		},
 		"spec": spec,
 	}); err != nil {
@@ -512,7 +526,7 @@ func (r *Reconciler) applyWork(ctx context.Context, rs *workv1alpha1.ManifestWor
 	}
 	w.Labels = map[string]string{workv1alpha1.ManifestWorkReplicaSetControllerNameLabelKey: ownerValue(rs),
 		workv1alpha1.ManifestWorkReplicaSetPlacementNameLabelKey: placement}
-	w.Annotations = map[string]string{TemplateHashAnnotation: hash, UpdatedAtAnnotation: at}
+	w.Annotations = annotations
 	w.Spec = *tmpl
 	w.CreationTimestamp = metav1.NewTime(now)
 	return w, nil

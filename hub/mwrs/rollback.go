@@ -67,6 +67,24 @@ func rolledBack(rs *workv1alpha1.ManifestWorkReplicaSet) bool {
 	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == rs.Generation
 }
 
+// holds: the template with hash is not rolled out again, because the current generation was
+// rolled back (the status says so) or some work was rolled back from it (the status may not
+// say so yet in the cache).
+func holds(rs *workv1alpha1.ManifestWorkReplicaSet, works map[string]*workv1.ManifestWork, hash string) bool {
+	return rolledBack(rs) || rolledBackFrom(works, hash)
+}
+
+// rolledBackFrom: some work was rolled back from the template with hash, so that template
+// is held.
+func rolledBackFrom(works map[string]*workv1.ManifestWork, hash string) bool {
+	for _, w := range works {
+		if w.Annotations[RolledBackFromAnnotation] == hash {
+			return true
+		}
+	}
+	return false
+}
+
 // revision is a template the controller rolled out.
 type revision struct {
 	hash     string
