@@ -225,21 +225,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			toUpdate = nil // rolled back: this generation is not rolled out again
 		}
 		if rollbackEnabled(rs) && prev != nil && (held || res.Phase == rollout.PhaseStopped) {
-			// The clusters that carry the new template get the last completed one back.
+			// The clusters that carry the new template get the last completed one back. The
+			// status names them all, those reverted by an earlier reconcile (whose status
+			// write may have lost a race) included.
 			var back []string
+			revertedNow := false
 			for _, g := range pr.Groups {
 				for _, c := range g.Clusters {
-					if w := works[c]; w != nil && w.Annotations[TemplateHashAnnotation] == hash {
+					w := works[c]
+					switch {
+					case w != nil && w.Annotations[TemplateHashAnnotation] == hash:
 						nw, err := r.applyWork(ctx, rs, ref.Name, c, prev.template, prev.hash, hash, now)
 						if err != nil {
 							return reconcile.Result{}, err
 						}
 						works[c] = nw
+						back, revertedNow = append(back, c), true
+					case w != nil && w.Annotations[RolledBackFromAnnotation] == hash:
 						back = append(back, c)
 					}
 				}
 			}
-			st.rollback(ref.Name, res.Message, hash, prev.hash, back)
+			st.rollback(ref.Name, res.Message, hash, prev.hash, back, revertedNow)
 			toUpdate = nil
 		}
 		// The admitted clusters' works are independent writes: a thousand at once (an All
@@ -557,7 +564,8 @@ type status struct {
 }
 
 // rollback records that placement's updated clusters went back to template prev.
-func (s *status) rollback(placement, why, hash, prev string, clusters []string) {
+// now says some of them went back in this reconcile.
+func (s *status) rollback(placement, why, hash, prev string, clusters []string, now bool) {
 	msg := fmt.Sprintf("placement %s: template %s rolled back to %s", placement, hash, prev)
 	if len(clusters) > 0 {
 		msg += fmt.Sprintf(" on %d clusters (%s)", len(clusters), strings.Join(clusters, ", "))
@@ -566,7 +574,7 @@ func (s *status) rollback(placement, why, hash, prev string, clusters []string) 
 		msg += ": " + why
 	}
 	s.rolledBack = append(s.rolledBack, msg)
-	s.rolledBackNow = s.rolledBackNow || len(clusters) > 0
+	s.rolledBackNow = s.rolledBackNow || now
 }
 
 // completed reports whether the template rolled out successfully everywhere it was meant to:
