@@ -249,7 +249,7 @@ func (h *Hub) setup() error {
 		&managedcluster.Reconciler{Client: c, Hooks: append([]managedcluster.CleanupHook{hubwork.CleanupHook(c)}, h.opts.CleanupHooks...)},
 		&hubwork.AvailabilityReconciler{Client: c},
 		&hubwork.CompletedReconciler{Client: c, Gates: h.opts.FeatureGates},
-		&lease.Reconciler{Client: c},
+		&lease.Reconciler{Client: c, APIReader: mgr.GetAPIReader()},
 		&taint.Reconciler{Client: c},
 		&clusterset.StatusReconciler{Client: c},
 		&clustersetbinding.Reconciler{Client: c},

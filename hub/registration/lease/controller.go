@@ -47,6 +47,10 @@ func GracePeriod(mc *clusterv1.ManagedCluster) time.Duration {
 // Reconciler checks cluster leases.
 type Reconciler struct {
 	Client client.Client
+	// APIReader reads a Lease that looks stale again from the API server before the cluster
+	// is marked Unknown: a hub whose cache fell behind (thousands of renewals a minute) must
+	// not take its own lag for a silent cluster. Nil means Client.
+	APIReader client.Reader
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -112,6 +116,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	expires := renewed.Add(grace)
 	if now := r.now(); now.Before(expires) {
 		return reconcile.Result{RequeueAfter: expires.Sub(now)}, nil
+	}
+	if r.APIReader != nil && mc.DeletionTimestamp.IsZero() {
+		fresh := &coordinationv1.Lease{}
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(l), fresh); err != nil && !apierrors.IsNotFound(err) {
+			return reconcile.Result{}, fmt.Errorf("ManagedCluster %s: reading Lease %s/%s from the API server: %w", mc.Name, mc.Name, Name, err)
+		} else if err == nil && fresh.Spec.RenewTime != nil {
+			if exp := fresh.Spec.RenewTime.Add(grace); r.now().Before(exp) {
+				return reconcile.Result{RequeueAfter: exp.Sub(r.now())}, nil // the cache lags; the cluster is alive
+			}
+		}
 	}
 	if err := r.markUnknown(ctx, mc); err != nil {
 		return reconcile.Result{}, err
