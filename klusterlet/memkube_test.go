@@ -1,0 +1,140 @@
+package klusterlet_test
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
+	clusterv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1alpha1"
+	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
+	"github.com/flotilla-dev/flotilla/core/crds"
+	"github.com/flotilla-dev/flotilla/core/environment"
+	"github.com/flotilla-dev/flotilla/core/memkube"
+	"github.com/flotilla-dev/flotilla/hub/admin"
+	"github.com/flotilla-dev/flotilla/klusterlet"
+	"github.com/flotilla-dev/flotilla/klusterlet/registration"
+)
+
+// A full klusterlet (registration, work and add-on agents) whose managed cluster is memkube:
+// what issue 22's fleet simulator runs thousands of.
+var _ = Describe("a klusterlet on a memkube managed cluster", Ordered, func() {
+	const cluster = "memkube1"
+	var (
+		mk      *memkube.Cluster
+		managed kubernetes.Interface
+	)
+
+	BeforeAll(func(ctx SpecContext) {
+		all, err := crds.Objects()
+		Expect(err).NotTo(HaveOccurred())
+		var install []*apiextensionsv1.CustomResourceDefinition
+		for _, crd := range all {
+			if slices.Contains(environment.ManagedClusterCRDs, crd.Name) {
+				install = append(install, crd)
+			}
+		}
+		mk, err = memkube.New(memkube.Options{Name: cluster, CRDs: install})
+		Expect(err).NotTo(HaveOccurred())
+		managed = kubernetes.NewForConfigOrDie(mk.Config())
+
+		By("seeding a Node's capacity and a ClusterClaim, as the simulator does")
+		node, err := managed.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node1"}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		node.Status.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("32Gi")}
+		node.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("7"), corev1.ResourceMemory: resource.MustParse("30Gi")}
+		_, err = managed.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		mkClient, err := client.New(mk.Config(), client.Options{Scheme: hubClient.Scheme()})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(mkClient.Create(ctx, &clusterv1alpha1.ClusterClaim{ObjectMeta: metav1.ObjectMeta{Name: "region.memkube.test"},
+			Spec: clusterv1alpha1.ClusterClaimSpec{Value: "sim-east"}})).To(Succeed())
+
+		a, err := klusterlet.New(klusterlet.Options{Registration: registration.Config{
+			ClusterName: cluster, BootstrapKubeconfig: bootstrapKubeconfig, ManagedConfig: mk.Config(),
+			LeaseDurationSeconds: 5, RetryInitial: 200 * time.Millisecond, RetryMax: 2 * time.Second,
+			Logger: logger.WithName(cluster),
+		}, MetricsBindAddress: "0", HealthProbeBindAddress: "0"})
+		Expect(err).NotTo(HaveOccurred())
+		runCtx, cancel := context.WithCancel(suiteCtx)
+		done := make(chan error, 1)
+		go func() { done <- a.Run(runCtx) }()
+		DeferCleanup(func() {
+			cancel()
+			Eventually(done, "30s").Should(Receive(Not(HaveOccurred())), "the klusterlet on memkube stops cleanly")
+		})
+	}, NodeTimeout(2*time.Minute))
+
+	It("joins: Joined and Available on the hub, with the Node's capacity, the claim and the version reported", func(ctx SpecContext) {
+		Eventually(func(g Gomega) {
+			_, err := admin.Accept(ctx, hubClient, hubKube, []string{cluster})
+			g.Expect(err).NotTo(HaveOccurred())
+		}).WithContext(ctx).Should(Succeed(), "accepting %s on the hub", cluster)
+		Eventually(func(g Gomega) {
+			mc := managedCluster(g, cluster)
+			g.Expect(meta.IsStatusConditionTrue(mc.Status.Conditions, clusterv1.ManagedClusterConditionJoined)).To(BeTrue(), "Joined")
+			g.Expect(meta.IsStatusConditionTrue(mc.Status.Conditions, clusterv1.ManagedClusterConditionAvailable)).To(BeTrue(), "Available")
+			g.Expect(mc.Status.Capacity).To(HaveKeyWithValue(clusterv1.ResourceName("cpu"), resource.MustParse("8")))
+			g.Expect(mc.Status.Allocatable).To(HaveKeyWithValue(clusterv1.ResourceName("memory"), resource.MustParse("30Gi")))
+			g.Expect(mc.Status.ClusterClaims).To(ContainElement(clusterv1.ManagedClusterClaim{Name: "region.memkube.test", Value: "sim-east"}))
+			g.Expect(mc.Status.Version.Kubernetes).NotTo(BeEmpty())
+		}).WithContext(ctx).Should(Succeed(), "ManagedCluster %s Joined and Available with capacity, claims and version", cluster)
+	}, SpecTimeout(2*time.Minute))
+
+	It("applies a ManifestWork's ConfigMap and Deployment into memkube, reports Applied and Available, and deletes them with the work", func(ctx SpecContext) {
+		cm := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+			ObjectMeta: metav1.ObjectMeta{Name: "sim-config", Namespace: "default"}, Data: map[string]string{"k": "v"}}
+		labels := map[string]string{"app": "sim"}
+		dep := &appsv1.Deployment{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+			ObjectMeta: metav1.ObjectMeta{Name: "sim-app", Namespace: "default"},
+			Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/app:1"}}}}}}
+		work := &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Name: "sim-work", Namespace: cluster},
+			Spec: workv1.ManifestWorkSpec{Workload: workv1.ManifestsTemplate{Manifests: []workv1.Manifest{manifest(cm), manifest(dep)}}}}
+		Expect(hubClient.Create(ctx, work)).To(Succeed())
+
+		Eventually(func(g Gomega) {
+			got := &workv1.ManifestWork{}
+			g.Expect(hubClient.Get(ctx, client.ObjectKeyFromObject(work), got)).To(Succeed())
+			g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, workv1.WorkApplied)).To(BeTrue(), "Applied")
+			g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, workv1.WorkAvailable)).To(BeTrue(), "Available")
+		}).WithContext(ctx).Should(Succeed(), "ManifestWork %s/sim-work Applied and Available", cluster)
+		got, err := managed.CoreV1().ConfigMaps("default").Get(ctx, "sim-config", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(got.Data).To(HaveKeyWithValue("k", "v"))
+		_, err = managed.AppsV1().Deployments("default").Get(ctx, "sim-app", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+
+		Expect(hubClient.Delete(ctx, work)).To(Succeed())
+		Eventually(func(g Gomega) {
+			_, err := managed.CoreV1().ConfigMaps("default").Get(ctx, "sim-config", metav1.GetOptions{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "ConfigMap default/sim-config gone from memkube: %v", err)
+			_, err = managed.AppsV1().Deployments("default").Get(ctx, "sim-app", metav1.GetOptions{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "Deployment default/sim-app gone from memkube: %v", err)
+			err = hubClient.Get(ctx, client.ObjectKeyFromObject(work), &workv1.ManifestWork{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "ManifestWork %s/sim-work gone from the hub: %v", cluster, err)
+		}).WithContext(ctx).Should(Succeed(), "the work's resources deleted from memkube and the work from the hub")
+	}, SpecTimeout(2*time.Minute))
+})
+
+func manifest(obj runtime.Object) workv1.Manifest {
+	GinkgoHelper()
+	raw, err := json.Marshal(obj)
+	Expect(err).NotTo(HaveOccurred())
+	return workv1.Manifest{RawExtension: runtime.RawExtension{Raw: raw}}
+}
