@@ -3,9 +3,15 @@ package klusterlet_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
+	goruntime "runtime"
+	"runtime/pprof"
 	"slices"
+	"strconv"
 	"time"
 
+	"github.com/go-logr/logr"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
@@ -138,3 +144,73 @@ func manifest(obj runtime.Object) workv1.Manifest {
 	Expect(err).NotTo(HaveOccurred())
 	return workv1.Manifest{RawExtension: runtime.RawExtension{Raw: raw}}
 }
+
+// FLOTILLA_MEMKUBE_FLEET=<n> measures the heap of n idle joined klusterlets on memkube (off by
+// default: it is a measurement, not a check).
+var _ = Describe("idle klusterlets on memkube, measured", Ordered, func() {
+	It("joins n clusters and reports the heap per cluster", func(ctx SpecContext) {
+		n, _ := strconv.Atoi(os.Getenv("FLOTILLA_MEMKUBE_FLEET"))
+		if n <= 0 {
+			Skip("set FLOTILLA_MEMKUBE_FLEET=<clusters> to measure")
+		}
+		all, err := crds.Objects()
+		Expect(err).NotTo(HaveOccurred())
+		var install []*apiextensionsv1.CustomResourceDefinition
+		for _, crd := range all {
+			if slices.Contains(environment.ManagedClusterCRDs, crd.Name) {
+				install = append(install, crd)
+			}
+		}
+		heap := func() uint64 {
+			goruntime.GC()
+			goruntime.GC()
+			var ms goruntime.MemStats
+			goruntime.ReadMemStats(&ms)
+			return ms.HeapAlloc
+		}
+		// FLOTILLA_MEMKUBE_NOPLUGINS=1 runs the klusterlets without the Wasm plugin loader.
+		noPlugins := os.Getenv("FLOTILLA_MEMKUBE_NOPLUGINS") != ""
+		before, goroutinesBefore := heap(), goruntime.NumGoroutine()
+		names := make([]string, n)
+		for i := range n {
+			names[i] = fmt.Sprintf("mkfleet%03d", i)
+			mk, err := memkube.New(memkube.Options{Name: names[i], CRDs: install})
+			Expect(err).NotTo(HaveOccurred())
+			a, err := klusterlet.New(klusterlet.Options{Registration: registration.Config{
+				ClusterName: names[i], BootstrapKubeconfig: bootstrapKubeconfig, ManagedConfig: mk.Config(),
+				RetryInitial: 500 * time.Millisecond, RetryMax: 5 * time.Second, Logger: logr.Discard(),
+			}, Plugins: klusterlet.PluginOptions{Disabled: noPlugins},
+				MetricsBindAddress: "0", HealthProbeBindAddress: "0"})
+			Expect(err).NotTo(HaveOccurred())
+			runCtx, cancel := context.WithCancel(suiteCtx)
+			done := make(chan error, 1)
+			go func() { done <- a.Run(runCtx) }()
+			DeferCleanup(func() {
+				cancel()
+				Eventually(done, "60s").Should(Receive(), "klusterlet %s stops", names[i])
+			})
+		}
+		Eventually(func(g Gomega) {
+			_, err := admin.Accept(ctx, hubClient, hubKube, names)
+			g.Expect(err).NotTo(HaveOccurred())
+		}).WithContext(ctx).WithTimeout(5*time.Minute).Should(Succeed(), "accepting the %d clusters", n)
+		Eventually(func(g Gomega) {
+			for _, name := range names {
+				mc := managedCluster(g, name)
+				g.Expect(meta.IsStatusConditionTrue(mc.Status.Conditions, clusterv1.ManagedClusterConditionAvailable)).To(BeTrue(), "%s Available", name)
+			}
+		}).WithContext(ctx).WithTimeout(5*time.Minute).Should(Succeed(), "all %d clusters Available", n)
+		// Idle: let the first lease renewals and status syncs settle.
+		time.Sleep(20 * time.Second)
+		after := heap()
+		if path := os.Getenv("FLOTILLA_MEMKUBE_HEAPPROFILE"); path != "" {
+			f, err := os.Create(path)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(pprof.WriteHeapProfile(f)).To(Succeed())
+			Expect(f.Close()).To(Succeed())
+		}
+		AddReportEntry("memkube fleet", fmt.Sprintf("%d idle joined klusterlets on memkube (plugin loader disabled: %t): heap %.1f MiB -> %.1f MiB, %.2f MiB per cluster, %d goroutines per cluster",
+			n, noPlugins, float64(before)/(1<<20), float64(after)/(1<<20), float64(after-before)/float64(n)/(1<<20),
+			(goruntime.NumGoroutine()-goroutinesBefore)/n))
+	}, SpecTimeout(15*time.Minute))
+})
