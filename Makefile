@@ -196,6 +196,20 @@ bench-rollout: build $(CONTROLPLANE)
 bench-addons: build $(CONTROLPLANE)
 	$(GO) run ./e2e/addon/bench -flotilla $(BIN)/flotilla
 
+.PHONY: bench-fleet bench-fleet-curve
+## bench-fleet: 5,000 simulated clusters (klusterlet/sim: the klusterlet's own agents, the
+## managed side in memory) against a hub process on this machine: join, 5 minutes steady, 100
+## Placements and 5 minutes of score churn, a ManifestWorkReplicaSet to all beside 10 works per
+## cluster, a template add-on on all; last line `fleet-5000 join_s=… … addon_all_s=…`.
+## FLEET_ARGS passes flags (-clusters, -works-per-cluster, -steady, -churn, ...)
+bench-fleet: build $(CONTROLPLANE)
+	$(GO) run ./e2e/fleet/bench -flotilla $(BIN)/flotilla $(FLEET_ARGS)
+
+## bench-fleet-curve: bench-fleet at 500, 1,000, 2,000 and 5,000 clusters, a fresh hub each;
+## prints each figure per 1,000 clusters and writes docs/fleet-curve.svg
+bench-fleet-curve: build $(CONTROLPLANE)
+	$(GO) run ./e2e/fleet/bench -flotilla $(BIN)/flotilla -sizes 500,1000,2000,5000 -plot docs/fleet-curve.svg $(FLEET_ARGS)
+
 .PHONY: bench-work
 ## bench-work: one klusterlet (its own process) applies 100 ManifestWorks created one after
 ## another, then 1,000 at once; the last line is `work-apply p50_ms=… p99_ms=… fanout_1000_s=…

@@ -33,6 +33,7 @@ prioritizers, CSR approval, status feedback, add-on templates) are sandboxed Was
 		newTokenCommand(),
 		newJoinCommand(),
 		newUnjoinCommand(),
+		newSimCommand(),
 	)
 	return root
 }

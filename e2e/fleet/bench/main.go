@@ -1,0 +1,120 @@
+// Command bench is make bench-fleet: a hub API server, the hub as its own process (whose CPU
+// and memory it reads) and a simulated fleet (klusterlet/sim) in this process, through the
+// phases of e2e/internal/fleetbench. With -sizes it runs once per size, on a fresh hub each
+// time, prints how each figure grows per cluster, and writes the curve as an SVG (-plot). Its
+// last line is the largest run's:
+//
+//	fleet-5000 join_s=.. steady_hub_cpu_cores=.. hub_rss_mib=.. apiserver_rss_mib=.. etcd_db_mib=.. unknown_flaps=.. placements_100_s=.. score_churn_hub_cpu_cores=.. mwrs_all_s=.. addon_all_s=..
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flotilla-dev/flotilla/core/environment"
+	"github.com/flotilla-dev/flotilla/e2e/internal/benchenv"
+	"github.com/flotilla-dev/flotilla/e2e/internal/fleetbench"
+	"github.com/flotilla-dev/flotilla/hub/registration/bootstrap"
+	"github.com/flotilla-dev/flotilla/klusterlet/sim"
+)
+
+func main() {
+	var cfg fleetbench.Config
+	flag.IntVar(&cfg.Clusters, "clusters", 5000, "simulated clusters (with -sizes, ignored)")
+	sizes := flag.String("sizes", "", "comma-separated cluster counts to run one after another (e.g. 500,1000,2000,5000); prints the growth and writes -plot")
+	plot := flag.String("plot", "", "with -sizes, write the curve here as SVG")
+	flag.IntVar(&cfg.WorksPerCluster, "works-per-cluster", 10, "ManifestWorks each cluster has before the ManifestWorkReplicaSet")
+	flag.IntVar(&cfg.Placements, "placements", 100, "Placements of the placement phase")
+	flag.DurationVar(&cfg.Steady, "steady", 5*time.Minute, "length of the steady phase")
+	flag.DurationVar(&cfg.Churn, "churn", 5*time.Minute, "length of the score churn")
+	flag.DurationVar(&cfg.ChurnEvery, "churn-every", time.Minute, "every cluster's score is updated this often during the churn")
+	flag.Float64Var(&cfg.Silent, "silent", 0.01, "fraction of clusters whose agent stops after joining")
+	benchenv.Main("bench-fleet", 4*time.Hour, func(ctx context.Context, binary string, verbose bool) (string, error) {
+		cfg.Out = os.Stdout
+		ns := []int{cfg.Clusters}
+		if *sizes != "" {
+			ns = nil
+			for _, s := range strings.Split(*sizes, ",") {
+				n, err := strconv.Atoi(strings.TrimSpace(s))
+				if err != nil || n <= 0 {
+					return "", fmt.Errorf("-sizes %q: %q is not a positive count", *sizes, s)
+				}
+				ns = append(ns, n)
+			}
+			sort.Ints(ns)
+		}
+		var results []fleetbench.Result
+		for _, n := range ns {
+			c := cfg
+			c.Clusters = n
+			fmt.Printf("--- %d clusters\n", n)
+			r, err := run(ctx, binary, verbose, c)
+			if err != nil {
+				return "", fmt.Errorf("%d clusters: %w", n, err)
+			}
+			fmt.Println(r.Line())
+			results = append(results, r)
+		}
+		if len(results) > 1 {
+			fleetbench.Growth(os.Stdout, results)
+			if *plot != "" {
+				if err := os.WriteFile(*plot, []byte(fleetbench.SVG(results)), 0o644); err != nil {
+					return "", err
+				}
+				fmt.Printf("curve written to %s\n", *plot)
+			}
+		}
+		return results[len(results)-1].Line(), nil
+	})
+}
+
+func run(ctx context.Context, binary string, verbose bool, cfg fleetbench.Config) (res fleetbench.Result, err error) {
+	cp, err := benchenv.StartControlPlane(ctx, environment.ControlPlaneOptions{})
+	if err != nil {
+		return res, err
+	}
+	defer func() { err = errors.Join(err, cp.Stop()) }()
+	hub, err := benchenv.StartHub(ctx, binary, cp, benchenv.Log(verbose), benchenv.HubOptions{
+		FeatureGates: "ManagedClusterAutoApproval=true",
+		Args:         []string{"--autoapprove-cluster-patterns", "sim-*"},
+	})
+	if err != nil {
+		return res, err
+	}
+	defer hub.Stop()
+	apiserver, err := fleetbench.ProcessNamed(cp.PIDs(), "kube-apiserver")
+	if err != nil {
+		return res, err
+	}
+	bootstrapKC, err := bootstrap.Kubeconfig(ctx, cp.Config, 4*time.Hour)
+	if err != nil {
+		return res, err
+	}
+	opts := fleetbench.SimOptions(cfg)
+	opts.BootstrapKubeconfig = bootstrapKC
+	fleet, err := sim.New(ctx, opts)
+	if err != nil {
+		return res, err
+	}
+	c, err := client.NewWithWatch(cp.ClientConfig, client.Options{Scheme: cp.Scheme})
+	if err != nil {
+		return res, err
+	}
+	fmt.Fprintf(os.Stderr, "%d simulated clusters joining\n", cfg.Clusters)
+	return fleetbench.Run(ctx, c, fleet, cfg, fleetbench.Probe{
+		HubCPU:       func() (float64, error) { return fleetbench.ProcessCPU(hub.Pid()) },
+		HubRSS:       func() (int64, error) { return fleetbench.ProcessRSS(hub.Pid()) },
+		APIServerRSS: func() (int64, error) { return fleetbench.ProcessRSS(apiserver) },
+		EtcdDB:       fleetbench.FileSize(filepath.Join(cp.Dir, "etcd", "member", "snap", "db")),
+	})
+}

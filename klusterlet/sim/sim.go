@@ -1,0 +1,571 @@
+// Package sim is a fleet simulator: N managed clusters in one process, each running the
+// klusterlet's own agents (registration, work, add-on registration and health, from
+// klusterlet.New) against a real hub with its own identity, its managed side an in-memory API
+// (core/memkube) instead of an API server. What the hub sees is what a fleet of real
+// klusterlets does: bootstrap, CSRs, acceptance, client certificates and their rotation, lease
+// renewals, ManagedCluster status (capacity, allocatable, version, claims), ManifestWorks
+// applied with their conditions and feedback, add-on registrations and Lease health.
+//
+// Per-cluster variety comes from Options: labels and claims drawn from value lists, capacity
+// from ranges, and fractions of clusters that go silent (their agent stops, so their lease
+// stops) or flap (stop and start again periodically).
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"maps"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/version"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
+	clusterv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1alpha1"
+	apischeme "github.com/flotilla-dev/flotilla/core/apis/scheme"
+	"github.com/flotilla-dev/flotilla/core/crds"
+	"github.com/flotilla-dev/flotilla/core/memkube"
+	"github.com/flotilla-dev/flotilla/klusterlet"
+	"github.com/flotilla-dev/flotilla/klusterlet/registration"
+)
+
+// Options configures a simulated fleet.
+type Options struct {
+	// Clusters is how many clusters to simulate; First is the index of the first (names are
+	// Prefix plus a zero-padded index), so several simulators can share a hub.
+	Clusters, First int
+	// Prefix of the cluster names; default "sim-".
+	Prefix string
+	// BootstrapKubeconfig reaches the hub with a bootstrap identity (flotilla get token).
+	BootstrapKubeconfig []byte
+	// Labels are set on each cluster's ManagedCluster by its agent's registration (as
+	// claims would be, but through ManagedCluster labels the agent cannot set, so they are
+	// given to the hub by Spec below); see Vary.
+	Labels []Vary
+	// Claims become ClusterClaims on each managed cluster, which its agent reports.
+	Claims []Vary
+	// CPU and Memory are each cluster's Node capacity, drawn per cluster from a range
+	// (allocatable is 90% of it). Default 4–64 cores and 16–256 GiB.
+	CPU, Memory Range
+	// Nodes per cluster the capacity is spread over; default 1.
+	Nodes int
+	// KubernetesVersion the managed clusters report; default v1.35.0.
+	KubernetesVersion string
+	// Silent is the fraction of clusters whose agent stops SilentAfter after it joined, so
+	// their lease stops (the hub must mark them Available=Unknown).
+	Silent      float64
+	SilentAfter time.Duration
+	// Flap is the fraction of clusters whose agent stops for FlapDown every FlapPeriod.
+	Flap                 float64
+	FlapPeriod, FlapDown time.Duration
+	// LeaseDurationSeconds is written into the ManagedClusters the agents create; default 60.
+	LeaseDurationSeconds int32
+	// CSRExpirationSeconds asks for client certificates of this lifetime (at least 600), so
+	// that the agents rotate them while the simulator runs; 0 leaves it to the hub's signer.
+	CSRExpirationSeconds int32
+	// JoinConcurrency bounds how many clusters bootstrap at once (a fleet coming up after a
+	// hub restart does not all CSR in the same second); default 50.
+	JoinConcurrency int
+	// Logger receives the agents' logs; default discarded.
+	Logger logr.Logger
+}
+
+// Vary is a label or claim with values: cluster i gets Values[i mod len(Values)]. A value
+// list of one gives every cluster the same value.
+type Vary struct {
+	Key    string
+	Values []string
+}
+
+// ParseVary parses "key=v1|v2|v3".
+func ParseVary(s string) (Vary, error) {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || k == "" || v == "" {
+		return Vary{}, fmt.Errorf("%q: want key=value or key=v1|v2|...", s)
+	}
+	return Vary{Key: k, Values: strings.Split(v, "|")}, nil
+}
+
+// Range is an inclusive integer range; a cluster's value is drawn from it by a hash of its
+// name, so the same cluster gets the same value in every run.
+type Range struct{ Min, Max int64 }
+
+// ParseRange parses "N" or "MIN-MAX".
+func ParseRange(s string) (Range, error) {
+	lo, hi, found := strings.Cut(s, "-")
+	var r Range
+	if _, err := fmt.Sscan(lo, &r.Min); err != nil {
+		return r, fmt.Errorf("%q: want N or MIN-MAX", s)
+	}
+	r.Max = r.Min
+	if found {
+		if _, err := fmt.Sscan(hi, &r.Max); err != nil || r.Max < r.Min {
+			return r, fmt.Errorf("%q: want N or MIN-MAX with MIN <= MAX", s)
+		}
+	}
+	if r.Min <= 0 {
+		return r, fmt.Errorf("%q: must be positive", s)
+	}
+	return r, nil
+}
+
+func (r Range) pick(name, salt string) int64 {
+	if r.Max <= r.Min {
+		return r.Min
+	}
+	h := fnv.New64a()
+	h.Write([]byte(salt + "/" + name))
+	return r.Min + int64(h.Sum64()%uint64(r.Max-r.Min+1))
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Clusters <= 0 {
+		return o, errors.New("fleet simulator: Clusters must be positive")
+	}
+	if len(o.BootstrapKubeconfig) == 0 {
+		return o, errors.New("fleet simulator: a bootstrap kubeconfig is required (flotilla get token)")
+	}
+	if o.Prefix == "" {
+		o.Prefix = "sim-"
+	}
+	if o.CPU == (Range{}) {
+		o.CPU = Range{4, 64}
+	}
+	if o.Memory == (Range{}) {
+		o.Memory = Range{16, 256}
+	}
+	if o.Nodes <= 0 {
+		o.Nodes = 1
+	}
+	if o.KubernetesVersion == "" {
+		o.KubernetesVersion = "v1.35.0"
+	}
+	if o.LeaseDurationSeconds == 0 {
+		o.LeaseDurationSeconds = registration.DefaultLeaseDurationSeconds
+	}
+	if o.JoinConcurrency <= 0 {
+		o.JoinConcurrency = 50
+	}
+	if o.Silent < 0 || o.Silent > 1 || o.Flap < 0 || o.Flap > 1 || o.Silent+o.Flap > 1 {
+		return o, fmt.Errorf("fleet simulator: silent %v and flap %v must be fractions that add up to at most 1", o.Silent, o.Flap)
+	}
+	if o.SilentAfter <= 0 {
+		o.SilentAfter = time.Minute
+	}
+	if o.Flap > 0 {
+		if o.FlapPeriod <= 0 {
+			o.FlapPeriod = 10 * time.Minute
+		}
+		if o.FlapDown <= 0 {
+			o.FlapDown = 2 * time.Minute
+		}
+		if o.FlapDown >= o.FlapPeriod {
+			return o, fmt.Errorf("fleet simulator: flap-down %v must be shorter than flap-period %v", o.FlapDown, o.FlapPeriod)
+		}
+	}
+	for _, v := range append(append([]Vary{}, o.Labels...), o.Claims...) {
+		if v.Key == "" || len(v.Values) == 0 {
+			return o, fmt.Errorf("fleet simulator: label or claim %q needs a key and values", v.Key)
+		}
+	}
+	return o, nil
+}
+
+// Behaviour is what a simulated cluster's agent does over time.
+type Behaviour string
+
+const (
+	// Steady clusters keep their agent running.
+	Steady Behaviour = "Steady"
+	// Silent clusters stop their agent once, SilentAfter after they joined.
+	Silent Behaviour = "Silent"
+	// Flapping clusters stop their agent for FlapDown every FlapPeriod.
+	Flapping Behaviour = "Flapping"
+)
+
+// Cluster is one simulated managed cluster.
+type Cluster struct {
+	// Name is the cluster's name on the hub.
+	Name string
+	// Managed is its in-memory managed side.
+	Managed *memkube.Cluster
+	// Behaviour is what its agent does over time.
+	Behaviour Behaviour
+	// Labels are the labels drawn for it from Options.Labels (the simulator cannot set
+	// ManagedCluster labels itself: the agent creates the cluster, the hub admin labels it;
+	// Fleet.Label does what an admin would).
+	Labels map[string]string
+
+	running atomic.Bool
+	// stoppedAt is when its agent last stopped (zero while it runs or never ran).
+	mu        sync.Mutex
+	stoppedAt time.Time
+}
+
+// Running reports whether the cluster's agent runs now.
+func (c *Cluster) Running() bool { return c.running.Load() }
+
+// StoppedAt is when the cluster's agent last stopped; zero if it never did.
+func (c *Cluster) StoppedAt() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stoppedAt
+}
+
+// Fleet is a running simulated fleet.
+type Fleet struct {
+	opts     Options
+	clusters []*Cluster
+	byName   map[string]*Cluster
+	scheme   *runtime.Scheme
+	wg       sync.WaitGroup
+	errs     chan error
+}
+
+// Name is the name of the cluster with index i (First included).
+func (o Options) Name(i int) string {
+	return fmt.Sprintf("%s%05d", o.Prefix, i)
+}
+
+// New builds the fleet's in-memory clusters (Nodes and ClusterClaims seeded) without
+// starting any agent.
+func New(ctx context.Context, opts Options) (*Fleet, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	f := &Fleet{opts: opts, byName: map[string]*Cluster{}, scheme: apischeme.New(), errs: make(chan error, 16)}
+	// What a klusterlet's managed cluster serves besides the built-ins: claims and the
+	// applied works' bookkeeping (the Wasm plugin loader, whose CRD is the third, is off).
+	all, err := crds.Objects()
+	if err != nil {
+		return nil, fmt.Errorf("fleet simulator: %w", err)
+	}
+	var managedCRDs []*apiextensionsv1.CustomResourceDefinition
+	for _, crd := range all {
+		if crd.Spec.Names.Kind == "ClusterClaim" || crd.Spec.Names.Kind == "AppliedManifestWork" {
+			managedCRDs = append(managedCRDs, crd)
+		}
+	}
+	nSilent := int(opts.Silent * float64(opts.Clusters))
+	nFlap := int(opts.Flap * float64(opts.Clusters))
+	for i := range opts.Clusters {
+		idx := opts.First + i
+		name := opts.Name(idx)
+		b := Steady
+		// Spread the behaviours over the index range so every label value gets some.
+		switch {
+		case nSilent > 0 && i%max(1, opts.Clusters/nSilent) == 0 && countBehaviour(f.clusters, Silent) < nSilent:
+			b = Silent
+		case nFlap > 0 && (i+1)%max(1, opts.Clusters/nFlap) == 0 && countBehaviour(f.clusters, Flapping) < nFlap:
+			b = Flapping
+		}
+		mc, err := memkube.New(memkube.Options{Name: name, CRDs: managedCRDs, Version: version.Info{GitVersion: opts.KubernetesVersion,
+			Major: majorOf(opts.KubernetesVersion), Minor: minorOf(opts.KubernetesVersion), Platform: "linux/amd64"}})
+		if err != nil {
+			return nil, fmt.Errorf("fleet simulator: cluster %s: %w", name, err)
+		}
+		c := &Cluster{Name: name, Managed: mc, Behaviour: b, Labels: map[string]string{}}
+		for _, l := range opts.Labels {
+			c.Labels[l.Key] = l.Values[idx%len(l.Values)]
+		}
+		if err := f.seed(ctx, c, idx); err != nil {
+			return nil, err
+		}
+		f.clusters = append(f.clusters, c)
+		f.byName[name] = c
+	}
+	return f, nil
+}
+
+func countBehaviour(cs []*Cluster, b Behaviour) int {
+	n := 0
+	for _, c := range cs {
+		if c.Behaviour == b {
+			n++
+		}
+	}
+	return n
+}
+
+func majorOf(v string) string {
+	parts := strings.SplitN(strings.TrimPrefix(v, "v"), ".", 3)
+	return parts[0]
+}
+
+func minorOf(v string) string {
+	parts := strings.SplitN(strings.TrimPrefix(v, "v"), ".", 3)
+	if len(parts) < 2 {
+		return ""
+	}
+	return parts[1]
+}
+
+// seed writes the cluster's Nodes (its capacity) and ClusterClaims into its managed side.
+func (f *Fleet) seed(ctx context.Context, c *Cluster, idx int) error {
+	mcl, err := client.New(c.Managed.Config(), client.Options{Scheme: f.scheme})
+	if err != nil {
+		return fmt.Errorf("fleet simulator: cluster %s: %w", c.Name, err)
+	}
+	cpu := f.opts.CPU.pick(c.Name, "cpu")
+	mem := f.opts.Memory.pick(c.Name, "memory")
+	for n := range f.opts.Nodes {
+		// The capacity is spread over the nodes; the first takes the remainder.
+		nc, nm := cpu/int64(f.opts.Nodes), mem/int64(f.opts.Nodes)
+		if n == 0 {
+			nc, nm = nc+cpu%int64(f.opts.Nodes), nm+mem%int64(f.opts.Nodes)
+		}
+		capacity := corev1.ResourceList{
+			corev1.ResourceCPU:    *resource.NewQuantity(nc, resource.DecimalSI),
+			corev1.ResourceMemory: *resource.NewQuantity(nm<<30, resource.BinarySI),
+			corev1.ResourcePods:   *resource.NewQuantity(110, resource.DecimalSI),
+		}
+		alloc := corev1.ResourceList{
+			corev1.ResourceCPU:    *resource.NewMilliQuantity(nc*900, resource.DecimalSI),
+			corev1.ResourceMemory: *resource.NewQuantity((nm<<30)/10*9, resource.BinarySI),
+			corev1.ResourcePods:   *resource.NewQuantity(110, resource.DecimalSI),
+		}
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%d", n)}}
+		if err := mcl.Create(ctx, node); err != nil {
+			return fmt.Errorf("fleet simulator: cluster %s: creating Node %s: %w", c.Name, node.Name, err)
+		}
+		node.Status = corev1.NodeStatus{Capacity: capacity, Allocatable: alloc,
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}
+		if err := mcl.Status().Update(ctx, node); err != nil {
+			return fmt.Errorf("fleet simulator: cluster %s: Node %s status: %w", c.Name, node.Name, err)
+		}
+	}
+	for _, cl := range f.opts.Claims {
+		claim := &clusterv1alpha1.ClusterClaim{ObjectMeta: metav1.ObjectMeta{Name: cl.Key},
+			Spec: clusterv1alpha1.ClusterClaimSpec{Value: cl.Values[idx%len(cl.Values)]}}
+		if err := mcl.Create(ctx, claim); err != nil {
+			return fmt.Errorf("fleet simulator: cluster %s: creating ClusterClaim %s: %w", c.Name, cl.Key, err)
+		}
+	}
+	return nil
+}
+
+// Clusters are the fleet's clusters in name order.
+func (f *Fleet) Clusters() []*Cluster { return f.clusters }
+
+// Cluster is the cluster named name, or nil.
+func (f *Fleet) Cluster(name string) *Cluster { return f.byName[name] }
+
+// Names are the clusters' names, in order.
+func (f *Fleet) Names() []string {
+	out := make([]string, len(f.clusters))
+	for i, c := range f.clusters {
+		out[i] = c.Name
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Run starts every cluster's agent, at most JoinConcurrency bootstrapping at once (a
+// cluster counts as bootstrapping until its agent has a signed identity), and runs them
+// until ctx ends; then it stops them all and returns. An agent that fails (its options
+// are invalid) ends Run with its error.
+func (f *Fleet) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	slots := make(chan struct{}, f.opts.JoinConcurrency)
+	for _, c := range f.clusters {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		f.wg.Add(1)
+		go func() {
+			defer f.wg.Done()
+			if err := f.life(ctx, c, slots); err != nil {
+				select {
+				case f.errs <- err:
+				default:
+				}
+				cancel()
+			}
+		}()
+	}
+	<-ctx.Done()
+	f.wg.Wait()
+	select {
+	case err := <-f.errs:
+		return err
+	default:
+		return nil
+	}
+}
+
+// life runs one cluster's agent as its Behaviour says. It frees its join slot once the
+// agent holds a signed identity (or stops).
+func (f *Fleet) life(ctx context.Context, c *Cluster, slot chan struct{}) error {
+	var once sync.Once
+	free := func() { once.Do(func() { <-slot }) }
+	defer free()
+	for first := true; ctx.Err() == nil; first = false {
+		runFor := time.Duration(0) // until ctx ends
+		switch c.Behaviour {
+		case Silent:
+			if !first {
+				<-ctx.Done()
+				return nil
+			}
+			runFor = -1 // until SilentAfter after joining
+		case Flapping:
+			runFor = f.opts.FlapPeriod - f.opts.FlapDown
+		}
+		if err := f.runAgent(ctx, c, runFor, free); err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		if c.Behaviour == Flapping {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(f.opts.FlapDown):
+			}
+		}
+	}
+	return nil
+}
+
+// runAgent runs c's klusterlet until ctx ends or runFor passes (0: no limit; -1: until
+// SilentAfter after the agent reported its cluster Joined). identity is called once the
+// agent has its signed identity.
+func (f *Fleet) runAgent(ctx context.Context, c *Cluster, runFor time.Duration, identity func()) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	opts := klusterlet.Options{
+		Registration: registration.Config{
+			ClusterName: c.Name, ManagedConfig: c.Managed.Config(), BootstrapKubeconfig: f.opts.BootstrapKubeconfig,
+			LeaseDurationSeconds: f.opts.LeaseDurationSeconds, CSRExpirationSeconds: f.opts.CSRExpirationSeconds,
+			RetryInitial: time.Second, RetryMax: 30 * time.Second,
+			Logger: f.opts.Logger.WithValues("cluster", c.Name),
+		},
+		// One Wasm host per simulated cluster would dwarf the rest: WellKnownStatus feedback
+		// is not simulated (JSONPaths feedback is).
+		Plugins: klusterlet.PluginOptions{Disabled: true},
+	}
+	a, err := klusterlet.New(opts)
+	if err != nil {
+		return fmt.Errorf("fleet simulator: cluster %s: %w", c.Name, err)
+	}
+	done := make(chan error, 1)
+	c.running.Store(true)
+	go func() { done <- a.Run(ctx) }()
+	defer func() {
+		c.running.Store(false)
+		c.mu.Lock()
+		c.stoppedAt = time.Now()
+		c.mu.Unlock()
+	}()
+	// Look for the identity (to free the join slot) and the join (to start a silent
+	// cluster's clock); then the loop only waits.
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	ticks := tick.C
+	var deadline <-chan time.Time
+	if runFor > 0 {
+		t := time.NewTimer(runFor)
+		defer t.Stop()
+		deadline = t.C
+	}
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-deadline:
+			cancel()
+			return <-done
+		case <-ticks:
+			st := a.Registration.State()
+			if st.KubeconfigLoaded {
+				identity() // frees the join slot (once)
+			}
+			if st.Joined {
+				ticks = nil
+				if runFor < 0 {
+					t := time.NewTimer(f.opts.SilentAfter)
+					defer t.Stop()
+					deadline = t.C
+				}
+			}
+		}
+	}
+}
+
+// LabelOnHub does what a hub admin labelling new clusters would: it gives each cluster's
+// ManagedCluster the labels drawn for it (Cluster.Labels), as soon as its agent has created
+// it, until all are labelled or ctx ends. hub must be allowed to patch ManagedClusters.
+func (f *Fleet) LabelOnHub(ctx context.Context, hub client.Client) error {
+	todo := map[string]*Cluster{}
+	for _, c := range f.clusters {
+		if len(c.Labels) > 0 {
+			todo[c.Name] = c
+		}
+	}
+	for len(todo) > 0 {
+		list := &clusterv1.ManagedClusterList{}
+		if err := hub.List(ctx, list); err != nil {
+			return fmt.Errorf("fleet simulator: listing ManagedClusters to label them: %w", err)
+		}
+		for i := range list.Items {
+			mc := &list.Items[i]
+			c := todo[mc.Name]
+			if c == nil {
+				continue
+			}
+			missing := false
+			for k, v := range c.Labels {
+				missing = missing || mc.Labels[k] != v
+			}
+			if missing {
+				orig := mc.DeepCopy()
+				if mc.Labels == nil {
+					mc.Labels = map[string]string{}
+				}
+				maps.Copy(mc.Labels, c.Labels)
+				if err := hub.Patch(ctx, mc, client.MergeFrom(orig)); err != nil {
+					return fmt.Errorf("fleet simulator: labelling ManagedCluster %s: %w", mc.Name, err)
+				}
+			}
+			delete(todo, mc.Name)
+		}
+		if len(todo) == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(2 * time.Second):
+		}
+	}
+	return nil
+}
+
+// Counts are how many of the fleet's agents run now, by behaviour.
+func (f *Fleet) Counts() (running, total int) {
+	for _, c := range f.clusters {
+		if c.Running() {
+			running++
+		}
+	}
+	return running, len(f.clusters)
+}
