@@ -185,12 +185,14 @@ func TestWakeOnlyAffected(t *testing.T) {
 		}, 30*time.Second, time.Second).Should(BeTrue(), "waiting for the reconciles to stop")
 		return last
 	}
+	// Each step's check fails the test but lets the next steps run: each says what it wakes.
+	check := NewGomega(func(msg string, _ ...int) { t.Helper(); t.Error(msg) })
 	// expect waits until the placements in woken were reconciled once more than in base, then
 	// checks for two seconds that no other placement was.
 	expect := func(what string, base map[string]int, woken ...string) {
 		t.Helper()
 		if len(woken) > 0 {
-			g.Eventually(func() map[string]int {
+			check.Eventually(func() map[string]int {
 				now := counts.get()
 				out := map[string]int{}
 				for _, key := range woken {
@@ -199,7 +201,7 @@ func TestWakeOnlyAffected(t *testing.T) {
 				return out
 			}, 30*time.Second, 50*time.Millisecond).Should(HaveEach(BeNumerically(">=", 1)), "%s: waiting for %v to be reconciled", what, woken)
 		}
-		g.Consistently(func() []string {
+		check.Consistently(func() []string {
 			var extra []string
 			now := counts.get()
 			for key := range placements {
