@@ -172,8 +172,9 @@ bench-admission: $(CONTROLPLANE)
 ## bench-placement: one scheduling pass over 5,000 clusters with the four Wasm built-ins and a
 ## third-party Wasm prioritizer next to native Go (`placement-pass-5000 ratio=…`), then 1,000
 ## and 10,000 Placements (numberOfClusters 10; AddOn score, ResourceAllocatableCPU and Balance)
-## over 1,000 simulated clusters, the hub its own process; last line
-## `placement p1000x1000_s=… p10000x1000_s=… hub_rss_mib=…`.
+## over 1,000 simulated clusters, the hub its own process, each timed against the same writes
+## without a hub (the floor); last line `placement p1000x1000_s=… p10000x1000_s=… hub_rss_mib=…
+## floor_p1000x1000_s=… floor_p10000x1000_s=… ratio_p1000x1000=… ratio_p10000x1000=… floor_ratio=…`.
 bench-placement: build $(CONTROLPLANE)
 	$(GO) build -o $(BIN)/benchline ./core/wasm/wasmbench/benchline
 	@set -o pipefail; $(GO) test -run '^$$' -bench 'SchedulePass5000' -benchmem -count 5 ./hub/placement/scheduler/ | \

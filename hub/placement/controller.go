@@ -84,10 +84,12 @@ type Reconciler struct {
 	Workers  int
 	Logger   logr.Logger
 
-	index   *decisionIndex
-	snap    snapshotter
-	metrics *metrics
-	scores  sync.Map // placement key → scoreState
+	index *decisionIndex
+	fleet *scheduler.Fleet
+	// reconciled, when set, is called at the start of every Reconcile (tests count wake-ups).
+	reconciled func(reconcile.Request)
+	metrics    *metrics
+	scores     sync.Map // placement key → scoreState
 	// scoreWrites: placement key → when its decisions' scores were last written. The cached
 	// placement may lag our own status write; only this controller writes the time.
 	scoreWrites sync.Map
@@ -129,21 +131,20 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}); err != nil {
 		return fmt.Errorf("placement: indexing PlacementDecisions: %w", err)
 	}
-	r.snap = snapshotter{reader: mgr.GetClient(), index: r.index, clock: r.Clock, dirty: true}
+	// The fleet is kept from the informers' events, and each event wakes only the placements
+	// it can affect (wake.go).
+	r.fleet = scheduler.NewFleet(r.index)
+	w := waker{r: r}
 
 	all := handler.EnqueueRequestsFromMapFunc(r.allPlacements)
-	fleetChange := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
-		r.snap.invalidate()
-		return r.allPlacements(ctx, nil)
-	})
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("placement").
 		For(&clusterv1beta1.Placement{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&clusterv1beta1.PlacementDecision{}, r.decisionHandler()).
-		Watches(&clusterv1.ManagedCluster{}, fleetChange, builder.WithPredicates(clusterChanged())).
-		Watches(&clusterv1beta2.ManagedClusterSet{}, fleetChange, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&clusterv1beta2.ManagedClusterSetBinding{}, fleetChange).
-		Watches(&clusterv1alpha1.AddOnPlacementScore{}, fleetChange).
+		Watches(&clusterv1.ManagedCluster{}, w.clusterHandler()).
+		Watches(&clusterv1beta2.ManagedClusterSet{}, w.setHandler()).
+		Watches(&clusterv1beta2.ManagedClusterSetBinding{}, w.bindingHandler()).
+		Watches(&clusterv1alpha1.AddOnPlacementScore{}, w.scoreHandler()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Workers})
 	if r.Registry != nil {
 		events, cancel := r.Registry.Subscribe(abi.TypePrioritizer)
@@ -222,38 +223,6 @@ func writtenByUs(o client.Object) bool {
 	return last != nil && last.Manager == FieldManager
 }
 
-// clusterChanged lets through the ManagedCluster changes that can change a decision:
-// labels, claims, taints, resources, deletion, conditions. Heartbeats do not.
-func clusterChanged() predicate.Predicate {
-	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-		o, ok1 := e.ObjectOld.(*clusterv1.ManagedCluster)
-		n, ok2 := e.ObjectNew.(*clusterv1.ManagedCluster)
-		if !ok1 || !ok2 {
-			return true
-		}
-		return !equality.Semantic.DeepEqual(o.Labels, n.Labels) ||
-			!equality.Semantic.DeepEqual(o.Spec.Taints, n.Spec.Taints) ||
-			!equality.Semantic.DeepEqual(o.Status.ClusterClaims, n.Status.ClusterClaims) ||
-			!equality.Semantic.DeepEqual(o.Status.Allocatable, n.Status.Allocatable) ||
-			!equality.Semantic.DeepEqual(o.Status.Capacity, n.Status.Capacity) ||
-			!equality.Semantic.DeepEqual(o.DeletionTimestamp, n.DeletionTimestamp) ||
-			!conditionsEqual(o.Status.Conditions, n.Status.Conditions) ||
-			o.Status.Version != n.Status.Version
-	}}
-}
-
-func conditionsEqual(a, b []metav1.Condition) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i].Type != b[i].Type || a[i].Status != b[i].Status || a[i].Reason != b[i].Reason {
-			return false
-		}
-	}
-	return true
-}
-
 // allPlacements enqueues every placement.
 func (r *Reconciler) allPlacements(ctx context.Context, _ client.Object) []reconcile.Request {
 	list := &clusterv1beta1.PlacementList{}
@@ -270,6 +239,9 @@ func (r *Reconciler) allPlacements(ctx context.Context, _ client.Object) []recon
 
 // Reconcile decides one placement and writes what changed.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if r.reconciled != nil {
+		r.reconciled(req)
+	}
 	p := &clusterv1beta1.Placement{}
 	if err := r.Client.Get(ctx, req.NamespacedName, p); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -282,11 +254,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if p.DeletionTimestamp != nil || p.Annotations[clusterv1beta1.PlacementDisableAnnotation] == "true" {
 		return reconcile.Result{}, nil
 	}
-	snap, err := r.snap.get(ctx)
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-	res, err := r.Scheduler.Decide(ctx, snap, p)
+	res, err := r.Scheduler.Decide(ctx, r.fleet.Snapshot(r.Clock.Now()), p)
 	if err != nil {
 		return reconcile.Result{}, err
 	}

@@ -42,18 +42,14 @@ const DefaultDebugBindAddress = ":8443"
 // of the fleet and says how: every filter stage's clusters and every prioritizer's scores.
 // Nothing is written. A missing placement is a NotFound error (apierrors.IsNotFound).
 func (r *Reconciler) Explain(ctx context.Context, namespace, name string) (*scheduler.Result, error) {
-	if r.snap.reader == nil {
+	if r.fleet == nil {
 		return nil, errors.New("placement: the controller is not set up (SetupWithManager)")
 	}
 	p := &clusterv1beta1.Placement{}
 	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, p); err != nil {
 		return nil, err
 	}
-	snap, err := r.snap.get(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return r.Scheduler.Schedule(ctx, snap, p)
+	return r.Scheduler.Schedule(ctx, r.fleet.Snapshot(r.Clock.Now()), p)
 }
 
 // Explainer explains how a placement is scheduled (Reconciler.Explain).

@@ -3,10 +3,14 @@
 // AddOnPlacementScore each) in one bound set, the hub as its own process (bin/flotilla hub, so
 // its memory can be read), then 1,000 and 10,000 Placements, each numberOfClusters: 10 with the
 // AddOn score, ResourceAllocatableCPU and Balance prioritizers, timed from the first create
-// until every placement has its decisions written (status numberOfSelectedClusters 10). It
-// prints as its last line
+// until every placement has its decisions written (status numberOfSelectedClusters 10).
+// Before the hub starts, the same run times the writes alone at both sizes (the floor: what the
+// API server of this machine needs whatever the scheduler does, see floor). It prints as its
+// last line
 //
 //	placement p1000x1000_s=<…> p10000x1000_s=<…> hub_rss_mib=<hub RSS after the second run>
+//	  floor_p1000x1000_s=<…> floor_p10000x1000_s=<…> ratio_p1000x1000=<…> ratio_p10000x1000=<…>
+//	  floor_ratio=<the larger of the two ratios, hub time / floor time>
 package main
 
 import (
@@ -24,9 +28,12 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -45,7 +52,7 @@ var pprofAddr string
 // apiserverProfile, when set, receives a CPU profile of kube-apiserver taken during the first run.
 var apiserverProfile string
 
-// floorRun, when set, times the writes alone instead: no hub, a client doing for each placement
+// floorRun, when set, times the writes alone only: no hub, a client doing for each placement
 // exactly what the placement controller must write (see floor).
 var floorRun bool
 
@@ -63,9 +70,9 @@ func main() {
 	large := flag.Int("large", 10000, "placements of the second run")
 	flag.StringVar(&pprofAddr, "pprof", "", "have the hub serve Go profiles at this address, e.g. 127.0.0.1:6060")
 	flag.StringVar(&apiserverProfile, "apiserver-profile", "", "write a CPU profile of kube-apiserver during the first run to this file (go tool pprof reads it)")
-	flag.BoolVar(&floorRun, "floor", false, "instead of the hub, time the API writes alone (no scheduling) in the same shapes: the API server's floor on this machine")
+	flag.BoolVar(&floorRun, "floor", false, "time only the API writes alone (no hub, no scheduling) in the same shapes: the API server's floor on this machine (the default run times it too, before the hub starts)")
 	flag.BoolVar(&withBuiltIns, "builtins", true, "score with the Wasm built-ins ResourceAllocatableCPU and Balance besides the AddOn score (false: the AddOn score alone, to see the rest of the cost)")
-	benchenv.Main("bench-placement", 30*time.Minute, func(ctx context.Context, binary string, verbose bool) (string, error) {
+	benchenv.Main("bench-placement", 45*time.Minute, func(ctx context.Context, binary string, verbose bool) (string, error) {
 		return run(ctx, binary, *clusters, *small, *large, verbose)
 	})
 }
@@ -78,8 +85,27 @@ func run(ctx context.Context, binary string, clusters, small, large int, verbose
 	defer func() { err = errors.Join(err, cp.Stop()) }()
 	c, cfg := cp.Client, cp.ClientConfig
 
+	fmt.Fprintf(os.Stderr, "creating %d clusters with their scores\n", clusters)
+	if err := fleet(ctx, c, clusters); err != nil {
+		return "", err
+	}
+	// The floor first, on the same API server, before the hub starts (it would react to the
+	// floor's placements); its objects are deleted before the hub runs.
+	floorSecs, err := runFloor(ctx, cp, small, large)
+	if err != nil {
+		return "", err
+	}
+	floorLine := fmt.Sprintf("p%dx%d_s=%.2f p%dx%d_s=%.2f", small, clusters, floorSecs[0], large, clusters, floorSecs[1])
 	if floorRun {
-		return runFloor(ctx, cp, clusters, small, large)
+		return "placement-floor " + floorLine, nil
+	}
+	for i := range floorSecs {
+		if err := c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: floorNamespace(i)}}); err != nil {
+			return "", err
+		}
+	}
+	if err := gone(ctx, c, floorNamespace(0), floorNamespace(1)); err != nil {
+		return "", err
 	}
 
 	hub, err := benchenv.StartHub(ctx, binary, cp, benchenv.Log(verbose),
@@ -89,10 +115,6 @@ func run(ctx context.Context, binary string, clusters, small, large int, verbose
 	}
 	defer hub.Stop()
 
-	fmt.Fprintf(os.Stderr, "creating %d clusters with their scores\n", clusters)
-	if err := fleet(ctx, c, clusters); err != nil {
-		return "", err
-	}
 	if err := waitReady(ctx, c); err != nil {
 		return "", err
 	}
@@ -146,8 +168,27 @@ func run(ctx context.Context, binary string, clusters, small, large int, verbose
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("placement p%dx%d_s=%.2f p%dx%d_s=%.2f hub_rss_mib=%.1f",
-		small, clusters, smallTime.Seconds(), large, clusters, largeTime.Seconds(), rss), nil
+	rs, rl := smallTime.Seconds()/floorSecs[0], largeTime.Seconds()/floorSecs[1]
+	return fmt.Sprintf("placement p%dx%d_s=%.2f p%dx%d_s=%.2f hub_rss_mib=%.1f floor_%s ratio_p%dx%d=%.2f ratio_p%dx%d=%.2f floor_ratio=%.2f",
+		small, clusters, smallTime.Seconds(), large, clusters, largeTime.Seconds(), rss,
+		strings.ReplaceAll(floorLine, " p", " floor_p"), small, clusters, rs, large, clusters, rl, max(rs, rl)), nil
+}
+
+func floorNamespace(i int) string { return fmt.Sprintf("floor-%d", i) }
+
+// gone waits until the namespaces are deleted (kube-controller-manager empties them).
+func gone(ctx context.Context, c client.Client, names ...string) error {
+	fmt.Fprintln(os.Stderr, "deleting the floor's objects")
+	for _, name := range names {
+		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+			err := c.Get(ctx, client.ObjectKey{Name: name}, &corev1.Namespace{})
+			return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+		})
+		if err != nil {
+			return fmt.Errorf("namespace %s was not deleted: %w", name, err)
+		}
+	}
+	return nil
 }
 
 // fleet creates the set and the clusters in it, with allocatable CPU and memory, and an
@@ -401,33 +442,29 @@ func profile(ctx context.Context, cfg *rest.Config, url, path string) error {
 	return f.Close()
 }
 
-// runFloor times the API writes alone in both shapes, with no hub: what the API server of this
-// machine needs whatever the scheduler does.
-func runFloor(ctx context.Context, cp *benchenv.ControlPlane, clusters, small, large int) (string, error) {
+// runFloor times the API writes alone in both shapes, with no hub (the fleet exists): what the
+// API server of this machine needs whatever the scheduler does. It returns the seconds of each.
+func runFloor(ctx context.Context, cp *benchenv.ControlPlane, small, large int) ([]float64, error) {
 	c := cp.Client
-	fmt.Fprintf(os.Stderr, "creating %d clusters with their scores\n", clusters)
-	if err := fleet(ctx, c, clusters); err != nil {
-		return "", err
-	}
 	if err := settle(ctx, rest.CopyConfig(cp.Config), cp.URL); err != nil {
-		return "", err
+		return nil, err
 	}
 	var secs []float64
 	for i, n := range []int{small, large} {
 		pids := cp.PIDs()
 		before := cpu(pids)
-		t, err := floor(ctx, c, fmt.Sprintf("floor-%d", i), n)
+		t, err := floor(ctx, c, floorNamespace(i), n)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
 		reportCPU(pids, before)
 		fmt.Fprintf(os.Stderr, "%d placements' writes alone: %.2f s\n", n, t.Seconds())
 		secs = append(secs, t.Seconds())
 		if err := settle(ctx, rest.CopyConfig(cp.Config), cp.URL); err != nil {
-			return "", err
+			return nil, err
 		}
 	}
-	return fmt.Sprintf("placement-floor p%dx%d_s=%.2f p%dx%d_s=%.2f", small, clusters, secs[0], large, clusters, secs[1]), nil
+	return secs, nil
 }
 
 // floor does, with the same concurrency as the hub's workers, the writes the placement
