@@ -156,20 +156,18 @@ func Run(ctx context.Context, c client.WithWatch, f *sim.Fleet, cfg Config, prob
 	res.PlacementsS = time.Since(start).Seconds()
 	row("placement", "%d Placements decided in %.1f s", cfg.Placements, res.PlacementsS)
 	churned := 0
-	res.ChurnHubCPU, err = cpuOver(ctx, probe, cfg.Churn, func(ctx context.Context) error {
-		// Every cluster's score once per ChurnEvery, spread over it.
+	res.ChurnHubCPU, err = cpuOver(ctx, probe, cfg.Churn, func(churn context.Context) error {
+		// Every cluster's score once per ChurnEvery. A round runs to its end (on ctx, not
+		// the churn's deadline); the churn ends between rounds.
 		t := time.NewTicker(cfg.ChurnEvery)
 		defer t.Stop()
 		for {
 			if err := writeScores(ctx, c, f.Names(), false); err != nil {
-				if ctx.Err() != nil {
-					return nil // the churn's time is up mid-round
-				}
 				return err
 			}
 			churned++
 			select {
-			case <-ctx.Done():
+			case <-churn.Done():
 				return nil
 			case <-t.C:
 			}
@@ -182,7 +180,7 @@ func Run(ctx context.Context, c client.WithWatch, f *sim.Fleet, cfg Config, prob
 
 	// Works: WorksPerCluster each, then one ManifestWorkReplicaSet to all.
 	start = time.Now()
-	if err := works(ctx, c, f.Names(), cfg.WorksPerCluster); err != nil {
+	if err := works(ctx, c, f.Names(), live(f), cfg.WorksPerCluster); err != nil {
 		return res, err
 	}
 	row("works", "%d ManifestWorks applied in %.1f s", cfg.WorksPerCluster*cfg.Clusters, time.Since(start).Seconds())
@@ -434,8 +432,9 @@ func configMap(name string) runtime.RawExtension {
 		`","namespace":"default"},"data":{"key":"value"}}`)}
 }
 
-// works creates per ManifestWorks in every cluster's namespace and waits until all are Applied.
-func works(ctx context.Context, c client.Client, names []string, per int) error {
+// works creates per ManifestWorks in every cluster's namespace and waits until the live
+// clusters' are Applied.
+func works(ctx context.Context, c client.Client, names []string, live, per int) error {
 	if per == 0 {
 		return nil
 	}
@@ -456,7 +455,8 @@ func works(ctx context.Context, c client.Client, names []string, per int) error 
 	if err := g.Wait(); err != nil {
 		return err
 	}
-	return waitWorks(ctx, c, "works", len(names)*per, func(w *workv1.ManifestWork) bool { return strings.HasPrefix(w.Name, "fleet-work-") })
+	// Silent clusters have works too; only the live ones apply them.
+	return waitWorks(ctx, c, "works", live*per, func(w *workv1.ManifestWork) bool { return strings.HasPrefix(w.Name, "fleet-work-") })
 }
 
 // waitWorks waits until want works that match are Applied.
