@@ -14,6 +14,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -61,6 +62,37 @@ type Probe struct {
 	// kube-apiserver's resident memory in bytes; EtcdDB the etcd database's size in bytes.
 	HubCPU                       func() (float64, error)
 	HubRSS, APIServerRSS, EtcdDB func() (int64, error)
+	// Controllers reads the hub's controller metrics (what each controller spent).
+	Controllers func(context.Context) ([]ControllerStat, error)
+}
+
+// ControllerStat is one hub controller's work so far: reconciles, seconds spent in them, and
+// seconds its queue made items wait (controller-runtime's metrics).
+type ControllerStat struct {
+	Name                  string
+	Reconciles            float64
+	ReconcileS, QueueWait float64
+}
+
+// printControllers prints the controllers that spent the most, reconcile plus queue time.
+func printControllers(ctx context.Context, out io.Writer, p Probe, phase string) {
+	if p.Controllers == nil {
+		return
+	}
+	stats, err := p.Controllers(ctx)
+	if err != nil {
+		fmt.Fprintf(out, "%-10s hub controller metrics: %v\n", phase, err)
+		return
+	}
+	sort.Slice(stats, func(i, j int) bool {
+		return stats[i].ReconcileS+stats[i].QueueWait > stats[j].ReconcileS+stats[j].QueueWait
+	})
+	for i, st := range stats {
+		if i == 8 {
+			break
+		}
+		fmt.Fprintf(out, "%-10s   %-34s %8.0f reconciles %8.1f s reconciling %9.1f s queued\n", phase, st.Name, st.Reconciles, st.ReconcileS, st.QueueWait)
+	}
 }
 
 // Result is what a run measured.
@@ -129,6 +161,7 @@ func Run(ctx context.Context, c client.WithWatch, f *sim.Fleet, cfg Config, prob
 	}
 	res.JoinS = time.Since(start).Seconds()
 	row("join", "%d clusters Joined and Available in %.1f s", cfg.Clusters, res.JoinS)
+	printControllers(ctx, out, probe, "join")
 
 	// Steady: leases and status; flaps are counted from here to the end.
 	flaps := &flapWatch{fleet: f, unknown: map[string]bool{}}
@@ -199,6 +232,7 @@ func Run(ctx context.Context, c client.WithWatch, f *sim.Fleet, cfg Config, prob
 	res.AddonAllS = time.Since(start).Seconds()
 	row("addon", "template add-on Available on all in %.1f s", res.AddonAllS)
 
+	printControllers(ctx, out, probe, "total")
 	res.UnknownFlaps, res.SilentMarked = flaps.counts()
 	row("flaps", "%d live clusters marked Available=Unknown (must be 0); %d silent clusters marked", res.UnknownFlaps, res.SilentMarked)
 	return res, nil
