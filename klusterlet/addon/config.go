@@ -27,6 +27,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
@@ -81,6 +83,12 @@ type Config struct {
 	LeaseResync time.Duration
 	// RetryInitial and RetryMax bound the backoff between failed attempts.
 	RetryInitial, RetryMax time.Duration
+
+	// Scheme, when set, is the scheme of the agent's hub client and cache, shared with other
+	// agents (it must hold NewScheme's types; they only read it); HubMapper their hub mapper
+	// (registration.Session's). Nil: the agent builds its own.
+	Scheme    *runtime.Scheme
+	HubMapper meta.RESTMapper
 
 	Logger logr.Logger
 	Clock  clock.Clock

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 )
 
@@ -19,6 +21,10 @@ type Session struct {
 	HubEndpoint HubEndpoint
 	// HubConfig reaches the hub with the agent's identity and follows certificate rotations.
 	HubConfig *rest.Config
+	// Scheme is the registration agent's (Config.Scheme when set), for clients of the same
+	// types; HubMapper the session's hub mapper (Config.HubMapper when set).
+	Scheme    *runtime.Scheme
+	HubMapper meta.RESTMapper
 	Logger    logr.Logger
 }
 
@@ -38,7 +44,8 @@ func (s *session) runOnAccepted(ctx context.Context) {
 	}
 	sess := Session{
 		ClusterName: s.id.ClusterName, AgentName: s.id.AgentName,
-		HubServer: s.conn.Endpoint().Server, HubEndpoint: s.conn.Endpoint(), HubConfig: s.conn.Config(userAgent), Logger: s.a.log,
+		HubServer: s.conn.Endpoint().Server, HubEndpoint: s.conn.Endpoint(), HubConfig: s.conn.Config(userAgent),
+		Scheme: s.a.scheme, HubMapper: s.hubMapper, Logger: s.a.log,
 	}
 	b := s.a.backoff()
 	for ctx.Err() == nil {

@@ -7,8 +7,10 @@ package work
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
@@ -62,9 +64,12 @@ func New(cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	scheme := runtime.NewScheme()
-	if err := apischeme.AddToScheme(scheme); err != nil {
-		return nil, fmt.Errorf("work agent: %w", err)
+	scheme := cfg.Scheme
+	if scheme == nil {
+		scheme = runtime.NewScheme()
+		if err := apischeme.AddToScheme(scheme); err != nil {
+			return nil, fmt.Errorf("work agent: %w", err)
+		}
 	}
 	managedCfg := rest.CopyConfig(cfg.ManagedConfig)
 	managedCfg.UserAgent = userAgent
@@ -83,7 +88,8 @@ func New(cfg Config) (*Agent, error) {
 		HealthProbeBindAddress: "0",
 		// Several agents (one per cluster, or per hub) may share a process, in tests and
 		// in flotilla dev.
-		Controller: config.Controller{SkipNameValidation: &skip},
+		Controller:     config.Controller{SkipNameValidation: &skip},
+		MapperProvider: mapperProvider(cfg.ManagedMapper),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("work agent: managed cluster manager: %w", err)
@@ -91,6 +97,7 @@ func New(cfg Config) (*Agent, error) {
 	hub, err := cluster.New(hubCfg, func(o *cluster.Options) {
 		o.Scheme = scheme
 		o.Logger = cfg.Logger.WithName("hub")
+		o.MapperProvider = mapperProvider(cfg.HubMapper)
 		// The agent may only read its own cluster namespace.
 		o.Cache.DefaultNamespaces = map[string]cache.Config{cfg.ClusterName: {}}
 	})
@@ -133,6 +140,14 @@ func New(cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	return a, nil
+}
+
+// mapperProvider provides m when set, else what controller-runtime builds by default.
+func mapperProvider(m meta.RESTMapper) func(*rest.Config, *http.Client) (meta.RESTMapper, error) {
+	if m == nil {
+		return nil
+	}
+	return func(*rest.Config, *http.Client) (meta.RESTMapper, error) { return m, nil }
 }
 
 func (a *Agent) setup(hub cluster.Cluster, dyn dynamic.Interface, managedCfg *rest.Config, mapper *resettableMapper) error {
