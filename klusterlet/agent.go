@@ -102,6 +102,8 @@ type WorkOptions struct {
 	MaxFeedbackWatch int
 	// RawFeedbackJSON allows JsonRaw feedback values (OCM's RawFeedbackJsonString gate).
 	RawFeedbackJSON bool
+	// Workers is how many ManifestWorks are reconciled at once (work.DefaultWorkers when 0).
+	Workers int
 }
 
 // Agent is a configured klusterlet.
@@ -193,7 +195,7 @@ func (a *Agent) session(opts Options, managedMapper meta.RESTMapper) func(ctx co
 					ManagedConfig:        opts.Registration.ManagedConfig,
 					CSRExpirationSeconds: opts.Registration.CSRExpirationSeconds, RotationThreshold: opts.Registration.RotationThreshold,
 					LeaseDurationSeconds: opts.AddOn.LeaseDurationSeconds,
-					Scheme:               s.Scheme, HubMapper: s.HubMapper,
+					Scheme:               s.Scheme, HubMapper: s.HubMapper, HubKube: s.HubKube,
 					Logger: s.Logger.WithName("addon"),
 				})
 				if err == nil {
@@ -231,6 +233,7 @@ func (a *Agent) workSession(opts Options, managedMapper meta.RESTMapper) func(ct
 			ExecutorValidatingCaches: opts.Work.ExecutorValidatingCaches,
 			MaxFeedbackWatch:         opts.Work.MaxFeedbackWatch,
 			RawFeedbackJSON:          opts.Work.RawFeedbackJSON,
+			Workers:                  opts.Work.Workers,
 			Scheme:                   s.Scheme,
 			HubMapper:                s.HubMapper,
 			ManagedMapper:            managedMapper,

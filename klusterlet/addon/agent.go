@@ -92,8 +92,10 @@ func New(cfg Config) (*Agent, error) {
 	if a.hub, err = client.New(hubCfg, client.Options{Scheme: scheme, Mapper: cfg.HubMapper}); err != nil {
 		return nil, fmt.Errorf("add-on agent: hub client: %w", err)
 	}
-	if a.hubKube, err = kubernetes.NewForConfig(hubCfg); err != nil {
-		return nil, fmt.Errorf("add-on agent: hub client: %w", err)
+	if a.hubKube = cfg.HubKube; a.hubKube == nil {
+		if a.hubKube, err = kubernetes.NewForConfig(hubCfg); err != nil {
+			return nil, fmt.Errorf("add-on agent: hub client: %w", err)
+		}
 	}
 	if a.managed, err = kubernetes.NewForConfig(managedCfg); err != nil {
 		return nil, fmt.Errorf("add-on agent: managed cluster client: %w", err)

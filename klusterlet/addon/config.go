@@ -29,6 +29,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
@@ -89,6 +90,9 @@ type Config struct {
 	// (registration.Session's). Nil: the agent builds its own.
 	Scheme    *runtime.Scheme
 	HubMapper meta.RESTMapper
+	// HubKube, when set, is the hub clientset to use (registration.Session's, which has
+	// HubConfig's identity and user agent). Nil: one built from HubConfig.
+	HubKube kubernetes.Interface
 
 	Logger logr.Logger
 	Clock  clock.Clock

@@ -6,6 +6,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
 
@@ -25,7 +26,9 @@ type Session struct {
 	// types; HubMapper the session's hub mapper (Config.HubMapper when set).
 	Scheme    *runtime.Scheme
 	HubMapper meta.RESTMapper
-	Logger    logr.Logger
+	// HubKube is the registration agent's hub clientset of the session (HubConfig's).
+	HubKube kubernetes.Interface
+	Logger  logr.Logger
 }
 
 // runOnAccepted calls Config.OnAccepted once the hub has accepted the cluster, and again
@@ -45,7 +48,7 @@ func (s *session) runOnAccepted(ctx context.Context) {
 	sess := Session{
 		ClusterName: s.id.ClusterName, AgentName: s.id.AgentName,
 		HubServer: s.conn.Endpoint().Server, HubEndpoint: s.conn.Endpoint(), HubConfig: s.conn.Config(userAgent),
-		Scheme: s.a.scheme, HubMapper: s.hubMapper, Logger: s.a.log,
+		Scheme: s.a.scheme, HubMapper: s.hubMapper, HubKube: s.hubKube, Logger: s.a.log,
 	}
 	b := s.a.backoff()
 	for ctx.Err() == nil {

@@ -481,7 +481,10 @@ func (f *Fleet) runAgent(ctx context.Context, c *Cluster, runFor time.Duration, 
 		// One Wasm host per simulated cluster would dwarf the rest: WellKnownStatus feedback
 		// is not simulated (JSONPaths feedback is).
 		Plugins: klusterlet.PluginOptions{Disabled: true},
-		Scheme:  f.scheme, HubMapper: f.hubMapper,
+		// One work at a time per cluster: a worker is a goroutine per cluster, and memkube
+		// applies a work in microseconds.
+		Work:   klusterlet.WorkOptions{Workers: 1},
+		Scheme: f.scheme, HubMapper: f.hubMapper,
 	}
 	a, err := klusterlet.New(opts)
 	if err != nil {

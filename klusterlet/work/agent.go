@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
+	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -40,9 +40,6 @@ import (
 
 // userAgent names the agent in both clusters' audit logs.
 const userAgent = "flotilla-work-agent"
-
-// workWorkers is how many ManifestWorks are reconciled at once.
-const workWorkers = 8
 
 // Agent is a configured work agent.
 type Agent struct {
@@ -116,11 +113,12 @@ func New(cfg Config) (*Agent, error) {
 		return nil, fmt.Errorf("work agent: managed cluster discovery: %w", err)
 	}
 	a := &Agent{cfg: cfg, hubHash: HubHash(cfg.HubServer), mgr: mgr}
-	kube, err := kubernetes.NewForConfig(managedCfg)
+	// Only the authorization group: a full clientset is a client per API group version.
+	authz, err := authorizationv1client.NewForConfig(managedCfg)
 	if err != nil {
 		return nil, fmt.Errorf("work agent: managed cluster client: %w", err)
 	}
-	a.sars = kube.AuthorizationV1().SubjectAccessReviews()
+	a.sars = authz.SubjectAccessReviews()
 	if cfg.ExecutorValidatingCaches {
 		// RBAC changes drop the answers (rbacWatch); the TTL bounds what they do not show.
 		a.sarCache, err = sarcache.New(sarcache.Options{Reviews: a.sars, Name: "executor",
@@ -175,7 +173,7 @@ func (a *Agent) setup(hub cluster.Cluster, dyn dynamic.Interface, managedCfg *re
 	err := ctrl.NewControllerManagedBy(a.mgr).
 		Named("work-manifestwork").
 		// Works are independent; applying one waits on the managed API server.
-		WithOptions(controller.Options{MaxConcurrentReconciles: workWorkers}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: a.cfg.Workers}).
 		WatchesRawSource(source.Kind(hub.GetCache(), &workv1.ManifestWork{}, &handler.TypedEnqueueRequestForObject[*workv1.ManifestWork]{},
 			predicate.Or[*workv1.ManifestWork](predicate.TypedGenerationChangedPredicate[*workv1.ManifestWork]{},
 				predicate.TypedFuncs[*workv1.ManifestWork]{UpdateFunc: func(e event.TypedUpdateEvent[*workv1.ManifestWork]) bool {
