@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -53,6 +54,9 @@ type Agent struct {
 	// watches wake works whose feedback is scraped by Watch (watchEvents feeds the controller).
 	watches     *feedbackWatches
 	watchEvents chan event.GenericEvent
+	// rbacStarted: the RBAC watch has been added to mgr (watchRBAC).
+	rbacMu      sync.Mutex
+	rbacStarted bool
 }
 
 // New validates cfg and builds the agent's controllers without contacting any server.
@@ -152,8 +156,9 @@ func (a *Agent) setup(hub cluster.Cluster, dyn dynamic.Interface, managedCfg *re
 	works := &workReconciler{
 		cfg: a.cfg, hubHash: a.hubHash, hub: hub.GetClient(), managed: a.mgr.GetClient(), reader: a.mgr.GetAPIReader(),
 		dyn: dyn, mapper: mapper, feedback: newFeedbackReader(a.cfg.FeedbackExtractors, a.cfg.RawFeedbackJSON),
-		executor: &executorValidator{reviews: a.sars, managedConfig: managedCfg, statusSync: a.cfg.StatusSyncInterval},
-		watches:  a.watches,
+		executor: &executorValidator{reviews: a.sars, managedConfig: managedCfg, statusSync: a.cfg.StatusSyncInterval,
+			watchRBAC: func() error { return a.watchRBAC(hub) }},
+		watches: a.watches,
 		appliers: map[workv1.UpdateStrategyType]applier{
 			workv1.UpdateStrategyTypeUpdate:          updateApplier{dyn},
 			workv1.UpdateStrategyTypeCreateOnly:      createOnlyApplier{dyn},
@@ -186,9 +191,6 @@ func (a *Agent) setup(hub cluster.Cluster, dyn dynamic.Interface, managedCfg *re
 		WatchesRawSource(source.Channel(a.watchEvents, &handler.EnqueueRequestForObject{})).
 		Complete(apply.Quiet(works))
 	if err != nil {
-		return fmt.Errorf("work agent: %w", err)
-	}
-	if err := a.rbacWatch(hub).SetupWithManager(a.mgr); err != nil {
 		return fmt.Errorf("work agent: %w", err)
 	}
 
@@ -233,6 +235,23 @@ func (a *Agent) rbacWatch(hub cluster.Cluster) *sarcache.RBACWatch {
 		}
 		return nil
 	}}
+}
+
+// watchRBAC starts the RBAC watch (rbacWatch) once, when a work first has an executor: RBAC
+// changes matter only to works with an executor and to the answers cached for them, and most
+// clusters have none, so most agents hold no informers on RBAC objects. An RBAC change
+// before the watch has listed is seen in its first list, whose objects count as changes.
+func (a *Agent) watchRBAC(hub cluster.Cluster) error {
+	a.rbacMu.Lock()
+	defer a.rbacMu.Unlock()
+	if a.rbacStarted {
+		return nil
+	}
+	if err := a.rbacWatch(hub).SetupWithManager(a.mgr); err != nil {
+		return fmt.Errorf("work agent: starting the RBAC watch: %w", err)
+	}
+	a.rbacStarted = true
+	return nil
 }
 
 // Run runs the agent until ctx ends; it returns nil then, or an error if it cannot start.
