@@ -31,15 +31,20 @@ import (
 
 // FootprintEnv opts in to TestFootprint: a comma-separated list of fleet sizes, e.g. "50,200".
 // FootprintProfileEnv, when set, names a directory for heap and goroutine profiles of each run.
+// FootprintMaxEnv, when set, fails a size whose RSS per cluster exceeds it (MiB), e.g. 1.5.
 const (
 	FootprintEnv        = "FLOTILLA_SIM_FOOTPRINT"
 	FootprintProfileEnv = "FLOTILLA_SIM_FOOTPRINT_PROFILES"
+	FootprintMaxEnv     = "FLOTILLA_SIM_FOOTPRINT_MAX_RSS_MIB"
 )
 
 // TestFootprint measures what an idle joined simulated cluster costs the simulator's process
 // (a measurement, not a check; off unless FLOTILLA_SIM_FOOTPRINT is set). The hub runs as its
 // own process (`flotilla hub` from FLOTILLA_BIN_DIR), so the figures are the simulator's
-// alone. Each size prints
+// alone: the growth of the process's in-use heap, goroutine stacks, goroutines and resident set
+// from before the fleet is built to after it has joined and idled for 30 s, each read after a
+// GC that returns freed memory to the OS (so RSS is what is in use, not the heap's peak).
+// Each size prints
 //
 //	sim-footprint clusters=N heap_mib_per_cluster=.. stack_mib_per_cluster=.. goroutines_per_cluster=.. rss_mib_per_cluster=..
 func TestFootprint(t *testing.T) {
@@ -156,4 +161,9 @@ func measure(ctx context.Context, hub client.Client, kubeconfig []byte, prefix s
 		per(before.rss, after.rss), joined.Seconds())
 	fmt.Println(line)
 	AddReportEntry("sim-footprint", line)
+	if s := os.Getenv(FootprintMaxEnv); s != "" {
+		limit, err := strconv.ParseFloat(s, 64)
+		Expect(err).NotTo(HaveOccurred(), "%s=%q", FootprintMaxEnv, s)
+		Expect(per(before.rss, after.rss)).To(BeNumerically("<=", limit), "RSS MiB per idle joined cluster of %d (%s)", n, FootprintMaxEnv)
+	}
 }
