@@ -16,10 +16,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
+	apischeme "github.com/flotilla-dev/flotilla/core/apis/scheme"
 	"github.com/flotilla-dev/flotilla/core/satoken"
 	"github.com/flotilla-dev/flotilla/klusterlet/addon"
 	"github.com/flotilla-dev/flotilla/klusterlet/plugins"
@@ -49,6 +53,14 @@ type Options struct {
 	// registry); HealthProbeBindAddress serves /healthz and /readyz. Both run on every
 	// replica, leader or not; empty or "0" disables them.
 	MetricsBindAddress, HealthProbeBindAddress string
+	// Scheme, when set, is the scheme of every agent's clients (it must hold
+	// core/apis/scheme's types and is only read), shared with other klusterlets in the
+	// process: a fleet simulator builds one for thousands. Nil: one per klusterlet.
+	Scheme *runtime.Scheme
+	// HubMapper, when set, maps kinds to resources on the hub for every agent's hub clients
+	// (registration.Config.HubMapper), shared with other klusterlets of the same hub in the
+	// process. Nil: one per hub session, shared by the agents of the session.
+	HubMapper meta.RESTMapper
 	// OnRun, when set, runs beside the agents while they run (with leader election, in the
 	// leader only), with a context that ends when they stop: klusterlet/operator reports the
 	// Klusterlet's status from it.
@@ -90,6 +102,8 @@ type WorkOptions struct {
 	MaxFeedbackWatch int
 	// RawFeedbackJSON allows JsonRaw feedback values (OCM's RawFeedbackJsonString gate).
 	RawFeedbackJSON bool
+	// Workers is how many ManifestWorks are reconciled at once (work.DefaultWorkers when 0).
+	Workers int
 }
 
 // Agent is a configured klusterlet.
@@ -125,8 +139,28 @@ func New(opts Options) (*Agent, error) {
 	}
 	cfg := opts.Registration
 	a := &Agent{plugins: pluginConfig(opts), onRun: opts.OnRun}
+	// One scheme and one mapper per cluster for all the agents: each holds a copy of every
+	// type, or of the cluster's discovery, that the others would duplicate.
+	if cfg.Scheme == nil {
+		cfg.Scheme = opts.Scheme
+	}
+	if cfg.Scheme == nil {
+		cfg.Scheme = apischeme.New()
+	}
+	if cfg.HubMapper == nil {
+		cfg.HubMapper = opts.HubMapper
+	}
+	if cfg.ManagedMapper == nil && cfg.ManagedConfig != nil {
+		httpClient, err := rest.HTTPClientFor(cfg.ManagedConfig)
+		if err == nil {
+			cfg.ManagedMapper, err = apiutil.NewDynamicRESTMapper(cfg.ManagedConfig, httpClient)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("klusterlet: managed cluster REST mapper: %w", err)
+		}
+	}
 	if !opts.Work.Disabled || !opts.AddOn.Disabled {
-		cfg.OnAccepted = a.session(opts)
+		cfg.OnAccepted = a.session(opts, cfg.ManagedMapper)
 	}
 	reg, err := registration.New(cfg)
 	if err != nil {
@@ -142,8 +176,8 @@ func New(opts Options) (*Agent, error) {
 
 // session runs the agents of one accepted hub session (work, add-ons) until the session ends
 // or one of them fails, which ends the others.
-func (a *Agent) session(opts Options) func(ctx context.Context, s registration.Session) error {
-	runWork := a.workSession(opts)
+func (a *Agent) session(opts Options, managedMapper meta.RESTMapper) func(ctx context.Context, s registration.Session) error {
+	runWork := a.workSession(opts, managedMapper)
 	return func(ctx context.Context, s registration.Session) error {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
@@ -161,7 +195,8 @@ func (a *Agent) session(opts Options) func(ctx context.Context, s registration.S
 					ManagedConfig:        opts.Registration.ManagedConfig,
 					CSRExpirationSeconds: opts.Registration.CSRExpirationSeconds, RotationThreshold: opts.Registration.RotationThreshold,
 					LeaseDurationSeconds: opts.AddOn.LeaseDurationSeconds,
-					Logger:               s.Logger.WithName("addon"),
+					Scheme:               s.Scheme, HubMapper: s.HubMapper, HubKube: s.HubKube,
+					Logger: s.Logger.WithName("addon"),
 				})
 				if err == nil {
 					err = ag.Run(ctx)
@@ -181,7 +216,7 @@ func (a *Agent) session(opts Options) func(ctx context.Context, s registration.S
 }
 
 // workSession runs a work agent for one accepted hub session, until the session ends.
-func (a *Agent) workSession(opts Options) func(ctx context.Context, s registration.Session) error {
+func (a *Agent) workSession(opts Options, managedMapper meta.RESTMapper) func(ctx context.Context, s registration.Session) error {
 	return func(ctx context.Context, s registration.Session) error {
 		managed, err := workManagedConfig(ctx, opts)
 		if err != nil {
@@ -198,6 +233,10 @@ func (a *Agent) workSession(opts Options) func(ctx context.Context, s registrati
 			ExecutorValidatingCaches: opts.Work.ExecutorValidatingCaches,
 			MaxFeedbackWatch:         opts.Work.MaxFeedbackWatch,
 			RawFeedbackJSON:          opts.Work.RawFeedbackJSON,
+			Workers:                  opts.Work.Workers,
+			Scheme:                   s.Scheme,
+			HubMapper:                s.HubMapper,
+			ManagedMapper:            managedMapper,
 			Logger:                   s.Logger.WithName("work"),
 		}
 		// The loader starts before registration (Run), so it is there for every session.

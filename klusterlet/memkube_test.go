@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"net/http"
 	"os"
 	goruntime "runtime"
 	"runtime/pprof"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -22,11 +25,15 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1alpha1"
+	apischeme "github.com/flotilla-dev/flotilla/core/apis/scheme"
 	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
 	"github.com/flotilla-dev/flotilla/core/crds"
 	"github.com/flotilla-dev/flotilla/core/environment"
@@ -43,6 +50,10 @@ var _ = Describe("a klusterlet on a memkube managed cluster", Ordered, func() {
 	var (
 		mk      *memkube.Cluster
 		managed kubernetes.Interface
+		// hubMapper is the HubMapper the klusterlet is given; managedRequests sees what its
+		// agents ask of memkube.
+		hubMapper       *countingMapper
+		managedRequests *recordingTransport
 	)
 
 	BeforeAll(func(ctx SpecContext) {
@@ -70,11 +81,23 @@ var _ = Describe("a klusterlet on a memkube managed cluster", Ordered, func() {
 		Expect(mkClient.Create(ctx, &clusterv1alpha1.ClusterClaim{ObjectMeta: metav1.ObjectMeta{Name: "region.memkube.test"},
 			Spec: clusterv1alpha1.ClusterClaimSpec{Value: "sim-east"}})).To(Succeed())
 
+		// A hub mapper shared as the fleet simulator shares one, counting what it is asked.
+		hubCfg, err := registration.RESTConfigFromKubeconfig(bootstrapKubeconfig, "bootstrap kubeconfig")
+		Expect(err).NotTo(HaveOccurred())
+		httpClient, err := rest.HTTPClientFor(hubCfg)
+		Expect(err).NotTo(HaveOccurred())
+		m, err := apiutil.NewDynamicRESTMapper(hubCfg, httpClient)
+		Expect(err).NotTo(HaveOccurred())
+		hubMapper = &countingMapper{RESTMapper: m, kinds: map[string]int{}}
+		managedCfg := mk.Config()
+		managedRequests = &recordingTransport{next: managedCfg.Transport, watched: map[string]bool{}}
+		managedCfg.Transport = managedRequests
+
 		a, err := klusterlet.New(klusterlet.Options{Registration: registration.Config{
-			ClusterName: cluster, BootstrapKubeconfig: bootstrapKubeconfig, ManagedConfig: mk.Config(),
+			ClusterName: cluster, BootstrapKubeconfig: bootstrapKubeconfig, ManagedConfig: managedCfg,
 			LeaseDurationSeconds: 5, RetryInitial: 200 * time.Millisecond, RetryMax: 2 * time.Second,
 			Logger: logger.WithName(cluster),
-		}, MetricsBindAddress: "0", HealthProbeBindAddress: "0"})
+		}, MetricsBindAddress: "0", HealthProbeBindAddress: "0", Scheme: apischeme.New(), HubMapper: hubMapper})
 		Expect(err).NotTo(HaveOccurred())
 		runCtx, cancel := context.WithCancel(suiteCtx)
 		done := make(chan error, 1)
@@ -136,7 +159,62 @@ var _ = Describe("a klusterlet on a memkube managed cluster", Ordered, func() {
 			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "ManifestWork %s/sim-work gone from the hub: %v", cluster, err)
 		}).WithContext(ctx).Should(Succeed(), "the work's resources deleted from memkube and the work from the hub")
 	}, SpecTimeout(2*time.Minute))
+
+	It("shares one hub mapper between its agents and watches no RBAC objects while no work has an executor", func() {
+		// Registration's, the work agent's and the add-on agent's hub kinds all went through
+		// the mapper it was given (none built its own copy of the hub's discovery).
+		Expect(hubMapper.seen()).To(HaveKey("ManagedCluster"), "registration's hub client uses Options.HubMapper")
+		Expect(hubMapper.seen()).To(HaveKey("ManifestWork"), "the work agent's hub cache uses Options.HubMapper")
+		Expect(hubMapper.seen()).To(HaveKey("ManagedClusterAddOn"), "the add-on agent's hub cache uses Options.HubMapper")
+		// The RBAC watch starts with the first work that has an executor (the work above has none).
+		Expect(managedRequests.watches()).NotTo(ContainElement(ContainSubstring("rbac.authorization.k8s.io")),
+			"watches the agents opened on memkube")
+		Expect(managedRequests.watches()).To(ContainElement(ContainSubstring("appliedmanifestworks")),
+			"watches the agents opened on memkube")
+	})
 })
+
+// countingMapper counts the kinds it maps.
+type countingMapper struct {
+	meta.RESTMapper
+	mu    sync.Mutex
+	kinds map[string]int
+}
+
+func (m *countingMapper) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
+	m.mu.Lock()
+	m.kinds[gk.Kind]++
+	m.mu.Unlock()
+	return m.RESTMapper.RESTMapping(gk, versions...)
+}
+
+func (m *countingMapper) seen() map[string]int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return maps.Clone(m.kinds)
+}
+
+// recordingTransport records the paths of the watches sent through it.
+type recordingTransport struct {
+	next    http.RoundTripper
+	mu      sync.Mutex
+	watched map[string]bool
+}
+
+func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Query().Get("watch") == "true" {
+		t.mu.Lock()
+		t.watched[req.URL.Path] = true
+		t.mu.Unlock()
+	}
+	return t.next.RoundTrip(req)
+}
+
+func (t *recordingTransport) watches() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Sorted(maps.Keys(t.watched))
+}
 
 func manifest(obj runtime.Object) workv1.Manifest {
 	GinkgoHelper()

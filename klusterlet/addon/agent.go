@@ -74,9 +74,11 @@ func New(cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	scheme, err := NewScheme()
-	if err != nil {
-		return nil, fmt.Errorf("add-on agent: scheme: %w", err)
+	scheme := cfg.Scheme
+	if scheme == nil {
+		if scheme, err = NewScheme(); err != nil {
+			return nil, fmt.Errorf("add-on agent: scheme: %w", err)
+		}
 	}
 	hubCfg := rest.CopyConfig(cfg.HubConfig)
 	if hubCfg.UserAgent == "" {
@@ -87,17 +89,20 @@ func New(cfg Config) (*Agent, error) {
 		managedCfg.UserAgent = userAgent
 	}
 	a := &Agent{cfg: cfg, log: cfg.Logger.WithName("addon"), regs: map[string]map[string]*running{}, leases: map[string]*running{}}
-	if a.hub, err = client.New(hubCfg, client.Options{Scheme: scheme}); err != nil {
+	if a.hub, err = client.New(hubCfg, client.Options{Scheme: scheme, Mapper: cfg.HubMapper}); err != nil {
 		return nil, fmt.Errorf("add-on agent: hub client: %w", err)
 	}
-	if a.hubKube, err = kubernetes.NewForConfig(hubCfg); err != nil {
-		return nil, fmt.Errorf("add-on agent: hub client: %w", err)
+	if a.hubKube = cfg.HubKube; a.hubKube == nil {
+		if a.hubKube, err = kubernetes.NewForConfig(hubCfg); err != nil {
+			return nil, fmt.Errorf("add-on agent: hub client: %w", err)
+		}
 	}
 	if a.managed, err = kubernetes.NewForConfig(managedCfg); err != nil {
 		return nil, fmt.Errorf("add-on agent: managed cluster client: %w", err)
 	}
 	a.addons, err = cache.New(hubCfg, cache.Options{
 		Scheme:                      scheme,
+		Mapper:                      cfg.HubMapper,
 		DefaultNamespaces:           map[string]cache.Config{cfg.ClusterName: {}},
 		ByObject:                    map[client.Object]cache.ByObject{&addonv1alpha1.ManagedClusterAddOn{}: {}},
 		ReaderFailOnMissingInformer: true,

@@ -27,6 +27,9 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
@@ -81,6 +84,15 @@ type Config struct {
 	LeaseResync time.Duration
 	// RetryInitial and RetryMax bound the backoff between failed attempts.
 	RetryInitial, RetryMax time.Duration
+
+	// Scheme, when set, is the scheme of the agent's hub client and cache, shared with other
+	// agents (it must hold NewScheme's types; they only read it); HubMapper their hub mapper
+	// (registration.Session's). Nil: the agent builds its own.
+	Scheme    *runtime.Scheme
+	HubMapper meta.RESTMapper
+	// HubKube, when set, is the hub clientset to use (registration.Session's, which has
+	// HubConfig's identity and user agent). Nil: one built from HubConfig.
+	HubKube kubernetes.Interface
 
 	Logger logr.Logger
 	Clock  clock.Clock

@@ -110,9 +110,11 @@ func New(cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	scheme, err := NewScheme()
-	if err != nil {
-		return nil, fmt.Errorf("registration agent: building scheme: %w", err)
+	scheme := cfg.Scheme
+	if scheme == nil {
+		if scheme, err = NewScheme(); err != nil {
+			return nil, fmt.Errorf("registration agent: building scheme: %w", err)
+		}
 	}
 	managedCfg := rest.CopyConfig(cfg.ManagedConfig)
 	if managedCfg.UserAgent == "" {
@@ -122,7 +124,7 @@ func New(cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("registration agent: managed cluster client: %w", err)
 	}
-	managedClient, err := client.NewWithWatch(managedCfg, client.Options{Scheme: scheme})
+	managedClient, err := client.NewWithWatch(managedCfg, client.Options{Scheme: scheme, Mapper: cfg.ManagedMapper})
 	if err != nil {
 		return nil, fmt.Errorf("registration agent: managed cluster client: %w", err)
 	}

@@ -62,7 +62,7 @@ func (a *Agent) bootstrap(ctx context.Context, id Identity, sec *HubSecret) (*Hu
 	if err != nil {
 		return nil, fmt.Errorf("hub client from %s: %w", source, err)
 	}
-	hubClient, err := client.New(restCfg, client.Options{Scheme: a.scheme})
+	hubClient, err := client.New(restCfg, client.Options{Scheme: a.scheme, Mapper: a.cfg.HubMapper})
 	if err != nil {
 		return nil, fmt.Errorf("hub client from %s: %w", source, err)
 	}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
@@ -88,6 +90,18 @@ type Config struct {
 	CSRExpirationSeconds int32
 	// RetryInitial and RetryMax bound the backoff between failed attempts.
 	RetryInitial, RetryMax time.Duration
+
+	// Scheme, when set, is the scheme of the agent's clients, shared with other agents in the
+	// process (it must hold NewScheme's types; clients only read it). Nil: NewScheme().
+	Scheme *runtime.Scheme
+	// ManagedMapper, when set, maps kinds to resources on the managed cluster for the agent's
+	// clients, shared with other agents of the cluster. Nil: the agent builds its own.
+	ManagedMapper meta.RESTMapper
+	// HubMapper, when set, maps kinds to resources on the hub for every hub client of the
+	// agent (bootstrap and sessions) and, through Session.HubMapper, of the agents beside it.
+	// Nil: one per hub session, built from the session's own identity. A shared one (a fleet
+	// simulator's, one per process) saves each cluster its own copy of the hub's discovery.
+	HubMapper meta.RESTMapper
 
 	// Logger receives the agent's logs. Default: discarded.
 	Logger logr.Logger

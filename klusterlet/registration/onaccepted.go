@@ -4,6 +4,9 @@ import (
 	"context"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
 
@@ -19,7 +22,13 @@ type Session struct {
 	HubEndpoint HubEndpoint
 	// HubConfig reaches the hub with the agent's identity and follows certificate rotations.
 	HubConfig *rest.Config
-	Logger    logr.Logger
+	// Scheme is the registration agent's (Config.Scheme when set), for clients of the same
+	// types; HubMapper the session's hub mapper (Config.HubMapper when set).
+	Scheme    *runtime.Scheme
+	HubMapper meta.RESTMapper
+	// HubKube is the registration agent's hub clientset of the session (HubConfig's).
+	HubKube kubernetes.Interface
+	Logger  logr.Logger
 }
 
 // runOnAccepted calls Config.OnAccepted once the hub has accepted the cluster, and again
@@ -38,7 +47,8 @@ func (s *session) runOnAccepted(ctx context.Context) {
 	}
 	sess := Session{
 		ClusterName: s.id.ClusterName, AgentName: s.id.AgentName,
-		HubServer: s.conn.Endpoint().Server, HubEndpoint: s.conn.Endpoint(), HubConfig: s.conn.Config(userAgent), Logger: s.a.log,
+		HubServer: s.conn.Endpoint().Server, HubEndpoint: s.conn.Endpoint(), HubConfig: s.conn.Config(userAgent),
+		Scheme: s.a.scheme, HubMapper: s.hubMapper, HubKube: s.hubKube, Logger: s.a.log,
 	}
 	b := s.a.backoff()
 	for ctx.Err() == nil {

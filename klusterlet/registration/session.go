@@ -21,8 +21,10 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corev1listers "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1alpha1"
@@ -48,6 +50,8 @@ type session struct {
 	conn      *HubConnection
 	hubKube   kubernetes.Interface
 	hubClient client.WithWatch
+	// hubMapper is hubClient's, handed to the agents beside registration (Session).
+	hubMapper meta.RESTMapper
 
 	statusWake notifier
 	leaseWake  notifier
@@ -85,12 +89,24 @@ func (a *Agent) serve(ctx context.Context, id Identity, conn *HubConnection) end
 	if err != nil {
 		return endReason{reason: fmt.Sprintf("building hub client: %v", err)}
 	}
-	hubClient, err := client.NewWithWatch(cfg, client.Options{Scheme: a.scheme})
+	// One mapper for every hub client of the session (this agent's and, through Session, the
+	// work and add-on agents'), over the session's transport.
+	hubMapper := a.cfg.HubMapper
+	if hubMapper == nil {
+		httpClient, err := rest.HTTPClientFor(cfg)
+		if err == nil {
+			hubMapper, err = apiutil.NewDynamicRESTMapper(cfg, httpClient)
+		}
+		if err != nil {
+			return endReason{reason: fmt.Sprintf("building hub REST mapper: %v", err)}
+		}
+	}
+	hubClient, err := client.NewWithWatch(cfg, client.Options{Scheme: a.scheme, Mapper: hubMapper})
 	if err != nil {
 		return endReason{reason: fmt.Sprintf("building hub client: %v", err)}
 	}
 	s := &session{
-		a: a, id: id, conn: conn, hubKube: hubKube, hubClient: hubClient,
+		a: a, id: id, conn: conn, hubKube: hubKube, hubClient: hubClient, hubMapper: hubMapper,
 		statusWake: newNotifier(), leaseWake: newNotifier(), acceptedWake: newNotifier(), end: make(chan endReason, 1),
 	}
 	s.leaseSeconds.Store(a.cfg.LeaseDurationSeconds)

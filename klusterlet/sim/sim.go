@@ -26,11 +26,14 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1alpha1"
@@ -229,9 +232,12 @@ type Fleet struct {
 	opts     Options
 	clusters []*Cluster
 	byName   map[string]*Cluster
-	scheme   *runtime.Scheme
-	wg       sync.WaitGroup
-	errs     chan error
+	// scheme and hubMapper are shared by every simulated cluster's agents (read only): one
+	// copy of the types and of the hub's discovery for the process, not one per cluster.
+	scheme    *runtime.Scheme
+	hubMapper meta.RESTMapper
+	wg        sync.WaitGroup
+	errs      chan error
 }
 
 // Name is the name of the cluster with index i (First included).
@@ -247,6 +253,19 @@ func New(ctx context.Context, opts Options) (*Fleet, error) {
 		return nil, err
 	}
 	f := &Fleet{opts: opts, byName: map[string]*Cluster{}, scheme: apischeme.New(), errs: make(chan error, 16)}
+	// The hub's discovery is the same for every cluster; it is read with the bootstrap
+	// identity (discovery is open to every authenticated user), once, when first needed.
+	hubCfg, err := registration.RESTConfigFromKubeconfig(opts.BootstrapKubeconfig, "bootstrap kubeconfig")
+	if err != nil {
+		return nil, fmt.Errorf("fleet simulator: %w", err)
+	}
+	httpClient, err := rest.HTTPClientFor(hubCfg)
+	if err == nil {
+		f.hubMapper, err = apiutil.NewDynamicRESTMapper(hubCfg, httpClient)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("fleet simulator: hub REST mapper: %w", err)
+	}
 	// What a klusterlet's managed cluster serves besides the built-ins: claims and the
 	// applied works' bookkeeping (the Wasm plugin loader, whose CRD is the third, is off).
 	all, err := crds.Objects()
@@ -461,6 +480,10 @@ func (f *Fleet) runAgent(ctx context.Context, c *Cluster, runFor time.Duration, 
 		// One Wasm host per simulated cluster would dwarf the rest: WellKnownStatus feedback
 		// is not simulated (JSONPaths feedback is).
 		Plugins: klusterlet.PluginOptions{Disabled: true},
+		// One work at a time per cluster: a worker is a goroutine per cluster, and memkube
+		// applies a work in microseconds.
+		Work:   klusterlet.WorkOptions{Workers: 1},
+		Scheme: f.scheme, HubMapper: f.hubMapper,
 	}
 	a, err := klusterlet.New(opts)
 	if err != nil {

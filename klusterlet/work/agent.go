@@ -7,13 +7,16 @@ package work
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
+	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -39,9 +42,6 @@ import (
 // userAgent names the agent in both clusters' audit logs.
 const userAgent = "flotilla-work-agent"
 
-// workWorkers is how many ManifestWorks are reconciled at once.
-const workWorkers = 8
-
 // Agent is a configured work agent.
 type Agent struct {
 	cfg     Config
@@ -54,6 +54,9 @@ type Agent struct {
 	// watches wake works whose feedback is scraped by Watch (watchEvents feeds the controller).
 	watches     *feedbackWatches
 	watchEvents chan event.GenericEvent
+	// rbacStarted: the RBAC watch has been added to mgr (watchRBAC).
+	rbacMu      sync.Mutex
+	rbacStarted bool
 }
 
 // New validates cfg and builds the agent's controllers without contacting any server.
@@ -62,9 +65,12 @@ func New(cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	scheme := runtime.NewScheme()
-	if err := apischeme.AddToScheme(scheme); err != nil {
-		return nil, fmt.Errorf("work agent: %w", err)
+	scheme := cfg.Scheme
+	if scheme == nil {
+		scheme = runtime.NewScheme()
+		if err := apischeme.AddToScheme(scheme); err != nil {
+			return nil, fmt.Errorf("work agent: %w", err)
+		}
 	}
 	managedCfg := rest.CopyConfig(cfg.ManagedConfig)
 	managedCfg.UserAgent = userAgent
@@ -83,7 +89,8 @@ func New(cfg Config) (*Agent, error) {
 		HealthProbeBindAddress: "0",
 		// Several agents (one per cluster, or per hub) may share a process, in tests and
 		// in flotilla dev.
-		Controller: config.Controller{SkipNameValidation: &skip},
+		Controller:     config.Controller{SkipNameValidation: &skip},
+		MapperProvider: mapperProvider(cfg.ManagedMapper),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("work agent: managed cluster manager: %w", err)
@@ -91,6 +98,7 @@ func New(cfg Config) (*Agent, error) {
 	hub, err := cluster.New(hubCfg, func(o *cluster.Options) {
 		o.Scheme = scheme
 		o.Logger = cfg.Logger.WithName("hub")
+		o.MapperProvider = mapperProvider(cfg.HubMapper)
 		// The agent may only read its own cluster namespace.
 		o.Cache.DefaultNamespaces = map[string]cache.Config{cfg.ClusterName: {}}
 	})
@@ -109,11 +117,12 @@ func New(cfg Config) (*Agent, error) {
 		return nil, fmt.Errorf("work agent: managed cluster discovery: %w", err)
 	}
 	a := &Agent{cfg: cfg, hubHash: HubHash(cfg.HubServer), mgr: mgr}
-	kube, err := kubernetes.NewForConfig(managedCfg)
+	// Only the authorization group: a full clientset is a client per API group version.
+	authz, err := authorizationv1client.NewForConfig(managedCfg)
 	if err != nil {
 		return nil, fmt.Errorf("work agent: managed cluster client: %w", err)
 	}
-	a.sars = kube.AuthorizationV1().SubjectAccessReviews()
+	a.sars = authz.SubjectAccessReviews()
 	if cfg.ExecutorValidatingCaches {
 		// RBAC changes drop the answers (rbacWatch); the TTL bounds what they do not show.
 		a.sarCache, err = sarcache.New(sarcache.Options{Reviews: a.sars, Name: "executor",
@@ -135,12 +144,21 @@ func New(cfg Config) (*Agent, error) {
 	return a, nil
 }
 
+// mapperProvider provides m when set, else what controller-runtime builds by default.
+func mapperProvider(m meta.RESTMapper) func(*rest.Config, *http.Client) (meta.RESTMapper, error) {
+	if m == nil {
+		return nil
+	}
+	return func(*rest.Config, *http.Client) (meta.RESTMapper, error) { return m, nil }
+}
+
 func (a *Agent) setup(hub cluster.Cluster, dyn dynamic.Interface, managedCfg *rest.Config, mapper *resettableMapper) error {
 	works := &workReconciler{
 		cfg: a.cfg, hubHash: a.hubHash, hub: hub.GetClient(), managed: a.mgr.GetClient(), reader: a.mgr.GetAPIReader(),
 		dyn: dyn, mapper: mapper, feedback: newFeedbackReader(a.cfg.FeedbackExtractors, a.cfg.RawFeedbackJSON),
-		executor: &executorValidator{reviews: a.sars, managedConfig: managedCfg, statusSync: a.cfg.StatusSyncInterval},
-		watches:  a.watches,
+		executor: &executorValidator{reviews: a.sars, managedConfig: managedCfg, statusSync: a.cfg.StatusSyncInterval,
+			watchRBAC: func() error { return a.watchRBAC(hub) }},
+		watches: a.watches,
 		appliers: map[workv1.UpdateStrategyType]applier{
 			workv1.UpdateStrategyTypeUpdate:          updateApplier{dyn},
 			workv1.UpdateStrategyTypeCreateOnly:      createOnlyApplier{dyn},
@@ -160,7 +178,7 @@ func (a *Agent) setup(hub cluster.Cluster, dyn dynamic.Interface, managedCfg *re
 	err := ctrl.NewControllerManagedBy(a.mgr).
 		Named("work-manifestwork").
 		// Works are independent; applying one waits on the managed API server.
-		WithOptions(controller.Options{MaxConcurrentReconciles: workWorkers}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: a.cfg.Workers}).
 		WatchesRawSource(source.Kind(hub.GetCache(), &workv1.ManifestWork{}, &handler.TypedEnqueueRequestForObject[*workv1.ManifestWork]{},
 			predicate.Or[*workv1.ManifestWork](predicate.TypedGenerationChangedPredicate[*workv1.ManifestWork]{},
 				predicate.TypedFuncs[*workv1.ManifestWork]{UpdateFunc: func(e event.TypedUpdateEvent[*workv1.ManifestWork]) bool {
@@ -173,9 +191,6 @@ func (a *Agent) setup(hub cluster.Cluster, dyn dynamic.Interface, managedCfg *re
 		WatchesRawSource(source.Channel(a.watchEvents, &handler.EnqueueRequestForObject{})).
 		Complete(apply.Quiet(works))
 	if err != nil {
-		return fmt.Errorf("work agent: %w", err)
-	}
-	if err := a.rbacWatch(hub).SetupWithManager(a.mgr); err != nil {
 		return fmt.Errorf("work agent: %w", err)
 	}
 
@@ -220,6 +235,23 @@ func (a *Agent) rbacWatch(hub cluster.Cluster) *sarcache.RBACWatch {
 		}
 		return nil
 	}}
+}
+
+// watchRBAC starts the RBAC watch (rbacWatch) once, when a work first has an executor: RBAC
+// changes matter only to works with an executor and to the answers cached for them, and most
+// clusters have none, so most agents hold no informers on RBAC objects. An RBAC change
+// before the watch has listed is seen in its first list, whose objects count as changes.
+func (a *Agent) watchRBAC(hub cluster.Cluster) error {
+	a.rbacMu.Lock()
+	defer a.rbacMu.Unlock()
+	if a.rbacStarted {
+		return nil
+	}
+	if err := a.rbacWatch(hub).SetupWithManager(a.mgr); err != nil {
+		return fmt.Errorf("work agent: starting the RBAC watch: %w", err)
+	}
+	a.rbacStarted = true
+	return nil
 }
 
 // Run runs the agent until ctx ends; it returns nil then, or an error if it cannot start.

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 
 	"github.com/flotilla-dev/flotilla/core/hash"
@@ -16,6 +18,9 @@ const (
 	// DefaultEvictionGracePeriod is how long an AppliedManifestWork whose ManifestWork is gone
 	// from the hub is kept before it (and what it applied) is deleted.
 	DefaultEvictionGracePeriod = 60 * time.Minute
+	// DefaultWorkers ManifestWorks are reconciled at once: works are independent, and
+	// applying one waits on the managed API server.
+	DefaultWorkers = 8
 )
 
 // Config configures a work agent.
@@ -53,6 +58,17 @@ type Config struct {
 	// FeedbackExtractors serves WellKnownStatus feedback rules (the klusterlet's plugin
 	// loader); nil means none, and such rules report that no plugin serves the kind.
 	FeedbackExtractors ExtractorSource
+	// Workers is how many ManifestWorks are reconciled at once. Default DefaultWorkers.
+	Workers int
+	// Scheme, when set, is the scheme of the agent's clients and caches, shared with other
+	// agents in the process (it must hold core/apis/scheme's types; they only read it). Nil:
+	// the agent builds its own.
+	Scheme *runtime.Scheme
+	// HubMapper and ManagedMapper, when set, map kinds to resources on the hub and the
+	// managed cluster for the agent's clients and caches (registration.Session.HubMapper, the
+	// klusterlet's managed cluster mapper), so that one cluster's agents share one copy of
+	// each cluster's discovery. Nil: the agent builds its own.
+	HubMapper, ManagedMapper meta.RESTMapper
 	// Logger receives the agent's logs. Default: discard.
 	Logger logr.Logger
 }
@@ -75,6 +91,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.StatusSyncInterval <= 0 {
 		c.StatusSyncInterval = DefaultStatusSyncInterval
+	}
+	if c.Workers <= 0 {
+		c.Workers = DefaultWorkers
 	}
 	if c.MaxFeedbackWatch <= 0 {
 		c.MaxFeedbackWatch = DefaultMaxFeedbackWatch

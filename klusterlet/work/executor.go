@@ -39,6 +39,8 @@ type executorValidator struct {
 	// statusSync is when a manifest its executor may not apply is tried again at the latest:
 	// the work's next status sync (an RBAC change retries it at once).
 	statusSync time.Duration
+	// watchRBAC, when set, starts the RBAC watch (Agent.watchRBAC) before the first check.
+	watchRBAC func() error
 }
 
 func serviceAccountUser(sa *workv1.ManifestWorkSubjectServiceAccount) string {
@@ -57,6 +59,11 @@ func (v *executorValidator) validate(ctx context.Context, executor *workv1.Manif
 	if executor.Subject.Type != workv1.ExecutorSubjectTypeServiceAccount || sa == nil || sa.Name == "" || sa.Namespace == "" {
 		return &notAllowedError{msg: fmt.Sprintf("spec.executor.subject: only type %s with serviceAccount namespace and name is supported",
 			workv1.ExecutorSubjectTypeServiceAccount)}
+	}
+	if v.watchRBAC != nil {
+		if err := v.watchRBAC(); err != nil {
+			return err
+		}
 	}
 	user := serviceAccountUser(sa)
 	verbs := []string{"get", "create", "update", "patch"}
