@@ -42,6 +42,28 @@ const userAgent = "flotilla-work-agent"
 // workWorkers is how many ManifestWorks are reconciled at once.
 const workWorkers = 8
 
+// Client rates sized for one cluster's burst of works (a rollout of a ManifestWorkReplicaSet,
+// 1,000 works created at once in make bench-work) rather than the klusterlet's shared hub
+// connection default (50 a second, OCM's): a work costs one hub write (its status; the hub's
+// webhook adds the finalizer at create) and about four requests to the managed cluster
+// (AppliedManifestWork, read and write of each manifest, applied resources). At 50 a second
+// the rate limiter, not either API server, bounded the fan-out (the agent's CPU profile was
+// idle). The hub's API Priority and Fairness still shares the hub among clusters.
+const (
+	hubQPS, hubBurst         = 200, 400
+	managedQPS, managedBurst = 400, 800
+)
+
+// clientRates sets the hub and managed clients' rates: at least the work agent's own on the
+// hub, where the klusterlet's connection carries the default of all its agents; on the managed
+// cluster the work agent's own unless the caller set one.
+func clientRates(hub, managed *rest.Config) {
+	hub.QPS, hub.Burst = max(hub.QPS, hubQPS), max(hub.Burst, hubBurst)
+	if managed.QPS == 0 {
+		managed.QPS, managed.Burst = managedQPS, managedBurst
+	}
+}
+
 // Agent is a configured work agent.
 type Agent struct {
 	cfg     Config
@@ -68,13 +90,9 @@ func New(cfg Config) (*Agent, error) {
 	}
 	managedCfg := rest.CopyConfig(cfg.ManagedConfig)
 	managedCfg.UserAgent = userAgent
-	if managedCfg.QPS == 0 {
-		// client-go's default of 5 requests a second would make a fan-out of works crawl:
-		// each applied manifest is a few requests to the (local) managed API server.
-		managedCfg.QPS, managedCfg.Burst = 100, 200
-	}
 	hubCfg := rest.CopyConfig(cfg.HubConfig)
 	hubCfg.UserAgent = userAgent
+	clientRates(hubCfg, managedCfg)
 	skip := true
 	mgr, err := ctrl.NewManager(managedCfg, ctrl.Options{
 		Scheme:                 scheme,

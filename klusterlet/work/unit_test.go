@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 
 	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
 )
@@ -71,5 +73,29 @@ func TestAnExecutorRefusalWaitsForRBACOrTheStatusSync(t *testing.T) {
 	}
 	if !failedTransiently([]manifestResult{refused, {err: errors.New("connection refused")}}) {
 		t.Fatal("a transient failure beside a refusal is not retried soon")
+	}
+}
+
+// The clients' rate limiters let one cluster's burst of 1,000 works through within the
+// fan-out budget of make bench-work (18 s): one hub write per work, four managed requests.
+func TestClientRatesFitOneClustersBurst(t *testing.T) {
+	hub := &rest.Config{QPS: 50, Burst: 100} // the klusterlet's hub connection
+	managed := &rest.Config{}
+	clientRates(hub, managed)
+	limited := func(c *rest.Config, requests int) time.Duration {
+		return time.Duration(float64(max(0, requests-c.Burst)) / float64(c.QPS) * float64(time.Second))
+	}
+	const works = 1000
+	if d := limited(hub, works); d > 5*time.Second {
+		t.Errorf("hub client (QPS %v, burst %d) holds back %d status writes for %s", hub.QPS, hub.Burst, works, d)
+	}
+	if d := limited(managed, 4*works); d > 10*time.Second {
+		t.Errorf("managed client (QPS %v, burst %d) holds back %d requests for %s", managed.QPS, managed.Burst, 4*works, d)
+	}
+	// A caller's higher hub rate and its own managed rate stay.
+	hub, managed = &rest.Config{QPS: 1000, Burst: 2000}, &rest.Config{QPS: 20, Burst: 40}
+	clientRates(hub, managed)
+	if hub.QPS != 1000 || hub.Burst != 2000 || managed.QPS != 20 || managed.Burst != 40 {
+		t.Errorf("caller's rates changed: hub %v/%d, managed %v/%d", hub.QPS, hub.Burst, managed.QPS, managed.Burst)
 	}
 }

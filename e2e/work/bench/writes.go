@@ -79,13 +79,13 @@ func settleWrites(ctx context.Context, cfg *rest.Config, url string) error {
 }
 
 // printWrites prints one row of the writes table: the writes since before, the bench's own
-// creates (one per work) taken out.
+// creates (POST, one per work) taken out.
 func printWrites(phase string, works int, before, after map[string]float64) {
 	diff := map[string]float64{}
 	total := 0.0
 	for k, v := range after {
 		if d := v - before[k]; d > 0 {
-			if k == "CREATE" {
+			if k == "POST" || k == "CREATE" {
 				d -= float64(works)
 			}
 			if d > 0 {
