@@ -107,12 +107,11 @@ func (r *workReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 	}
 
 	results := r.applyAll(ctx, work, amw)
-	pending, err := r.recordApplied(ctx, amw, results)
-	if err != nil {
-		return reconcile.Result{}, err
-	}
 	r.watchFeedback(req.NamespacedName, results)
-	if err := r.writeStatus(ctx, work, results); err != nil {
+	pending, err := both(
+		func() (bool, error) { return r.recordApplied(ctx, amw, results) },
+		func() error { return r.writeStatus(ctx, work, results) })
+	if err != nil {
 		return reconcile.Result{}, err
 	}
 	next := wait.Jitter(r.cfg.StatusSyncInterval, 0.1)
@@ -120,6 +119,24 @@ func (r *workReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 		next = min(next, cleanupRetry)
 	}
 	return reconcile.Result{RequeueAfter: next}, nil
+}
+
+// both runs record (the AppliedManifestWork, on the managed cluster) and status (the work's,
+// on the hub) at once: they read the apply results only, and neither needs the other, so the
+// work is reported Applied one round trip sooner. What a manifest applied is owned by the
+// AppliedManifestWork (owner reference) before either runs, so a deletion in between still
+// removes it.
+func both(record func() (bool, error), status func() error) (bool, error) {
+	var pending bool
+	var recordErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		pending, recordErr = record()
+	}()
+	statusErr := status()
+	<-done
+	return pending, errors.Join(recordErr, statusErr)
 }
 
 func hasFinalizer(o client.Object, f string) bool {

@@ -99,3 +99,27 @@ func TestClientRatesFitOneClustersBurst(t *testing.T) {
 		t.Errorf("caller's rates changed: hub %v/%d, managed %v/%d", hub.QPS, hub.Burst, managed.QPS, managed.Burst)
 	}
 }
+
+// The AppliedManifestWork record and the work's status are written at once: each write waits
+// here until the other has started.
+func TestRecordAndStatusWrittenAtOnce(t *testing.T) {
+	recordStarted, statusStarted := make(chan struct{}), make(chan struct{})
+	wait := func(other chan struct{}, what string) error {
+		select {
+		case <-other:
+			return nil
+		case <-time.After(10 * time.Second):
+			return fmt.Errorf("%s was not written while the other write ran", what)
+		}
+	}
+	pending, err := both(
+		func() (bool, error) { close(recordStarted); return true, wait(statusStarted, "the status") },
+		func() error { close(statusStarted); return wait(recordStarted, "the AppliedManifestWork record") })
+	if err != nil || !pending {
+		t.Fatalf("pending %v, error %v", pending, err)
+	}
+	want := errors.New("status conflict")
+	if _, err := both(func() (bool, error) { return false, nil }, func() error { return want }); !errors.Is(err, want) {
+		t.Errorf("the status write's error was lost: %v", err)
+	}
+}
