@@ -186,7 +186,7 @@ func (a *Agent) setup(hub cluster.Cluster, dyn dynamic.Interface, managedCfg *re
 					return !e.ObjectNew.DeletionTimestamp.Equal(e.ObjectOld.DeletionTimestamp) ||
 						len(e.ObjectNew.Finalizers) != len(e.ObjectOld.Finalizers)
 				}}))).
-		Watches(&workv1.AppliedManifestWork{}, toWork, builder.WithPredicates(ours)).
+		Watches(&workv1.AppliedManifestWork{}, toWork, builder.WithPredicates(ours, appliedGoing())).
 		// Feedback watches and RBAC changes (rbacWatch) wake works.
 		WatchesRawSource(source.Channel(a.watchEvents, &handler.EnqueueRequestForObject{})).
 		Complete(apply.Quiet(works))
@@ -211,6 +211,22 @@ func (a *Agent) setup(hub cluster.Cluster, dyn dynamic.Interface, managedCfg *re
 		return fmt.Errorf("work agent: %w", err)
 	}
 	return nil
+}
+
+// appliedGoing passes the AppliedManifestWork changes its work waits for: its deletion
+// starting and its being gone (finalize, and a work applied again after an eviction). The
+// agent's own create and status writes are not passed: each would reconcile the work once
+// more, on a cached copy its status write had not reached yet (a conflicting write to the
+// hub).
+func appliedGoing() predicate.Funcs {
+	return predicate.Funcs{
+		CreateFunc: func(event.CreateEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return !e.ObjectNew.GetDeletionTimestamp().Equal(e.ObjectOld.GetDeletionTimestamp())
+		},
+		DeleteFunc:  func(event.DeleteEvent) bool { return true },
+		GenericFunc: func(event.GenericEvent) bool { return true },
+	}
 }
 
 // rbacWatch: RBAC changes on the managed cluster can change what an executor may apply, so

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
 )
@@ -121,5 +122,30 @@ func TestRecordAndStatusWrittenAtOnce(t *testing.T) {
 	want := errors.New("status conflict")
 	if _, err := both(func() (bool, error) { return false, nil }, func() error { return want }); !errors.Is(err, want) {
 		t.Errorf("the status write's error was lost: %v", err)
+	}
+}
+
+// Only an AppliedManifestWork's deletion wakes its work; the agent's own create and status
+// writes do not (each cost a reconcile and often a conflicting status write).
+func TestAppliedGoingPassesOnlyDeletion(t *testing.T) {
+	amw := func(deleting bool, applied int) *workv1.AppliedManifestWork {
+		a := &workv1.AppliedManifestWork{ObjectMeta: metav1.ObjectMeta{Name: "h-w"}}
+		if deleting {
+			a.DeletionTimestamp = &metav1.Time{Time: time.Unix(1, 0)}
+		}
+		a.Status.AppliedResources = make([]workv1.AppliedManifestResourceMeta, applied)
+		return a
+	}
+	if appliedGoing().Create(event.CreateEvent{Object: amw(false, 0)}) {
+		t.Error("the agent's create of an AppliedManifestWork woke its work")
+	}
+	if appliedGoing().Update(event.UpdateEvent{ObjectOld: amw(false, 0), ObjectNew: amw(false, 1)}) {
+		t.Error("the agent's record of applied resources woke its work")
+	}
+	if !appliedGoing().Update(event.UpdateEvent{ObjectOld: amw(false, 1), ObjectNew: amw(true, 1)}) {
+		t.Error("the start of a deletion did not wake the work")
+	}
+	if !appliedGoing().Delete(event.DeleteEvent{Object: amw(true, 0)}) {
+		t.Error("an AppliedManifestWork gone did not wake its work")
 	}
 }
