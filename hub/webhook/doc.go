@@ -93,7 +93,7 @@
 //
 // In the hub namespace: get, create and update Secrets, list and watch the Secret, create
 // ConfigMaps (dry-run probes only), create the namespace if missing; cluster-wide: get,
-// patch, list and watch ValidatingWebhookConfigurations (and patch and delete the
+// patch, list and watch ValidatingWebhookConfigurations (and patch, delete, list and watch the
 // MutatingWebhookConfiguration of the same name), create SubjectAccessReviews for
 // the ManifestWork executor check, and, with a conversion registered, get, patch, list and
 // watch CustomResourceDefinitions.
