@@ -3,8 +3,9 @@
 // ValidatingWebhookConfiguration, and the spec.conversion of the CRDs it converts, on the
 // hub API server pointing at itself. The ManifestWork validation (hub/webhook/manifestwork)
 // is its first handler (with manifestwork.Finalizer, a mutating one: Registration.Mutating
-// puts a handler in a MutatingWebhookConfiguration of the same name), the add-on v1alpha1/v1beta1 conversion (hub/webhook/addonconversion)
-// its first converter; hub/manager runs it.
+// puts a handler in a MutatingWebhookConfiguration of the same name), the add-on
+// v1alpha1/v1beta1 conversion (hub/webhook/addonconversion) its first converter; hub/manager
+// runs it.
 //
 // # Handlers
 //
