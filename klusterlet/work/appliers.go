@@ -111,7 +111,8 @@ func (a updateApplier) apply(ctx context.Context, req applyRequest) (*unstructur
 // getOrCreate returns the live object, creating required (owned by o) when it is missing.
 // A resource not applied before (not recorded) is created first and read only if it exists:
 // a new work's manifests cost one request each instead of two, on the path from create to
-// Applied.
+// Applied. A create refused for lack of permission takes the read-first path, so the error
+// reported names the first verb missing as before (the seeds' "cannot get resource").
 func getOrCreate(ctx context.Context, c dynamic.ResourceInterface, required *unstructured.Unstructured, o owner, recorded bool) (*unstructured.Unstructured, bool, error) {
 	create := func() (*unstructured.Unstructured, error) {
 		refs, _ := o.merge(nil)
@@ -121,7 +122,7 @@ func getOrCreate(ctx context.Context, c dynamic.ResourceInterface, required *uns
 	}
 	if !recorded {
 		obj, err := create()
-		if !apierrors.IsAlreadyExists(err) {
+		if !apierrors.IsAlreadyExists(err) && !apierrors.IsForbidden(err) {
 			return obj, err == nil, err
 		}
 	}

@@ -2,9 +2,12 @@ package work
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -39,11 +42,15 @@ func TestGetOrCreateReadsOnlyWhatMayExist(t *testing.T) {
 		recorded bool
 		want     []string
 		created  bool
+		// forbidden: the API server refuses this agent every request.
+		forbidden bool
 	}{
 		{name: "new", want: []string{"create"}, created: true},
 		{name: "exists-unrecorded", existing: true, want: []string{"create", "get"}},
 		{name: "recorded", existing: true, recorded: true, want: []string{"get"}},
 		{name: "recorded-gone", recorded: true, want: []string{"get", "create"}, created: true},
+		// Without permission to create, the read comes next and its error is the one reported.
+		{name: "forbidden", forbidden: true, want: []string{"create", "get"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var objs []runtime.Object
@@ -52,8 +59,19 @@ func TestGetOrCreateReadsOnlyWhatMayExist(t *testing.T) {
 			}
 			dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 				map[schema.GroupVersionResource]string{gvr: "ConfigMapList"}, objs...)
+			if tc.forbidden {
+				dyn.PrependReactor("*", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
+					return true, nil, apierrors.NewForbidden(gvr.GroupResource(), tc.name,
+						fmt.Errorf("cannot %s resource %q", a.GetVerb(), gvr.Resource))
+				})
+			}
 			obj, created, err := getOrCreate(context.Background(), dyn.Resource(gvr).Namespace("default"), cm(tc.name), owner{}, tc.recorded)
-			if err != nil || obj == nil {
+			switch {
+			case tc.forbidden:
+				if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `cannot get resource "configmaps"`) {
+					t.Errorf("error %v, want the read's Forbidden", err)
+				}
+			case err != nil || obj == nil:
 				t.Fatalf("getOrCreate: %v, %v", obj, err)
 			}
 			if got := verbs(dyn.Actions()); !slices.Equal(got, tc.want) || created != tc.created {
