@@ -387,6 +387,9 @@ func (h *Hub) setupWebhooks(kube kubernetes.Interface) error {
 	if err := srv.Register(manifestwork.New(manifestwork.Options{MaxSize: h.opts.WorkMaxSize})); err != nil {
 		return fmt.Errorf("hub: %w", err)
 	}
+	if err := srv.Register(manifestwork.NewFinalizer(h.mgr.GetClient())); err != nil {
+		return fmt.Errorf("hub: %w", err)
+	}
 	// The add-on kinds are served at v1beta1 too, converted here (v1alpha1 is stored).
 	if err := srv.RegisterConversion(addonconversion.New()); err != nil {
 		return fmt.Errorf("hub: %w", err)
