@@ -126,6 +126,9 @@ func (r *Reconciler) applyClusterRole(ctx context.Context, cluster string) error
 	if rbac.SoftRevoked(existing) {
 		role = rbac.WithoutRenew(role)
 	}
+	if held, err := rbac.Holds(existing, role); err == nil && held {
+		return nil // as wanted already: no write on every reconcile
+	}
 	if err := apply.Guarded(ctx, r.Client, existing, rbac.FieldManager, false,
 		map[string]any{"metadata": map[string]any{"labels": role.Labels}, "rules": role.Rules}); err != nil {
 		return fmt.Errorf("applying ClusterRole %s: %w", role.Name, err)

@@ -1,9 +1,10 @@
 package rbac
 
 import (
-	rbacv1 "k8s.io/api/rbac/v1"
 	"slices"
 	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
 )
 
 func TestClusterRole(t *testing.T) {
@@ -196,6 +197,31 @@ func TestSoftRevoked(t *testing.T) {
 	} {
 		if got := SoftRevoked(tc.role); got != tc.want {
 			t.Errorf("%s: SoftRevoked = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestHolds(t *testing.T) {
+	want := WorkRoleBinding("c1")
+	have := want.DeepCopy()
+	have.SetResourceVersion("7")
+	have.Labels = map[string]string{"extra": "x"}
+	for k, v := range want.Labels {
+		have.Labels[k] = v
+	}
+	if ok, err := Holds(have, want); err != nil || !ok {
+		t.Fatalf("a binding with the wanted content and an extra label: Holds = %v, %v; want true", ok, err)
+	}
+	changed := have.DeepCopy()
+	changed.Subjects[0].Name = "someone-else"
+	if ok, _ := Holds(changed, want); ok {
+		t.Fatal("a binding whose subject was changed holds the wanted one: the drift would not be reverted")
+	}
+	if len(want.Labels) > 0 {
+		unlabelled := have.DeepCopy()
+		unlabelled.Labels = nil
+		if ok, _ := Holds(unlabelled, want); ok {
+			t.Fatal("a binding without the wanted labels holds the wanted one")
 		}
 	}
 }
