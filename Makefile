@@ -213,7 +213,7 @@ bench-fleet-curve: build $(CONTROLPLANE)
 
 .PHONY: bench-work
 ## bench-work: one klusterlet (its own process) applies 100 ManifestWorks created one after
-## another, then 1,000 at once; the last line is `work-apply p50_ms=… p99_ms=… fanout_1000_s=…
-## agent_rss_mib=…`
+## another, then 1,000 at once; it prints the hub writes to ManifestWorks per work, and the last
+## line is `work-apply p50_ms=… p99_ms=… fanout_1000_s=… agent_rss_mib=…`
 bench-work: build $(CONTROLPLANE)
 	$(GO) run ./e2e/work/bench -flotilla $(BIN)/flotilla

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -250,6 +251,48 @@ spec:
 		Expect(managed[cluster1].client.Get(ctx, client.ObjectKey{Name: appliedName(w)}, &workv1.AppliedManifestWork{})).
 			To(Satisfy(apierrors.IsNotFound))
 	}, SpecTimeout(5*time.Minute))
+
+	It("holds a work with the finalizer the hub's webhook added at create, without an agent write, and adds it itself when missing", func(ctx SpecContext) {
+		// The hub's finalizer webhook is in effect once a dry run comes back with the finalizer.
+		Eventually(func(g Gomega) []string {
+			probe := newWork(cluster1, "finalizer-probe", configMap("default", "finalizer-probe", nil))
+			g.Expect(hubClient.Create(ctx, probe, client.DryRunAll)).To(Succeed())
+			return probe.Finalizers
+		}).WithTimeout(30*time.Second).Should(ContainElement(workv1.ManifestWorkFinalizer),
+			"waiting for the hub's webhook to add the finalizer to a dry-run create")
+		// The agent's writes to a work: the finalizer (main resource) and its status.
+		agentWrote := func(w *workv1.ManifestWork, subresource string) bool {
+			for _, f := range w.ManagedFields {
+				if f.Manager == "flotilla-work-agent" && f.Subresource == subresource {
+					return true
+				}
+			}
+			return false
+		}
+
+		w := createWork(newWork(cluster1, "finalizer", configMap("default", "finalizer", map[string]string{"k": "v"})))
+		Expect(w.Finalizers).To(ConsistOf(workv1.ManifestWorkFinalizer), "the created work's finalizers")
+		Eventually(workCondition(w, workv1.WorkApplied)).Should(cond(metav1.ConditionTrue, "AppliedManifestWorkComplete"))
+		cur := getWork(Default, w)
+		Expect(agentWrote(cur, "status")).To(BeTrue(), "the agent's status write in managedFields %v", cur.ManagedFields)
+		Expect(agentWrote(cur, "")).To(BeFalse(), "the agent wrote the work (not its status) although the finalizer was there: %v", cur.ManagedFields)
+
+		// A work without it (created while the webhook was not in effect): the agent adds it.
+		patch := client.RawPatch(types.JSONPatchType, []byte(`[{"op":"test","path":"/metadata/finalizers","value":["`+
+			workv1.ManifestWorkFinalizer+`"]},{"op":"remove","path":"/metadata/finalizers"}]`))
+		Expect(hubClient.Patch(ctx, cur, patch)).To(Succeed())
+		Eventually(func(g Gomega) []string { return getWork(g, w).Finalizers }).
+			Should(ConsistOf(workv1.ManifestWorkFinalizer), "waiting for the agent to add the finalizer back")
+		Expect(agentWrote(getWork(Default, w), "")).To(BeTrue(), "the agent's finalizer write in managedFields")
+
+		// Deleting it still waits for the agent to remove what it applied.
+		Expect(hubClient.Delete(ctx, cur)).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(hubClient.Get(ctx, client.ObjectKeyFromObject(w), &workv1.ManifestWork{}))
+		}).Should(BeTrue(), "waiting for the work to be released")
+		Expect(gone(cluster1, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "finalizer"}})()).
+			To(BeTrue(), "the work was released before its ConfigMap was deleted")
+	}, SpecTimeout(3*time.Minute))
 
 	It("keeps resources on Orphan, and only the orphaned ones on SelectivelyOrphan", func(ctx SpecContext) {
 		Expect(client.IgnoreAlreadyExists(managed[cluster1].client.Create(ctx, namespace("orphans")))).To(Succeed())

@@ -89,6 +89,12 @@ func TestHealthProbes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// The per-cluster controllers (every controller that sets no count of its own)
+		// reconcile ControllerWorkers objects at once: with one, a fleet joining queued
+		// behind them (make bench-fleet's controller table).
+		if got := h.Manager().GetControllerOptions().MaxConcurrentReconciles; got != ControllerWorkers || got < 2 {
+			t.Fatalf("the hub's controllers reconcile %d objects at once, want %d", got, ControllerWorkers)
+		}
 		return h, addr
 	}
 	start := func(name string, h *Hub) {

@@ -2,8 +2,10 @@
 // CRD conversion webhooks over TLS, manages its own CA and serving certificate, and keeps a
 // ValidatingWebhookConfiguration, and the spec.conversion of the CRDs it converts, on the
 // hub API server pointing at itself. The ManifestWork validation (hub/webhook/manifestwork)
-// is its first handler, the add-on v1alpha1/v1beta1 conversion (hub/webhook/addonconversion)
-// its first converter; hub/manager runs it.
+// is its first handler (with manifestwork.Finalizer, a mutating one: Registration.Mutating
+// puts a handler in a MutatingWebhookConfiguration of the same name), the add-on
+// v1alpha1/v1beta1 conversion (hub/webhook/addonconversion) its first converter; hub/manager
+// runs it.
 //
 // # Handlers
 //
@@ -92,7 +94,8 @@
 //
 // In the hub namespace: get, create and update Secrets, list and watch the Secret, create
 // ConfigMaps (dry-run probes only), create the namespace if missing; cluster-wide: get,
-// patch, list and watch ValidatingWebhookConfigurations, create SubjectAccessReviews for
+// patch, list and watch ValidatingWebhookConfigurations (and patch, delete, list and watch the
+// MutatingWebhookConfiguration of the same name), create SubjectAccessReviews for
 // the ManifestWork executor check, and, with a conversion registered, get, patch, list and
 // watch CustomResourceDefinitions.
 package webhook

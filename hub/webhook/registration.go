@@ -77,6 +77,12 @@ type Registration struct {
 	// handler; it is called only when all are true. An expression that fails to evaluate
 	// counts as a failure to call (FailurePolicy applies), so guard with has().
 	MatchConditions []admissionregistrationv1.MatchCondition
+	// Mutating makes the webhook a mutating one: its handler may answer with patches
+	// (admission.PatchResponseFromRaw), and the Server lists it in a
+	// MutatingWebhookConfiguration of the same name as its ValidatingWebhookConfiguration.
+	// The API server calls mutating webhooks before validating ones. A Shared handler cannot
+	// be mutating.
+	Mutating bool
 }
 
 // withDefaults fills in the zero values.
@@ -107,6 +113,9 @@ func (r Registration) validate() error {
 	if len(r.Rules) == 0 {
 		return fmt.Errorf("webhook %s: no rules", r.Name)
 	}
+	if r.Mutating && r.Path == probePath {
+		return fmt.Errorf("webhook %s: the probe path cannot be mutating", r.Name)
+	}
 	if r.TimeoutSeconds < 1 || r.TimeoutSeconds > 30 {
 		return fmt.Errorf("webhook %s: timeoutSeconds %d must be between 1 and 30", r.Name, r.TimeoutSeconds)
 	}
@@ -128,5 +137,26 @@ func (r Registration) validatingWebhook(clientConfig admissionregistrationv1.Web
 		TimeoutSeconds:          &timeout,
 		AdmissionReviewVersions: []string{"v1"},
 		MatchConditions:         r.MatchConditions,
+	}
+}
+
+// mutatingWebhook is the MutatingWebhookConfiguration entry for r, reached through
+// clientConfig. Its patches are not re-checked by reinvocation: they only add.
+func (r Registration) mutatingWebhook(clientConfig admissionregistrationv1.WebhookClientConfig) admissionregistrationv1.MutatingWebhook {
+	v := r.validatingWebhook(clientConfig)
+	never := admissionregistrationv1.NeverReinvocationPolicy
+	return admissionregistrationv1.MutatingWebhook{
+		Name:                    v.Name,
+		ClientConfig:            v.ClientConfig,
+		Rules:                   v.Rules,
+		FailurePolicy:           v.FailurePolicy,
+		MatchPolicy:             v.MatchPolicy,
+		NamespaceSelector:       v.NamespaceSelector,
+		ObjectSelector:          v.ObjectSelector,
+		SideEffects:             v.SideEffects,
+		TimeoutSeconds:          v.TimeoutSeconds,
+		AdmissionReviewVersions: v.AdmissionReviewVersions,
+		MatchConditions:         v.MatchConditions,
+		ReinvocationPolicy:      &never,
 	}
 }

@@ -295,6 +295,9 @@ func (s *Server) Register(v Validating) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if _, shared := v.(Shared); shared && reg.Mutating {
+		return fmt.Errorf("webhook %s: a Shared handler cannot be mutating", reg.Name)
+	}
 	if _, dup := s.handlers[reg.Name]; dup {
 		return fmt.Errorf("webhook %s is already registered", reg.Name)
 	}
@@ -482,6 +485,7 @@ func (s *Server) watch(ctx context.Context) func() {
 	for _, inf := range []toolscache.SharedIndexInformer{
 		secrets.Core().V1().Secrets().Informer(),
 		configs.Admissionregistration().V1().ValidatingWebhookConfigurations().Informer(),
+		configs.Admissionregistration().V1().MutatingWebhookConfigurations().Informer(),
 	} {
 		_, _ = inf.AddEventHandler(handler)
 	}
@@ -549,6 +553,9 @@ func (s *Server) sync(ctx context.Context) error {
 	err := s.syncCertificates(ctx)
 	if err == nil {
 		err = s.syncConfiguration(ctx)
+	}
+	if err == nil {
+		err = s.syncMutating(ctx)
 	}
 	if err == nil && s.probedRV != s.appliedRV {
 		if err = s.probe(ctx); err == nil {
@@ -678,7 +685,9 @@ func (s *Server) configuration(ctx context.Context, caBundle []byte, live *admis
 		if err != nil {
 			return nil, err
 		}
-		regs = append(regs, reg)
+		if !reg.Mutating {
+			regs = append(regs, reg)
+		}
 	}
 	slices.SortFunc(regs, func(a, b Registration) int { return strings.Compare(a.Name, b.Name) })
 	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{
@@ -689,16 +698,79 @@ func (s *Server) configuration(ctx context.Context, caBundle []byte, live *admis
 		},
 	}
 	for _, reg := range regs {
-		cc := admissionregistrationv1.WebhookClientConfig{CABundle: caBundle}
-		if svc := s.opts.Service; svc != nil {
-			cc.Service = &admissionregistrationv1.ServiceReference{Namespace: svc.Namespace, Name: svc.Name, Path: &reg.Path, Port: &svc.Port}
-		} else {
-			url := s.baseURL() + reg.Path
-			cc.URL = &url
-		}
-		cfg.Webhooks = append(cfg.Webhooks, reg.validatingWebhook(cc))
+		cfg.Webhooks = append(cfg.Webhooks, reg.validatingWebhook(s.clientConfig(caBundle, reg.Path)))
 	}
 	return cfg, nil
+}
+
+// clientConfig is how the API server reaches the handler at path.
+func (s *Server) clientConfig(caBundle []byte, path string) admissionregistrationv1.WebhookClientConfig {
+	cc := admissionregistrationv1.WebhookClientConfig{CABundle: caBundle}
+	if svc := s.opts.Service; svc != nil {
+		cc.Service = &admissionregistrationv1.ServiceReference{Namespace: svc.Namespace, Name: svc.Name, Path: &path, Port: &svc.Port}
+	} else {
+		url := s.baseURL() + path
+		cc.URL = &url
+	}
+	return cc
+}
+
+// mutatingConfiguration is the MutatingWebhookConfiguration for the Mutating handlers, sorted
+// by name; nil when there are none.
+func (s *Server) mutatingConfiguration(caBundle []byte) *admissionregistrationv1.MutatingWebhookConfiguration {
+	s.mu.Lock()
+	handlers := make([]*registered, 0, len(s.handlers))
+	for _, r := range s.handlers {
+		handlers = append(handlers, r)
+	}
+	s.mu.Unlock()
+	var regs []Registration
+	for _, r := range handlers {
+		if reg := s.validRegistration(r); reg.Mutating {
+			regs = append(regs, reg)
+		}
+	}
+	if len(regs) == 0 {
+		return nil
+	}
+	slices.SortFunc(regs, func(a, b Registration) int { return strings.Compare(a.Name, b.Name) })
+	cfg := &admissionregistrationv1.MutatingWebhookConfiguration{
+		TypeMeta: metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "MutatingWebhookConfiguration"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:   s.opts.ConfigurationName,
+			Labels: map[string]string{ManagedByLabel: managedBy},
+		},
+	}
+	for _, reg := range regs {
+		cfg.Webhooks = append(cfg.Webhooks, reg.mutatingWebhook(s.clientConfig(caBundle, reg.Path)))
+	}
+	return cfg
+}
+
+// syncMutating applies the MutatingWebhookConfiguration, or deletes it when no handler is
+// mutating. No handler of it is Shared, so every replica applies the same one and needs no
+// guard. It is not probed: it reaches the same server with the same CA as the validating
+// configuration, and a mutating handler may only do what its callers would also do without
+// it (see manifestwork.Finalizer), so the moments before the API server picks it up are
+// harmless.
+func (s *Server) syncMutating(ctx context.Context) error {
+	configs := s.kube.AdmissionregistrationV1().MutatingWebhookConfigurations()
+	cfg := s.mutatingConfiguration(s.material.bundlePEM())
+	if cfg == nil {
+		if err := configs.Delete(ctx, s.opts.ConfigurationName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting MutatingWebhookConfiguration %s: %w", s.opts.ConfigurationName, err)
+		}
+		return nil
+	}
+	data, err := json.Marshal(cfg)
+	if err != nil {
+		return err
+	}
+	force := true
+	if _, err := configs.Patch(ctx, cfg.Name, types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: FieldManager, Force: &force}); err != nil {
+		return fmt.Errorf("applying MutatingWebhookConfiguration %s: %w", cfg.Name, err)
+	}
+	return nil
 }
 
 // registration is r's entry in the configuration: its handler's Registration, or the previous

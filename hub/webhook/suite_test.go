@@ -112,6 +112,8 @@ func cleanup(r *running) {
 		r.stop()
 		err := kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, r.ConfigurationName(), metav1.DeleteOptions{})
 		Expect(err == nil || apierrors.IsNotFound(err)).To(BeTrue(), "deleting the configuration: %v", err)
+		err = kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(ctx, r.ConfigurationName(), metav1.DeleteOptions{})
+		Expect(err == nil || apierrors.IsNotFound(err)).To(BeTrue(), "deleting the mutating configuration: %v", err)
 	})
 }
 

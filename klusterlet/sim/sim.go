@@ -475,7 +475,6 @@ func (f *Fleet) runAgent(ctx context.Context, c *Cluster, runFor time.Duration, 
 		Registration: registration.Config{
 			ClusterName: c.Name, ManagedConfig: c.Managed.Config(), BootstrapKubeconfig: f.opts.BootstrapKubeconfig,
 			LeaseDurationSeconds: f.opts.LeaseDurationSeconds, CSRExpirationSeconds: f.opts.CSRExpirationSeconds,
-			RetryInitial: time.Second, RetryMax: 30 * time.Second,
 			Logger: f.opts.Logger.WithValues("cluster", c.Name),
 		},
 		// One Wasm host per simulated cluster would dwarf the rest: WellKnownStatus feedback

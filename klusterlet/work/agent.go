@@ -42,6 +42,28 @@ import (
 // userAgent names the agent in both clusters' audit logs.
 const userAgent = "flotilla-work-agent"
 
+// Client rates sized for one cluster's burst of works (a rollout of a ManifestWorkReplicaSet,
+// 1,000 works created at once in make bench-work) rather than the klusterlet's shared hub
+// connection default (50 a second, OCM's): a work costs one hub write (its status; the hub's
+// webhook adds the finalizer at create) and about four requests to the managed cluster
+// (AppliedManifestWork, read and write of each manifest, applied resources). At 50 a second
+// the rate limiter, not either API server, bounded the fan-out (the agent's CPU profile was
+// idle). The hub's API Priority and Fairness still shares the hub among clusters.
+const (
+	hubQPS, hubBurst         = 200, 400
+	managedQPS, managedBurst = 400, 800
+)
+
+// clientRates sets the hub and managed clients' rates: at least the work agent's own on the
+// hub, where the klusterlet's connection carries the default of all its agents; on the managed
+// cluster the work agent's own unless the caller set one.
+func clientRates(hub, managed *rest.Config) {
+	hub.QPS, hub.Burst = max(hub.QPS, hubQPS), max(hub.Burst, hubBurst)
+	if managed.QPS == 0 {
+		managed.QPS, managed.Burst = managedQPS, managedBurst
+	}
+}
+
 // Agent is a configured work agent.
 type Agent struct {
 	cfg     Config
@@ -74,13 +96,9 @@ func New(cfg Config) (*Agent, error) {
 	}
 	managedCfg := rest.CopyConfig(cfg.ManagedConfig)
 	managedCfg.UserAgent = userAgent
-	if managedCfg.QPS == 0 {
-		// client-go's default of 5 requests a second would make a fan-out of works crawl:
-		// each applied manifest is a few requests to the (local) managed API server.
-		managedCfg.QPS, managedCfg.Burst = 100, 200
-	}
 	hubCfg := rest.CopyConfig(cfg.HubConfig)
 	hubCfg.UserAgent = userAgent
+	clientRates(hubCfg, managedCfg)
 	// One mapper for the manager's clients and caches and the manifests: it reads a group's
 	// discovery when first needed and again when a kind is unknown (a work may install a CRD
 	// and its custom resources together; the kind appears once the CRD is established).
@@ -195,7 +213,7 @@ func (a *Agent) setup(hub cluster.Cluster, dyn dynamic.Interface, managedCfg *re
 					return !e.ObjectNew.DeletionTimestamp.Equal(e.ObjectOld.DeletionTimestamp) ||
 						len(e.ObjectNew.Finalizers) != len(e.ObjectOld.Finalizers)
 				}}))).
-		Watches(&workv1.AppliedManifestWork{}, toWork, builder.WithPredicates(ours)).
+		Watches(&workv1.AppliedManifestWork{}, toWork, builder.WithPredicates(ours, appliedGoing())).
 		// Feedback watches and RBAC changes (rbacWatch) wake works.
 		WatchesRawSource(source.Channel(a.watchEvents, &handler.EnqueueRequestForObject{})).
 		Complete(apply.Quiet(works))
@@ -217,6 +235,22 @@ func (a *Agent) setup(hub cluster.Cluster, dyn dynamic.Interface, managedCfg *re
 		return fmt.Errorf("work agent: %w", err)
 	}
 	return nil
+}
+
+// appliedGoing passes the AppliedManifestWork changes its work waits for: its deletion
+// starting and its being gone (finalize, and a work applied again after an eviction). The
+// agent's own create and status writes are not passed: each would reconcile the work once
+// more, on a cached copy its status write had not reached yet (a conflicting write to the
+// hub).
+func appliedGoing() predicate.Funcs {
+	return predicate.Funcs{
+		CreateFunc: func(event.CreateEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return !e.ObjectNew.GetDeletionTimestamp().Equal(e.ObjectOld.GetDeletionTimestamp())
+		},
+		DeleteFunc:  func(event.DeleteEvent) bool { return true },
+		GenericFunc: func(event.GenericEvent) bool { return true },
+	}
 }
 
 // rbacWatch: RBAC changes on the managed cluster can change what an executor may apply, so

@@ -54,6 +54,9 @@ type applyRequest struct {
 	required *unstructured.Unstructured
 	owner    owner
 	strategy workv1.UpdateStrategy
+	// recorded: the AppliedManifestWork lists the resource, so it was applied before and
+	// most likely exists; otherwise it most likely does not (see getOrCreate).
+	recorded bool
 }
 
 // applier writes one manifest under one update strategy and returns the live object.
@@ -83,7 +86,7 @@ type updateApplier struct{ dyn dynamic.Interface }
 func (a updateApplier) apply(ctx context.Context, req applyRequest) (*unstructured.Unstructured, error) {
 	c := req.client(a.dyn)
 	required := req.required.DeepCopy()
-	existing, created, err := getOrCreate(ctx, c, required, req.owner)
+	existing, created, err := getOrCreate(ctx, c, required, req.owner, req.recorded)
 	if err != nil || created {
 		return existing, err
 	}
@@ -106,13 +109,27 @@ func (a updateApplier) apply(ctx context.Context, req applyRequest) (*unstructur
 }
 
 // getOrCreate returns the live object, creating required (owned by o) when it is missing.
-func getOrCreate(ctx context.Context, c dynamic.ResourceInterface, required *unstructured.Unstructured, o owner) (*unstructured.Unstructured, bool, error) {
+// A resource not applied before (not recorded) is created first and read only if it exists:
+// a new work's manifests cost one request each instead of two, on the path from create to
+// Applied. A create refused for lack of permission takes the read-first path, so the error
+// reported names the first verb missing as before (the seeds' "cannot get resource").
+func getOrCreate(ctx context.Context, c dynamic.ResourceInterface, required *unstructured.Unstructured, o owner, recorded bool) (*unstructured.Unstructured, bool, error) {
+	create := func() (*unstructured.Unstructured, error) {
+		refs, _ := o.merge(nil)
+		obj := required.DeepCopy()
+		obj.SetOwnerReferences(refs)
+		return c.Create(ctx, obj, metav1.CreateOptions{})
+	}
+	if !recorded {
+		obj, err := create()
+		if !apierrors.IsAlreadyExists(err) && !apierrors.IsForbidden(err) {
+			return obj, err == nil, err
+		}
+	}
 	existing, err := c.Get(ctx, required.GetName(), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		refs, _ := o.merge(nil)
-		required.SetOwnerReferences(refs)
-		obj, err := c.Create(ctx, required, metav1.CreateOptions{})
-		return obj, true, err
+		obj, err := create()
+		return obj, err == nil, err
 	}
 	return existing, false, err
 }
@@ -156,7 +173,7 @@ type createOnlyApplier struct{ dyn dynamic.Interface }
 
 func (a createOnlyApplier) apply(ctx context.Context, req applyRequest) (*unstructured.Unstructured, error) {
 	c := req.client(a.dyn)
-	existing, created, err := getOrCreate(ctx, c, req.required.DeepCopy(), req.owner)
+	existing, created, err := getOrCreate(ctx, c, req.required.DeepCopy(), req.owner, req.recorded)
 	if err != nil || created {
 		return existing, err
 	}

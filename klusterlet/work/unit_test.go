@@ -4,10 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
 )
@@ -71,5 +74,78 @@ func TestAnExecutorRefusalWaitsForRBACOrTheStatusSync(t *testing.T) {
 	}
 	if !failedTransiently([]manifestResult{refused, {err: errors.New("connection refused")}}) {
 		t.Fatal("a transient failure beside a refusal is not retried soon")
+	}
+}
+
+// The clients' rate limiters let one cluster's burst of 1,000 works through within the
+// fan-out budget of make bench-work (18 s): one hub write per work, four managed requests.
+func TestClientRatesFitOneClustersBurst(t *testing.T) {
+	hub := &rest.Config{QPS: 50, Burst: 100} // the klusterlet's hub connection
+	managed := &rest.Config{}
+	clientRates(hub, managed)
+	limited := func(c *rest.Config, requests int) time.Duration {
+		return time.Duration(float64(max(0, requests-c.Burst)) / float64(c.QPS) * float64(time.Second))
+	}
+	const works = 1000
+	if d := limited(hub, works); d > 5*time.Second {
+		t.Errorf("hub client (QPS %v, burst %d) holds back %d status writes for %s", hub.QPS, hub.Burst, works, d)
+	}
+	if d := limited(managed, 4*works); d > 10*time.Second {
+		t.Errorf("managed client (QPS %v, burst %d) holds back %d requests for %s", managed.QPS, managed.Burst, 4*works, d)
+	}
+	// A caller's higher hub rate and its own managed rate stay.
+	hub, managed = &rest.Config{QPS: 1000, Burst: 2000}, &rest.Config{QPS: 20, Burst: 40}
+	clientRates(hub, managed)
+	if hub.QPS != 1000 || hub.Burst != 2000 || managed.QPS != 20 || managed.Burst != 40 {
+		t.Errorf("caller's rates changed: hub %v/%d, managed %v/%d", hub.QPS, hub.Burst, managed.QPS, managed.Burst)
+	}
+}
+
+// The AppliedManifestWork record and the work's status are written at once: each write waits
+// here until the other has started.
+func TestRecordAndStatusWrittenAtOnce(t *testing.T) {
+	recordStarted, statusStarted := make(chan struct{}), make(chan struct{})
+	wait := func(other chan struct{}, what string) error {
+		select {
+		case <-other:
+			return nil
+		case <-time.After(10 * time.Second):
+			return fmt.Errorf("%s was not written while the other write ran", what)
+		}
+	}
+	pending, err := both(
+		func() (bool, error) { close(recordStarted); return true, wait(statusStarted, "the status") },
+		func() error { close(statusStarted); return wait(recordStarted, "the AppliedManifestWork record") })
+	if err != nil || !pending {
+		t.Fatalf("pending %v, error %v", pending, err)
+	}
+	want := errors.New("status conflict")
+	if _, err := both(func() (bool, error) { return false, nil }, func() error { return want }); !errors.Is(err, want) {
+		t.Errorf("the status write's error was lost: %v", err)
+	}
+}
+
+// Only an AppliedManifestWork's deletion wakes its work; the agent's own create and status
+// writes do not (each cost a reconcile and often a conflicting status write).
+func TestAppliedGoingPassesOnlyDeletion(t *testing.T) {
+	amw := func(deleting bool, applied int) *workv1.AppliedManifestWork {
+		a := &workv1.AppliedManifestWork{ObjectMeta: metav1.ObjectMeta{Name: "h-w"}}
+		if deleting {
+			a.DeletionTimestamp = &metav1.Time{Time: time.Unix(1, 0)}
+		}
+		a.Status.AppliedResources = make([]workv1.AppliedManifestResourceMeta, applied)
+		return a
+	}
+	if appliedGoing().Create(event.CreateEvent{Object: amw(false, 0)}) {
+		t.Error("the agent's create of an AppliedManifestWork woke its work")
+	}
+	if appliedGoing().Update(event.UpdateEvent{ObjectOld: amw(false, 0), ObjectNew: amw(false, 1)}) {
+		t.Error("the agent's record of applied resources woke its work")
+	}
+	if !appliedGoing().Update(event.UpdateEvent{ObjectOld: amw(false, 1), ObjectNew: amw(true, 1)}) {
+		t.Error("the start of a deletion did not wake the work")
+	}
+	if !appliedGoing().Delete(event.DeleteEvent{Object: amw(true, 0)}) {
+		t.Error("an AppliedManifestWork gone did not wake its work")
 	}
 }

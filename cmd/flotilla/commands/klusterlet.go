@@ -25,6 +25,7 @@ func newKlusterletCommand() *cobra.Command {
 		bootstrapKubeconfig string
 		klusterletName      string
 		verbosity           int
+		pprofAddr           string
 	)
 	gate, gateErr := featuregates.NewGate(klusterletFeatureGates())
 	cmd := &cobra.Command{
@@ -108,6 +109,11 @@ kubeconfig; a standby replica is ready), on every replica.`,
 			setLibraryLoggers(opts.Registration.Logger)
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			if pprofAddr != "" {
+				if err := servePprof(ctx, pprofAddr, opts.Registration.Logger); err != nil {
+					return err
+				}
+			}
 			return kop.RunKlusterlet(ctx, kop.Options{Klusterlet: opts, KlusterletName: klusterletName, Deployment: operatorrun.DeploymentFromEnv()})
 		},
 	}
@@ -160,6 +166,7 @@ kubeconfig; a standby replica is ready), on every replica.`,
 	f.StringVar(&opts.HealthProbeBindAddress, "health-probe-bind-address", "0",
 		"address serving /healthz and /readyz (ready once the agents run and have read a bootstrap or hub kubeconfig; a standby replica is ready), e.g. :8081 (0 disables)")
 	f.IntVar(&verbosity, "v", 0, "log verbosity on standard error: 0 logs what the agent does and its errors, higher values add detail")
+	f.StringVar(&pprofAddr, "pprof-bind-address", "", "address serving Go's /debug/pprof profiles, e.g. 127.0.0.1:6060 (default: off)")
 	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
 		// The flag's 0 means "no custom claims", the library's 0 means "default".
 		if opts.Registration.MaxCustomClusterClaims == 0 {

@@ -12,10 +12,12 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
 	apischeme "github.com/flotilla-dev/flotilla/core/apis/scheme"
+	"github.com/flotilla-dev/flotilla/hub/admin"
 	"github.com/flotilla-dev/flotilla/klusterlet/sim"
 )
 
@@ -26,6 +28,7 @@ func newSimCommand() *cobra.Command {
 		cpu, memory               string
 		verbosity                 int
 		report                    time.Duration
+		accept                    bool
 		tf                        tokenFlags
 		opts                      sim.Options
 	)
@@ -43,7 +46,7 @@ pays for N clusters is what it would pay for N real ones, so this is how to size
 Clusters are named <prefix><index> (sim-00000, ...). The hub accepts them like any cluster:
 run it with auto-approval for their names,
   flotilla hub ... --autoapprove-cluster-patterns 'sim-*' --feature-gates ManagedClusterAutoApproval=true
-or accept them (flotilla accept). With --kubeconfig (the hub's admin) the simulator issues
+or let the simulator accept them as flotilla accept does (--accept). With --kubeconfig (the hub's admin) the simulator issues
 its own join token and labels each cluster as it appears (--label); with
 --bootstrap-kubeconfig it joins with that (flotilla get token --output-bootstrap-kubeconfig)
 and cannot label.
@@ -56,7 +59,8 @@ WellKnownStatus feedback (Wasm extractors) is not simulated.
 
 It prints how many agents run and how many clusters are Joined and Available every --report,
 and runs until interrupted.`,
-		Example: `  flotilla sim --kubeconfig hub.kubeconfig --clusters 1000 --label region=us|eu|ap --claim tier=gold|silver
+		Example: `  flotilla sim --kubeconfig .flotilla/dev/hub/kubeconfig --accept --clusters 100 --label 'region=us|eu|ap'
+  flotilla sim --kubeconfig hub.kubeconfig --clusters 1000 --label 'region=us|eu|ap' --claim 'tier=gold|silver'
   flotilla sim --bootstrap-kubeconfig bootstrap.kubeconfig --clusters 200 --prefix edge- --silent 0.01`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -82,13 +86,16 @@ and runs until interrupted.`,
 			if opts.Memory, err = sim.ParseRange(memory); err != nil {
 				return fmt.Errorf("--memory-gib %w", err)
 			}
-			var hub client.Client
+			var (
+				hub  client.Client
+				kube kubernetes.Interface
+			)
 			switch {
 			case bootstrapFile != "" && kubeconfig != "":
 				return errors.New("give --kubeconfig (the hub admin's) or --bootstrap-kubeconfig, not both")
 			case bootstrapFile != "":
-				if len(opts.Labels) > 0 {
-					return errors.New("--label needs --kubeconfig: only the hub admin labels ManagedClusters")
+				if len(opts.Labels) > 0 || accept {
+					return errors.New("--label and --accept need --kubeconfig: only the hub admin labels and accepts ManagedClusters")
 				}
 				if opts.BootstrapKubeconfig, err = os.ReadFile(bootstrapFile); err != nil {
 					return fmt.Errorf("reading --bootstrap-kubeconfig: %w", err)
@@ -108,6 +115,11 @@ and runs until interrupted.`,
 				if hub, err = client.New(cfg, client.Options{Scheme: apischeme.New()}); err != nil {
 					return err
 				}
+				if accept {
+					if kube, err = kubernetes.NewForConfig(cfg); err != nil {
+						return err
+					}
+				}
 			}
 			logger := logr.Discard()
 			if verbosity >= 0 {
@@ -115,7 +127,7 @@ and runs until interrupted.`,
 			}
 			setLibraryLoggers(logger)
 			opts.Logger = logger
-			return runSim(ctx, cmd.OutOrStdout(), opts, hub, report)
+			return runSim(ctx, cmd.OutOrStdout(), opts, hub, kube, report)
 		},
 	}
 	f := cmd.Flags()
@@ -139,14 +151,15 @@ and runs until interrupted.`,
 	f.Int32Var(&opts.CSRExpirationSeconds, "cert-expiration-seconds", 0, "ask for client certificates of this lifetime (at least 600) so they rotate while simulating; 0: the hub signer's")
 	f.IntVar(&opts.JoinConcurrency, "join-concurrency", 50, "how many clusters bootstrap at once")
 	f.DurationVar(&report, "report", 10*time.Second, "print progress this often")
+	f.BoolVar(&accept, "accept", false, "accept the clusters as they register, as flotilla accept does (for a hub without auto-approval; needs --kubeconfig)")
 	f.IntVarP(&verbosity, "verbosity", "v", -1, "log the agents' messages up to this verbosity (-1: none)")
 	tf.add(cmd)
 	return cmd
 }
 
-// runSim runs the fleet until ctx ends, labelling clusters when hub is set and reporting
-// progress to out.
-func runSim(ctx context.Context, out io.Writer, opts sim.Options, hub client.Client, every time.Duration) error {
+// runSim runs the fleet until ctx ends, labelling clusters when hub is set (and accepting
+// them when kube is) and reporting progress to out.
+func runSim(ctx context.Context, out io.Writer, opts sim.Options, hub client.Client, kube kubernetes.Interface, every time.Duration) error {
 	fleet, err := sim.New(ctx, opts)
 	if err != nil {
 		return err
@@ -156,6 +169,9 @@ func runSim(ctx context.Context, out io.Writer, opts sim.Options, hub client.Cli
 	g.Go(func() error { return fleet.Run(ctx) })
 	if hub != nil {
 		g.Go(func() error { return fleet.LabelOnHub(ctx, hub) })
+	}
+	if kube != nil {
+		g.Go(func() error { return acceptFleet(ctx, hub, kube, fleet) })
 	}
 	g.Go(func() error {
 		t := time.NewTicker(every)
@@ -197,4 +213,36 @@ func hubCounts(ctx context.Context, hub client.Client, fleet *sim.Fleet) (joined
 		}
 	}
 	return joined, available
+}
+
+// acceptFleet accepts the fleet's clusters as they register, until all are accepted.
+func acceptFleet(ctx context.Context, hub client.Client, kube kubernetes.Interface, fleet *sim.Fleet) error {
+	for {
+		list := &clusterv1.ManagedClusterList{}
+		if err := hub.List(ctx, list); err != nil {
+			return fmt.Errorf("listing ManagedClusters to accept them: %w", err)
+		}
+		var pending []string
+		accepted := 0
+		for i := range list.Items {
+			mc := &list.Items[i]
+			switch {
+			case fleet.Cluster(mc.Name) == nil:
+			case mc.Spec.HubAcceptsClient:
+				accepted++
+			default:
+				pending = append(pending, mc.Name)
+			}
+		}
+		if accepted == len(fleet.Clusters()) {
+			return nil
+		}
+		// A cluster whose CSR is not there yet fails this round and is tried in the next.
+		_, _ = admin.Accept(ctx, hub, kube, pending)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(2 * time.Second):
+		}
+	}
 }

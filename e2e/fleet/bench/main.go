@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/core/environment"
@@ -85,8 +86,8 @@ func run(ctx context.Context, binary string, verbose bool, cfg fleetbench.Config
 	}
 	defer func() { err = errors.Join(err, cp.Stop()) }()
 	hub, err := benchenv.StartHub(ctx, binary, cp, benchenv.Log(verbose), benchenv.HubOptions{
-		FeatureGates: "ManagedClusterAutoApproval=true",
-		Args:         []string{"--autoapprove-cluster-patterns", "sim-*"},
+		FeatureGates: "ManagedClusterAutoApproval=true", Metrics: true,
+		Args: []string{"--autoapprove-cluster-patterns", "sim-*"},
 	})
 	if err != nil {
 		return res, err
@@ -96,9 +97,14 @@ func run(ctx context.Context, binary string, verbose bool, cfg fleetbench.Config
 	if err != nil {
 		return res, err
 	}
-	bootstrapKC, err := bootstrap.Kubeconfig(ctx, cp.Config, 4*time.Hour)
-	if err != nil {
-		return res, err
+	// The hub creates the bootstrap ServiceAccount once it runs.
+	var bootstrapKC []byte
+	var last error
+	if err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		bootstrapKC, last = bootstrap.Kubeconfig(ctx, cp.Config, 4*time.Hour)
+		return last == nil, nil
+	}); err != nil {
+		return res, fmt.Errorf("the hub's bootstrap identity: %w (last: %v)", err, last)
 	}
 	opts := fleetbench.SimOptions(cfg)
 	opts.BootstrapKubeconfig = bootstrapKC
@@ -116,5 +122,35 @@ func run(ctx context.Context, binary string, verbose bool, cfg fleetbench.Config
 		HubRSS:       func() (int64, error) { return fleetbench.ProcessRSS(hub.Pid()) },
 		APIServerRSS: func() (int64, error) { return fleetbench.ProcessRSS(apiserver) },
 		EtcdDB:       fleetbench.FileSize(filepath.Join(cp.Dir, "etcd", "member", "snap", "db")),
+		Controllers:  func(ctx context.Context) ([]fleetbench.ControllerStat, error) { return controllers(ctx, hub) },
 	})
+}
+
+// controllers reads each hub controller's reconciles, reconcile time and queue wait from its
+// metrics.
+func controllers(ctx context.Context, hub *benchenv.Hub) ([]fleetbench.ControllerStat, error) {
+	by := map[string]*fleetbench.ControllerStat{}
+	get := func(name string) *fleetbench.ControllerStat {
+		if by[name] == nil {
+			by[name] = &fleetbench.ControllerStat{Name: name}
+		}
+		return by[name]
+	}
+	err := hub.Metrics(ctx, func(s benchenv.Sample) {
+		switch s.Name {
+		case "controller_runtime_reconcile_total":
+			get(s.Label("controller")).Reconciles += s.Value
+		case "controller_runtime_reconcile_time_seconds_sum":
+			get(s.Label("controller")).ReconcileS += s.Value
+		case "workqueue_queue_duration_seconds_sum":
+			get(s.Label("name")).QueueWait += s.Value
+		}
+	})
+	out := make([]fleetbench.ControllerStat, 0, len(by))
+	for _, st := range by {
+		if st.Name != "" {
+			out = append(out, *st)
+		}
+	}
+	return out, err
 }

@@ -14,6 +14,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -61,6 +62,37 @@ type Probe struct {
 	// kube-apiserver's resident memory in bytes; EtcdDB the etcd database's size in bytes.
 	HubCPU                       func() (float64, error)
 	HubRSS, APIServerRSS, EtcdDB func() (int64, error)
+	// Controllers reads the hub's controller metrics (what each controller spent).
+	Controllers func(context.Context) ([]ControllerStat, error)
+}
+
+// ControllerStat is one hub controller's work so far: reconciles, seconds spent in them, and
+// seconds its queue made items wait (controller-runtime's metrics).
+type ControllerStat struct {
+	Name                  string
+	Reconciles            float64
+	ReconcileS, QueueWait float64
+}
+
+// printControllers prints the controllers that spent the most, reconcile plus queue time.
+func printControllers(ctx context.Context, out io.Writer, p Probe, phase string) {
+	if p.Controllers == nil {
+		return
+	}
+	stats, err := p.Controllers(ctx)
+	if err != nil {
+		fmt.Fprintf(out, "%-10s hub controller metrics: %v\n", phase, err)
+		return
+	}
+	sort.Slice(stats, func(i, j int) bool {
+		return stats[i].ReconcileS+stats[i].QueueWait > stats[j].ReconcileS+stats[j].QueueWait
+	})
+	for i, st := range stats {
+		if i == 8 {
+			break
+		}
+		fmt.Fprintf(out, "%-10s   %-34s %8.0f reconciles %8.1f s reconciling %9.1f s queued\n", phase, st.Name, st.Reconciles, st.ReconcileS, st.QueueWait)
+	}
 }
 
 // Result is what a run measured.
@@ -129,6 +161,7 @@ func Run(ctx context.Context, c client.WithWatch, f *sim.Fleet, cfg Config, prob
 	}
 	res.JoinS = time.Since(start).Seconds()
 	row("join", "%d clusters Joined and Available in %.1f s", cfg.Clusters, res.JoinS)
+	printControllers(ctx, out, probe, "join")
 
 	// Steady: leases and status; flaps are counted from here to the end.
 	flaps := &flapWatch{fleet: f, unknown: map[string]bool{}}
@@ -156,20 +189,18 @@ func Run(ctx context.Context, c client.WithWatch, f *sim.Fleet, cfg Config, prob
 	res.PlacementsS = time.Since(start).Seconds()
 	row("placement", "%d Placements decided in %.1f s", cfg.Placements, res.PlacementsS)
 	churned := 0
-	res.ChurnHubCPU, err = cpuOver(ctx, probe, cfg.Churn, func(ctx context.Context) error {
-		// Every cluster's score once per ChurnEvery, spread over it.
+	res.ChurnHubCPU, err = cpuOver(ctx, probe, cfg.Churn, func(churn context.Context) error {
+		// Every cluster's score once per ChurnEvery. A round runs to its end (on ctx, not
+		// the churn's deadline); the churn ends between rounds.
 		t := time.NewTicker(cfg.ChurnEvery)
 		defer t.Stop()
 		for {
 			if err := writeScores(ctx, c, f.Names(), false); err != nil {
-				if ctx.Err() != nil {
-					return nil // the churn's time is up mid-round
-				}
 				return err
 			}
 			churned++
 			select {
-			case <-ctx.Done():
+			case <-churn.Done():
 				return nil
 			case <-t.C:
 			}
@@ -182,7 +213,7 @@ func Run(ctx context.Context, c client.WithWatch, f *sim.Fleet, cfg Config, prob
 
 	// Works: WorksPerCluster each, then one ManifestWorkReplicaSet to all.
 	start = time.Now()
-	if err := works(ctx, c, f.Names(), cfg.WorksPerCluster); err != nil {
+	if err := works(ctx, c, f.Names(), live(f), cfg.WorksPerCluster); err != nil {
 		return res, err
 	}
 	row("works", "%d ManifestWorks applied in %.1f s", cfg.WorksPerCluster*cfg.Clusters, time.Since(start).Seconds())
@@ -201,6 +232,7 @@ func Run(ctx context.Context, c client.WithWatch, f *sim.Fleet, cfg Config, prob
 	res.AddonAllS = time.Since(start).Seconds()
 	row("addon", "template add-on Available on all in %.1f s", res.AddonAllS)
 
+	printControllers(ctx, out, probe, "total")
 	res.UnknownFlaps, res.SilentMarked = flaps.counts()
 	row("flaps", "%d live clusters marked Available=Unknown (must be 0); %d silent clusters marked", res.UnknownFlaps, res.SilentMarked)
 	return res, nil
@@ -434,8 +466,9 @@ func configMap(name string) runtime.RawExtension {
 		`","namespace":"default"},"data":{"key":"value"}}`)}
 }
 
-// works creates per ManifestWorks in every cluster's namespace and waits until all are Applied.
-func works(ctx context.Context, c client.Client, names []string, per int) error {
+// works creates per ManifestWorks in every cluster's namespace and waits until the live
+// clusters' are Applied.
+func works(ctx context.Context, c client.Client, names []string, live, per int) error {
 	if per == 0 {
 		return nil
 	}
@@ -456,7 +489,8 @@ func works(ctx context.Context, c client.Client, names []string, per int) error 
 	if err := g.Wait(); err != nil {
 		return err
 	}
-	return waitWorks(ctx, c, "works", len(names)*per, func(w *workv1.ManifestWork) bool { return strings.HasPrefix(w.Name, "fleet-work-") })
+	// Silent clusters have works too; only the live ones apply them.
+	return waitWorks(ctx, c, "works", live*per, func(w *workv1.ManifestWork) bool { return strings.HasPrefix(w.Name, "fleet-work-") })
 }
 
 // waitWorks waits until want works that match are Applied.

@@ -1,7 +1,9 @@
 // Command bench measures one work agent's throughput: it starts a hub and one managed control
 // plane, runs the hub in-process and the klusterlet as its own process (bin/flotilla klusterlet,
 // so its memory can be read), then creates 100 ManifestWorks (one ConfigMap each) one after
-// another, each waited for until Applied, then 1,000 at once, and prints as its last line
+// another, each waited for until Applied, then 1,000 at once. It prints a table of the hub
+// writes to ManifestWorks per work in each phase (from the hub API server's
+// apiserver_request_total, the bench's own creates taken out), then as its last line
 //
 //	work-apply p50_ms=<create→Applied on the hub, median of the 100> p99_ms=<…> fanout_1000_s=<time until all 1,000 are Applied> agent_rss_mib=<klusterlet RSS after the fan-out>
 package main
@@ -45,6 +47,8 @@ func main() {
 	binary := flag.String("flotilla", "", "the flotilla binary to run the klusterlet with (default: flotilla in the control-plane bin directory)")
 	timeout := flag.Duration("timeout", 20*time.Minute, "give up after this long")
 	verbose := flag.Bool("v", false, "log hub and agent output to stderr")
+	profileDir := flag.String("profile", "", "write CPU profiles to this directory: hub.cpu.pprof (the in-process hub and the bench, whole run) and agent.cpu.pprof (the klusterlet, from the start of the fan-out for -profile-seconds)")
+	profileSeconds := flag.Int("profile-seconds", 20, "how long the klusterlet's profile runs (with -profile)")
 	flag.Parse()
 	ctx, cancel := benchenv.Context(*timeout)
 	defer cancel()
@@ -52,14 +56,20 @@ func main() {
 	if err != nil {
 		benchenv.Exit("bench-work", err)
 	}
-	line, err := run(ctx, bin, *sequential, *fanout, *verbose)
+	line, err := run(ctx, bin, *sequential, *fanout, *verbose, profile{dir: *profileDir, seconds: *profileSeconds})
 	if err != nil {
 		benchenv.Exit("bench-work", err)
 	}
 	fmt.Println(line)
 }
 
-func run(ctx context.Context, binary string, sequential, fanout int, verbose bool) (line string, err error) {
+// profile says where CPU profiles go ("" dir: none).
+type profile struct {
+	dir     string
+	seconds int
+}
+
+func run(ctx context.Context, binary string, sequential, fanout int, verbose bool, prof profile) (line string, err error) {
 	logw := benchenv.Log(verbose)
 	logger := funcr.New(func(prefix, args string) { fmt.Fprintln(logw, prefix, args) }, funcr.Options{})
 	ctrllog.SetLogger(logger)
@@ -96,8 +106,23 @@ func run(ctx context.Context, binary string, sequential, fanout int, verbose boo
 	if err := os.WriteFile(bootFile, boot, 0o600); err != nil {
 		return "", err
 	}
-	agent := exec.CommandContext(runCtx, binary, "klusterlet", "--kubeconfig", fleet.Managed[0].KubeconfigPath,
-		"--cluster-name", cluster, "--bootstrap-kubeconfig", bootFile)
+	args := []string{"klusterlet", "--kubeconfig", fleet.Managed[0].KubeconfigPath, "--cluster-name", cluster, "--bootstrap-kubeconfig", bootFile}
+	var pprofAddr string
+	if prof.dir != "" {
+		if err := os.MkdirAll(prof.dir, 0o755); err != nil {
+			return "", err
+		}
+		if pprofAddr, err = freeAddr(); err != nil {
+			return "", err
+		}
+		args = append(args, "--pprof-bind-address", pprofAddr)
+		stop, err := profileSelf(filepath.Join(prof.dir, "hub.cpu.pprof"))
+		if err != nil {
+			return "", err
+		}
+		defer stop()
+	}
+	agent := exec.CommandContext(runCtx, binary, args...)
 	agent.Stdout, agent.Stderr = logw, logw
 	if err := agent.Start(); err != nil {
 		return "", fmt.Errorf("starting %s klusterlet: %w", binary, err)
@@ -116,25 +141,49 @@ func run(ctx context.Context, binary string, sequential, fanout int, verbose boo
 		return "", err
 	}
 
+	hubURL := hubCfg.Host
+	writesBefore, err := workWrites(ctx, &hubCfg, hubURL)
+	if err != nil {
+		return "", err
+	}
 	fmt.Fprintf(os.Stderr, "creating %d ManifestWorks one after another\n", sequential)
 	lat := make([]time.Duration, 0, sequential)
+	// The create's own share (the API server, its admission webhooks) of each latency.
+	creates := make([]time.Duration, 0, sequential)
 	for i := range sequential {
 		start := time.Now()
 		w := work(fmt.Sprintf("seq-%04d", i))
 		if err := c.Create(ctx, w); err != nil {
 			return "", err
 		}
+		creates = append(creates, time.Since(start))
 		if err := waitApplied(ctx, c, map[string]bool{w.Name: true}); err != nil {
 			return "", err
 		}
 		lat = append(lat, time.Since(start))
 	}
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	sort.Slice(creates, func(i, j int) bool { return creates[i] < creates[j] })
+	fmt.Fprintf(os.Stderr, "create call p50 %.1f ms of create→Applied p50 %.1f ms\n", ms(quantile(creates, 0.5)), ms(quantile(lat, 0.5)))
+	if err := settleWrites(ctx, &hubCfg, hubURL); err != nil {
+		return "", err
+	}
+	writesSeq, err := workWrites(ctx, &hubCfg, hubURL)
+	if err != nil {
+		return "", err
+	}
 
 	fmt.Fprintf(os.Stderr, "creating %d ManifestWorks at once\n", fanout)
 	names := map[string]bool{}
 	for i := range fanout {
 		names[fmt.Sprintf("fan-%04d", i)] = true
+	}
+	var agentProfile chan error
+	if prof.dir != "" {
+		agentProfile = make(chan error, 1)
+		go func() {
+			agentProfile <- fetchProfile(ctx, pprofAddr, prof.seconds, filepath.Join(prof.dir, "agent.cpu.pprof"))
+		}()
 	}
 	start := time.Now()
 	waited := make(chan error, 1)
@@ -155,6 +204,22 @@ func run(ctx context.Context, binary string, sequential, fanout int, verbose boo
 	if err != nil {
 		return "", err
 	}
+	if agentProfile != nil {
+		if err := <-agentProfile; err != nil {
+			return "", err
+		}
+	}
+	// Status writes that trail Applied (Available, a retry) land within moments.
+	if err := settleWrites(ctx, &hubCfg, hubURL); err != nil {
+		return "", err
+	}
+	writesFan, err := workWrites(ctx, &hubCfg, hubURL)
+	if err != nil {
+		return "", err
+	}
+	fmt.Println("phase       works  hub writes to ManifestWorks (bench creates excluded)  per work")
+	printWrites("sequential", sequential, writesBefore, writesSeq)
+	printWrites("fan-out", fanout, writesSeq, writesFan)
 	return fmt.Sprintf("work-apply p50_ms=%.1f p99_ms=%.1f fanout_%d_s=%.2f agent_rss_mib=%.1f",
 		ms(quantile(lat, 0.50)), ms(quantile(lat, 0.99)), fanout, fan.Seconds(), rss), nil
 }
