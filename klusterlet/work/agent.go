@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/client-go/rest"
@@ -22,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -99,6 +99,19 @@ func New(cfg Config) (*Agent, error) {
 	hubCfg := rest.CopyConfig(cfg.HubConfig)
 	hubCfg.UserAgent = userAgent
 	clientRates(hubCfg, managedCfg)
+	// One mapper for the manager's clients and caches and the manifests: it reads a group's
+	// discovery when first needed and again when a kind is unknown (a work may install a CRD
+	// and its custom resources together; the kind appears once the CRD is established).
+	managedMapper := cfg.ManagedMapper
+	if managedMapper == nil {
+		httpClient, err := rest.HTTPClientFor(managedCfg)
+		if err == nil {
+			managedMapper, err = apiutil.NewDynamicRESTMapper(managedCfg, httpClient)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("work agent: managed cluster REST mapper: %w", err)
+		}
+	}
 	skip := true
 	mgr, err := ctrl.NewManager(managedCfg, ctrl.Options{
 		Scheme:                 scheme,
@@ -108,7 +121,7 @@ func New(cfg Config) (*Agent, error) {
 		// Several agents (one per cluster, or per hub) may share a process, in tests and
 		// in flotilla dev.
 		Controller:     config.Controller{SkipNameValidation: &skip},
-		MapperProvider: mapperProvider(cfg.ManagedMapper),
+		MapperProvider: mapperProvider(managedMapper),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("work agent: managed cluster manager: %w", err)
@@ -129,10 +142,6 @@ func New(cfg Config) (*Agent, error) {
 	dyn, err := dynamic.NewForConfig(managedCfg)
 	if err != nil {
 		return nil, fmt.Errorf("work agent: managed cluster client: %w", err)
-	}
-	dc, err := discovery.NewDiscoveryClientForConfig(managedCfg)
-	if err != nil {
-		return nil, fmt.Errorf("work agent: managed cluster discovery: %w", err)
 	}
 	a := &Agent{cfg: cfg, hubHash: HubHash(cfg.HubServer), mgr: mgr}
 	// Only the authorization group: a full clientset is a client per API group version.
@@ -156,7 +165,7 @@ func New(cfg Config) (*Agent, error) {
 		return nil, fmt.Errorf("work agent: %w", err)
 	}
 	a.watchEvents = watchEvents
-	if err := a.setup(hub, dyn, managedCfg, newMapper(dc)); err != nil {
+	if err := a.setup(hub, dyn, managedCfg, managedMapper); err != nil {
 		return nil, err
 	}
 	return a, nil
@@ -170,7 +179,7 @@ func mapperProvider(m meta.RESTMapper) func(*rest.Config, *http.Client) (meta.RE
 	return func(*rest.Config, *http.Client) (meta.RESTMapper, error) { return m, nil }
 }
 
-func (a *Agent) setup(hub cluster.Cluster, dyn dynamic.Interface, managedCfg *rest.Config, mapper *resettableMapper) error {
+func (a *Agent) setup(hub cluster.Cluster, dyn dynamic.Interface, managedCfg *rest.Config, mapper meta.RESTMapper) error {
 	works := &workReconciler{
 		cfg: a.cfg, hubHash: a.hubHash, hub: hub.GetClient(), managed: a.mgr.GetClient(), reader: a.mgr.GetAPIReader(),
 		dyn: dyn, mapper: mapper, feedback: newFeedbackReader(a.cfg.FeedbackExtractors, a.cfg.RawFeedbackJSON),

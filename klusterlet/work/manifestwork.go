@@ -44,7 +44,7 @@ type workReconciler struct {
 	managed client.Client
 	reader  client.Reader
 	dyn     dynamic.Interface
-	mapper  *resettableMapper
+	mapper  meta.RESTMapper
 	// appliers by update strategy.
 	appliers map[workv1.UpdateStrategyType]applier
 	feedback *feedbackReader
@@ -240,7 +240,7 @@ func (r *workReconciler) applyOne(ctx context.Context, work *workv1.ManifestWork
 	gvk := required.GroupVersionKind()
 	res.meta.Group, res.meta.Version, res.meta.Kind = gvk.Group, gvk.Version, gvk.Kind
 	res.meta.Name, res.meta.Namespace = required.GetName(), required.GetNamespace()
-	mapping, err := r.mapper.mapping(gvk)
+	mapping, err := r.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
 		res.err = fmt.Errorf("spec.workload.manifests[%d] (%s %s): %w", i, gvk.Kind, required.GetName(), err)
 		return res
