@@ -132,9 +132,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			c, ok := o.(*certificatesv1.CertificateSigningRequest)
 			return ok && IsReviewedCSR(c) && IsPending(c)
 		}))).
+		// A decision reads the cluster's acceptance, existence and metadata, not the status
+		// its agent reports (a joining fleet writes thousands of those a minute).
 		Watches(&clusterv1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return r.pendingRequests(ctx, client.MatchingLabels{ClusterNameLabel: o.GetName()})
-		})).
+		}), builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&rbacv1.ClusterRole{}, clusterRBAC).
 		Watches(&rbacv1.ClusterRoleBinding{}, clusterRBAC).
 		Watches(&addonv1alpha1.ManagedClusterAddOn{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {

@@ -8,6 +8,8 @@ package managedcluster
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
@@ -17,9 +19,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
@@ -52,8 +57,29 @@ type Reconciler struct {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(controllerName).
-		For(&clusterv1.ManagedCluster{}).
+		For(&clusterv1.ManagedCluster{}, builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+			return relevantUpdate(e.ObjectOld, e.ObjectNew)
+		}})).
 		Complete(apply.Quiet(r))
+}
+
+// relevantUpdate lets through the ManagedCluster changes this controller acts on: spec
+// (acceptance), metadata it reads or owns, deletion, and a HubAcceptedManagedCluster
+// condition that no longer says what the spec does. The agents' status reports (leases,
+// conditions, claims, resources: thousands a minute in a large fleet) do not wake it.
+func relevantUpdate(oldObj, newObj client.Object) bool {
+	o, ok1 := oldObj.(*clusterv1.ManagedCluster)
+	n, ok2 := newObj.(*clusterv1.ManagedCluster)
+	if !ok1 || !ok2 {
+		return true
+	}
+	if o.Generation != n.Generation || !n.DeletionTimestamp.IsZero() ||
+		!maps.Equal(o.Labels, n.Labels) || !maps.Equal(o.Annotations, n.Annotations) || !slices.Equal(o.Finalizers, n.Finalizers) {
+		return true
+	}
+	c := meta.FindStatusCondition(n.Status.Conditions, clusterv1.ManagedClusterConditionHubAccepted)
+	accepted := c != nil && c.Status == metav1.ConditionTrue
+	return accepted != n.Spec.HubAcceptsClient
 }
 
 // Reconcile applies the hub-side consequences of one ManagedCluster's acceptance state.
