@@ -195,8 +195,10 @@ func (a *Agent) session(opts Options, managedMapper meta.RESTMapper) func(ctx co
 					ManagedConfig:        opts.Registration.ManagedConfig,
 					CSRExpirationSeconds: opts.Registration.CSRExpirationSeconds, RotationThreshold: opts.Registration.RotationThreshold,
 					LeaseDurationSeconds: opts.AddOn.LeaseDurationSeconds,
-					Scheme:               s.Scheme, HubMapper: s.HubMapper, HubKube: s.HubKube,
-					Logger: s.Logger.WithName("addon"),
+					Scheme:               s.Scheme,
+					HubMapper:            s.HubMapper,
+					HubKube:              s.HubKube,
+					Logger:               s.Logger.WithName("addon"),
 				})
 				if err == nil {
 					err = ag.Run(ctx)

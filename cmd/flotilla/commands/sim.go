@@ -55,7 +55,14 @@ and cannot label.
 Capacity is drawn per cluster from --cpu and --memory-gib ranges. --silent and --flap are
 fractions of the fleet whose agent stops for good (after --silent-after) or stops for
 --flap-down every --flap-period: the hub must mark those Available=Unknown and no other.
-WellKnownStatus feedback (Wasm extractors) is not simulated.
+WellKnownStatus feedback (Wasm extractors) is not simulated. Each cluster's work agent applies
+one ManifestWork at a time (a klusterlet's applies 8).
+
+The simulated clusters share one copy of the API types and one of the hub's discovery (read
+with the bootstrap identity), so an idle joined cluster costs this process about 1.1-1.3 MiB
+of resident memory and 99 goroutines (measured at 50 and 200 clusters by
+FLOTILLA_SIM_FOOTPRINT=50,200 go test ./klusterlet/sim -run TestFootprint); ManifestWorks
+and add-ons add to that.
 
 It prints how many agents run and how many clusters are Joined and Available every --report,
 and runs until interrupted.`,
