@@ -90,6 +90,9 @@ type Reconciler struct {
 	reconciled func(reconcile.Request)
 	metrics    *metrics
 	scores     sync.Map // placement key → scoreState
+	// feasible: placement key → the clusters its last pass let through the filters
+	// (map[string]struct{}). A score of a cluster outside them cannot change its decision.
+	feasible sync.Map
 	// scoreWrites: placement key → when its decisions' scores were last written. The cached
 	// placement may lag our own status write; only this controller writes the time.
 	scoreWrites sync.Map
@@ -247,6 +250,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if apierrors.IsNotFound(err) {
 			r.scores.Delete(req.String())
 			r.scoreWrites.Delete(req.String())
+			r.feasible.Delete(req.String())
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, err
@@ -259,6 +263,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	r.metrics.observe(res)
+	if res.Misconfigured == "" && res.Failed == nil {
+		f := make(map[string]struct{}, len(res.Scored))
+		for _, d := range res.Scored {
+			f[d.ClusterName] = struct{}{}
+		}
+		r.feasible.Store(req.String(), f)
+	}
 	if res.Misconfigured != "" {
 		return requeueOnConflict(reconcile.Result{}, r.writeStatus(ctx, p, nil, res, nil))
 	}

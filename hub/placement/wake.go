@@ -28,7 +28,8 @@ import (
 //   - any other change (conditions, version, annotations...): those with CEL predicates only,
 //     which see the whole object; the scheduler reads no condition (availability reaches it
 //     as taints). resourceVersion and managedFields alone wake nobody.
-//   - AddOnPlacementScore: the placements holding its cluster that read one of the scores
+//   - AddOnPlacementScore: the placements holding its cluster, whose filters let it through in
+//     their last pass, that read one of the scores
 //     whose value changed (all of them when it is added, deleted, or its validUntil moves);
 //   - ManagedClusterSet added, deleted or its spec changed: the placements of the namespaces
 //     bound to it (and, with spec.clusterSets, naming it);
@@ -183,7 +184,18 @@ func (w waker) scoreHandler() handler.EventHandler {
 		}
 		w.holding(ctx, q, w.r.fleet.SetsOf(c.Labels), func(p *clusterv1beta1.Placement) bool {
 			reads := w.r.Scheduler.Reads(p)
-			if reads.AllScores || (all && len(reads.Scores[sc.Name]) > 0) {
+			if reads.AllScores {
+				return true // a predicate (CEL) may read scores, or a plugin's inputs are unknown
+			}
+			// Filters read no score: a cluster the last pass filtered out stays out, and its
+			// score cannot change the decision (a cluster change that lets it in wakes the
+			// placement through the cluster's own event).
+			if f, ok := w.r.feasible.Load(client.ObjectKeyFromObject(p).String()); ok {
+				if _, in := f.(map[string]struct{})[sc.Namespace]; !in {
+					return false
+				}
+			}
+			if all && len(reads.Scores[sc.Name]) > 0 {
 				return true
 			}
 			return slices.ContainsFunc(names, func(n string) bool { return reads.ReadsScore(sc.Name, n) })

@@ -135,11 +135,14 @@ func TestWakeOnlyAffected(t *testing.T) {
 	cpu := clusterv1beta1.PrioritizerConfig{Weight: 1, ScoreCoordinate: &clusterv1beta1.ScoreCoordinate{
 		Type: clusterv1beta1.ScoreCoordinateTypeBuiltIn, BuiltIn: clusterv1beta1.PrioritizerResourceAllocatableCPU}}
 	placements := map[string]clusterv1beta1.PlacementSpec{
-		ns + "/score-a":  {ClusterSets: []string{"a"}, PrioritizerPolicy: prio(addOn("sc"))},    // reads c1's score
-		ns + "/other-a":  {ClusterSets: []string{"a"}, PrioritizerPolicy: prio(addOn("other"))}, // another score
-		ns + "/cpu-a":    {ClusterSets: []string{"a"}, PrioritizerPolicy: prio(cpu)},            // allocatable
-		ns + "/score-b":  {ClusterSets: []string{"b"}, PrioritizerPolicy: prio(addOn("sc"))},    // c2's score only
-		otherNS + "/all": {PrioritizerPolicy: prio(addOn("sc"))},                                // no binding: no cluster
+		ns + "/score-a": {ClusterSets: []string{"a"}, PrioritizerPolicy: prio(addOn("sc"))},    // reads c1's score
+		ns + "/other-a": {ClusterSets: []string{"a"}, PrioritizerPolicy: prio(addOn("other"))}, // another score
+		ns + "/cpu-a":   {ClusterSets: []string{"a"}, PrioritizerPolicy: prio(cpu)},            // allocatable
+		ns + "/score-b": {ClusterSets: []string{"b"}, PrioritizerPolicy: prio(addOn("sc"))},    // c2's score only
+		// Reads the score over set a, but its predicate filters c1 out.
+		ns + "/score-a-prod": {ClusterSets: []string{"a"}, PrioritizerPolicy: prio(addOn("sc")), Predicates: []clusterv1beta1.ClusterPredicate{{
+			RequiredClusterSelector: clusterv1beta1.ClusterSelector{LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}}}}},
+		otherNS + "/all": {PrioritizerPolicy: prio(addOn("sc"))}, // no binding: no cluster
 	}
 	for key, spec := range placements {
 		n, name, _ := strings.Cut(key, "/")
@@ -213,7 +216,8 @@ func TestWakeOnlyAffected(t *testing.T) {
 		}, 2*time.Second, 50*time.Millisecond).Should(BeEmpty(), "%s: placements reconciled that %s cannot affect", what, what)
 	}
 
-	// A score change of c1 reaches only the placement reading that score over c1's set.
+	// A score change of c1 reaches only the placement reading that score over c1's set, not
+	// one whose predicate filters c1 out.
 	base := quiet()
 	setScore("c1", 20)
 	expect("c1's score change", base, ns+"/score-a")
@@ -248,5 +252,5 @@ func TestWakeOnlyAffected(t *testing.T) {
 	base = quiet()
 	g.Expect(c.Patch(ctx, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "c1"}},
 		client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"labels":{"`+clusterv1beta2.ClusterSetLabel+`":"b"}}}`)))).To(Succeed())
-	expect("c1's move to set b", base, ns+"/score-a", ns+"/other-a", ns+"/cpu-a", ns+"/score-b")
+	expect("c1's move to set b", base, ns+"/score-a", ns+"/other-a", ns+"/cpu-a", ns+"/score-b", ns+"/score-a-prod")
 }
