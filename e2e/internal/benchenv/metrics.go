@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Sample is one sample of Prometheus text: `name{labels} value`.
@@ -80,6 +81,32 @@ func Metrics(ctx context.Context, hc *http.Client, url string, each func(Sample)
 func (h *Hub) Metrics(ctx context.Context, each func(Sample)) error {
 	if err := Metrics(ctx, http.DefaultClient, "http://"+h.MetricsAddr+"/metrics", each); err != nil {
 		return fmt.Errorf("reading the hub's metrics: %w", err)
+	}
+	return nil
+}
+
+// Settle waits until count (a counter read from metrics, say API writes) has not moved for
+// quiet, reading it every poll; what says what it waits for in the error when ctx ends first.
+func Settle(ctx context.Context, what string, poll, quiet time.Duration, count func() (float64, error)) error {
+	last, err := count()
+	if err != nil {
+		return err
+	}
+	for still := time.Duration(0); still < quiet; {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
+		case <-time.After(poll):
+		}
+		n, err := count()
+		if err != nil {
+			return err
+		}
+		if n == last {
+			still += poll
+		} else {
+			still, last = 0, n
+		}
 	}
 	return nil
 }

@@ -341,27 +341,7 @@ func settle(ctx context.Context, cfg *rest.Config, url string) error {
 		}
 		return n, err
 	}
-	last, err := writes()
-	if err != nil {
-		return err
-	}
-	for quiet := time.Duration(0); quiet < 2*time.Second; {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for the API server to settle: %w", ctx.Err())
-		case <-time.After(500 * time.Millisecond):
-		}
-		n, err := writes()
-		if err != nil {
-			return err
-		}
-		if n == last {
-			quiet += 500 * time.Millisecond
-		} else {
-			quiet, last = 0, n
-		}
-	}
-	return nil
+	return benchenv.Settle(ctx, "the API server to settle", 500*time.Millisecond, 2*time.Second, writes)
 }
 
 // requests reads the API server's request counts per verb and resource (apiserver_request_total).

@@ -55,27 +55,7 @@ func settleWrites(ctx context.Context, cfg *rest.Config, url string) error {
 		}
 		return n, err
 	}
-	last, err := total()
-	if err != nil {
-		return err
-	}
-	for quiet := time.Duration(0); quiet < time.Second; {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for ManifestWork writes to stop: %w", ctx.Err())
-		case <-time.After(250 * time.Millisecond):
-		}
-		n, err := total()
-		if err != nil {
-			return err
-		}
-		if n == last {
-			quiet += 250 * time.Millisecond
-		} else {
-			quiet, last = 0, n
-		}
-	}
-	return nil
+	return benchenv.Settle(ctx, "ManifestWork writes to stop", 250*time.Millisecond, time.Second, total)
 }
 
 // printWrites prints one row of the writes table: the writes since before, the bench's own
