@@ -27,6 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	addonv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/addon/v1alpha1"
@@ -406,7 +407,9 @@ func writeScores(ctx context.Context, c client.Client, names []string, create bo
 			if err != nil {
 				return err
 			}
-			if err := c.Status().Patch(ctx, s, client.RawPatch("application/merge-patch+json", patch)); err != nil {
+			if err := retry.OnError(retry.DefaultBackoff, transient, func() error {
+				return c.Status().Patch(ctx, s, client.RawPatch("application/merge-patch+json", patch))
+			}); err != nil {
 				return fmt.Errorf("AddOnPlacementScore %s/%s status: %w", name, scoreName, err)
 			}
 			return nil
@@ -479,7 +482,9 @@ func works(ctx context.Context, c client.Client, names []string, live, per int) 
 			g.Go(func() error {
 				w := &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: "fleet-work-" + strconv.Itoa(i)}}
 				w.Spec.Workload.Manifests = []workv1.Manifest{{RawExtension: configMap("fleet-work-" + strconv.Itoa(i))}}
-				if err := c.Create(gctx, w); err != nil && !apierrors.IsAlreadyExists(err) {
+				// A loaded hub may time out a webhook call or throttle: retried, as a client would.
+				err := retry.OnError(retry.DefaultBackoff, transient, func() error { return c.Create(gctx, w) })
+				if err != nil && !apierrors.IsAlreadyExists(err) {
 					return fmt.Errorf("creating ManifestWork %s/%s: %w", w.Namespace, w.Name, err)
 				}
 				return nil
@@ -610,4 +615,11 @@ func addon(ctx context.Context, c client.Client, f *sim.Fleet) error {
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// transient errors are worth another try: timeouts (of the API server or a webhook it
+// calls), throttling, and internal errors.
+func transient(err error) bool {
+	return apierrors.IsInternalError(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
+		apierrors.IsTooManyRequests(err) || apierrors.IsServiceUnavailable(err)
 }
