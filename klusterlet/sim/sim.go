@@ -38,11 +38,15 @@ import (
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1alpha1"
 	apischeme "github.com/flotilla-dev/flotilla/core/apis/scheme"
+	"github.com/flotilla-dev/flotilla/core/apply"
 	"github.com/flotilla-dev/flotilla/core/crds"
 	"github.com/flotilla-dev/flotilla/core/memkube"
 	"github.com/flotilla-dev/flotilla/klusterlet"
 	"github.com/flotilla-dev/flotilla/klusterlet/registration"
 )
+
+// fieldManager writes the simulated clusters' Nodes (what a kubelet would report).
+const fieldManager = "flotilla-sim"
 
 // Options configures a simulated fleet.
 type Options struct {
@@ -360,9 +364,9 @@ func (f *Fleet) seed(ctx context.Context, c *Cluster, idx int) error {
 		if err := mcl.Create(ctx, node); err != nil {
 			return fmt.Errorf("fleet simulator: cluster %s: creating Node %s: %w", c.Name, node.Name, err)
 		}
-		node.Status = corev1.NodeStatus{Capacity: capacity, Allocatable: alloc,
+		status := corev1.NodeStatus{Capacity: capacity, Allocatable: alloc,
 			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}
-		if err := mcl.Status().Update(ctx, node); err != nil {
+		if err := apply.Fields(ctx, mcl, node, fieldManager, true, map[string]any{"status": status}); err != nil {
 			return fmt.Errorf("fleet simulator: cluster %s: Node %s status: %w", c.Name, node.Name, err)
 		}
 	}
