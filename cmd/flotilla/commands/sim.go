@@ -41,13 +41,14 @@ client certificate and its rotation, lease renewals, ManagedCluster status, Mani
 applied with their conditions and JSONPaths feedback, add-on registration and Lease health);
 only its managed side is an in-memory API instead of a Kubernetes API server. What the hub
 pays for N clusters is what it would pay for N real ones, so this is how to size a hub
-(make bench-fleet measures it at 500 to 5,000 clusters).
+(make bench-fleet measures a hub this way).
 
 Clusters are named <prefix><index> (sim-00000, ...). The hub accepts them like any cluster:
 run it with auto-approval for their names,
   flotilla hub ... --autoapprove-cluster-patterns 'sim-*' --feature-gates ManagedClusterAutoApproval=true
-or let the simulator accept them as flotilla accept does (--accept). With --kubeconfig (the hub's admin) the simulator issues
-its own join token and labels each cluster as it appears (--label); with
+or let the simulator accept them as flotilla accept does (--accept). With --kubeconfig (the
+hub's admin) the simulator issues its own join token and labels each cluster as it appears
+(--label); with
 --bootstrap-kubeconfig it joins with that (flotilla get token --output-bootstrap-kubeconfig)
 and cannot label.
 
