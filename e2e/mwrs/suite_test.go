@@ -26,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/yaml"
 
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
@@ -67,7 +68,41 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	// The suite's sets are its own: no default set relabelling clusters.
 	Expect(gates.Set("DefaultClusterSet=false")).To(Succeed())
 	env.StartHub(manager.Options{FeatureGates: gates})
+	// The hub's webhook gives a work the agent's cleanup finalizer at create when its cluster
+	// is Available, as the suite's simulated clusters are; they have no agent, so this stands
+	// in for their agents' cleanup: a deleted work's finalizer goes at once.
+	cleanupCtx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); releaseDeletedWorks(cleanupCtx) }()
+	DeferCleanup(func() { stop(); <-done })
 }, NodeTimeout(5*time.Minute))
+
+// releaseDeletedWorks removes the cleanup finalizer of every work being deleted, until ctx
+// ends: what a work agent does once it has removed what the work applied.
+func releaseDeletedWorks(ctx context.Context) {
+	for ctx.Err() == nil {
+		w, err := hubClient.Watch(ctx, &workv1.ManifestWorkList{})
+		if err != nil {
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		for ev := range w.ResultChan() {
+			mw, ok := ev.Object.(*workv1.ManifestWork)
+			if !ok || mw.DeletionTimestamp.IsZero() || !controllerutil.ContainsFinalizer(mw, workv1.ManifestWorkFinalizer) {
+				continue
+			}
+			orig := mw.DeepCopy()
+			controllerutil.RemoveFinalizer(mw, workv1.ManifestWorkFinalizer)
+			if err := hubClient.Patch(ctx, mw, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil && ctx.Err() == nil {
+				fmt.Fprintf(GinkgoWriter, "releasing ManifestWork %s/%s: %v\n", mw.Namespace, mw.Name, err)
+			}
+		}
+		w.Stop()
+	}
+}
 
 // ---- objects ----
 
