@@ -74,7 +74,13 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	cleanupCtx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); releaseDeletedWorks(cleanupCtx) }()
-	DeferCleanup(func() { stop(); <-done })
+	DeferCleanup(func(ctx SpecContext) {
+		stop()
+		select {
+		case <-done:
+		case <-ctx.Done():
+		}
+	}, NodeTimeout(time.Minute))
 }, NodeTimeout(5*time.Minute))
 
 // releaseDeletedWorks removes the cleanup finalizer of every work being deleted, until ctx
