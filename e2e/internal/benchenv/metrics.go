@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -109,4 +111,30 @@ func Settle(ctx context.Context, what string, poll, quiet time.Duration, count f
 		}
 	}
 	return nil
+}
+
+// FetchProfile writes the Go profile hc reads from url (a /debug/pprof endpoint) to path;
+// what names the process in errors.
+func FetchProfile(ctx context.Context, hc *http.Client, url, path, what string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("profiling %s: %w", what, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("profiling %s: %s", what, resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -115,26 +114,9 @@ func profileSelf(path string) (func(), error) {
 
 // fetchProfile reads a CPU profile of seconds from the klusterlet's --pprof-bind-address.
 func fetchProfile(ctx context.Context, addr string, seconds int, path string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, seconds), nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("profiling the klusterlet: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("profiling the klusterlet: %s", resp.Status)
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(f, resp.Body); err != nil {
-		_ = f.Close()
+	if err := benchenv.FetchProfile(ctx, http.DefaultClient, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, seconds), path, "the klusterlet"); err != nil {
 		return err
 	}
 	fmt.Fprintln(os.Stderr, "wrote", path)
-	return f.Close()
+	return nil
 }
