@@ -1,7 +1,9 @@
 package sim
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -49,5 +51,55 @@ func TestSeed(t *testing.T) {
 		if want := []string{"gold", "silver"}[i]; claim.Spec.Value != want {
 			t.Errorf("cluster %s: claim tier.example.com = %q, want %q", c.Name, claim.Spec.Value, want)
 		}
+	}
+}
+
+// TestGrow: a grown fleet continues the index (names, labels, claims) with the same fraction
+// of silent clusters, and a running fleet starts the new clusters' agents.
+func TestGrow(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	f, err := New(ctx, Options{Clusters: 10, BootstrapKubeconfig: []byte(bootstrap), Silent: 0.2,
+		Labels: []Vary{{Key: "region", Values: []string{"a", "b", "c"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := make(chan error, 1)
+	go func() { run <- f.Run(ctx) }()
+	added, err := f.Grow(ctx, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(added) != 5 || added[0].Name != "sim-00010" || added[4].Name != "sim-00014" || len(f.Clusters()) != 15 {
+		t.Fatalf("grew to %d clusters, added %d from %s; want 15, sim-00010 to sim-00014", len(f.Clusters()), len(added), added[0].Name)
+	}
+	if got := added[1].Labels["region"]; got != "c" { // index 11 mod 3
+		t.Errorf("sim-00011 region %q, want c", got)
+	}
+	if f.Cluster("sim-00014") != added[4] {
+		t.Error("Cluster(sim-00014) does not find the grown cluster")
+	}
+	silent := 0
+	for _, c := range added {
+		if c.Behaviour == Silent {
+			silent++
+		}
+	}
+	if silent != 1 {
+		t.Errorf("%d of the 5 grown clusters are silent, want 1 (20%%)", silent)
+	}
+	// The agents cannot reach the hub, so they keep trying: all 15 stay running.
+	for running := 0; running < 15; running, _ = f.Counts() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%d of 15 agents running after Grow, want all: %v", running, ctx.Err())
+		case err := <-run:
+			t.Fatalf("Run ended: %v", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	cancel()
+	if err := <-run; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -31,6 +31,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -233,15 +234,19 @@ func (c *Cluster) StoppedAt() time.Time {
 
 // Fleet is a running simulated fleet.
 type Fleet struct {
-	opts     Options
-	clusters []*Cluster
-	byName   map[string]*Cluster
+	opts Options
 	// scheme and hubMapper are shared by every simulated cluster's agents (read only): one
 	// copy of the types and of the hub's discovery for the process, not one per cluster.
-	scheme    *runtime.Scheme
-	hubMapper meta.RESTMapper
-	wg        sync.WaitGroup
-	errs      chan error
+	scheme      *runtime.Scheme
+	hubMapper   meta.RESTMapper
+	managedCRDs []*apiextensionsv1.CustomResourceDefinition
+	wg          sync.WaitGroup
+	errs        chan error
+	// mu guards clusters and byName, which Grow appends to; grown wakes Run to start them.
+	mu       sync.RWMutex
+	clusters []*Cluster
+	byName   map[string]*Cluster
+	grown    chan struct{}
 }
 
 // Name is the name of the cluster with index i (First included).
@@ -256,7 +261,8 @@ func New(ctx context.Context, opts Options) (*Fleet, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &Fleet{opts: opts, byName: map[string]*Cluster{}, scheme: apischeme.New(), errs: make(chan error, 16)}
+	f := &Fleet{opts: opts, byName: map[string]*Cluster{}, scheme: apischeme.New(), errs: make(chan error, 16),
+		grown: make(chan struct{}, 1)}
 	// The hub's discovery is the same for every cluster; it is read with the bootstrap
 	// identity (discovery is open to every authenticated user), once, when first needed.
 	hubCfg, err := registration.RESTConfigFromKubeconfig(opts.BootstrapKubeconfig, "bootstrap kubeconfig")
@@ -282,20 +288,40 @@ func New(ctx context.Context, opts Options) (*Fleet, error) {
 			managedCRDs = append(managedCRDs, crd)
 		}
 	}
-	nSilent := int(opts.Silent * float64(opts.Clusters))
-	nFlap := int(opts.Flap * float64(opts.Clusters))
-	for i := range opts.Clusters {
-		idx := opts.First + i
+	f.managedCRDs = managedCRDs
+	if _, err := f.Grow(ctx, opts.Clusters); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// Grow adds n clusters after the fleet's last (their indexes continue), seeded as New seeds
+// them and with the same fractions of silent and flapping ones; a running Run starts their
+// agents too. The bench grows one fleet through its sizes this way, on one hub.
+func (f *Fleet) Grow(ctx context.Context, n int) ([]*Cluster, error) {
+	if n <= 0 {
+		return nil, fmt.Errorf("fleet simulator: cannot grow by %d clusters", n)
+	}
+	f.mu.RLock()
+	first := f.opts.First + len(f.clusters)
+	f.mu.RUnlock()
+	opts := f.opts
+	nSilent := int(opts.Silent * float64(n))
+	nFlap := int(opts.Flap * float64(n))
+	var added []*Cluster
+	silent, flapping := 0, 0
+	for i := range n {
+		idx := first + i
 		name := opts.Name(idx)
 		b := Steady
 		// Spread the behaviours over the index range so every label value gets some.
 		switch {
-		case nSilent > 0 && i%max(1, opts.Clusters/nSilent) == 0 && countBehaviour(f.clusters, Silent) < nSilent:
-			b = Silent
-		case nFlap > 0 && (i+1)%max(1, opts.Clusters/nFlap) == 0 && countBehaviour(f.clusters, Flapping) < nFlap:
-			b = Flapping
+		case nSilent > 0 && i%max(1, n/nSilent) == 0 && silent < nSilent:
+			b, silent = Silent, silent+1
+		case nFlap > 0 && (i+1)%max(1, n/nFlap) == 0 && flapping < nFlap:
+			b, flapping = Flapping, flapping+1
 		}
-		mc, err := memkube.New(memkube.Options{Name: name, CRDs: managedCRDs, Version: version.Info{GitVersion: opts.KubernetesVersion,
+		mc, err := memkube.New(memkube.Options{Name: name, CRDs: f.managedCRDs, Version: version.Info{GitVersion: opts.KubernetesVersion,
 			Major: majorOf(opts.KubernetesVersion), Minor: minorOf(opts.KubernetesVersion), Platform: "linux/amd64"}})
 		if err != nil {
 			return nil, fmt.Errorf("fleet simulator: cluster %s: %w", name, err)
@@ -307,20 +333,19 @@ func New(ctx context.Context, opts Options) (*Fleet, error) {
 		if err := f.seed(ctx, c, idx); err != nil {
 			return nil, err
 		}
-		f.clusters = append(f.clusters, c)
-		f.byName[name] = c
+		added = append(added, c)
 	}
-	return f, nil
-}
-
-func countBehaviour(cs []*Cluster, b Behaviour) int {
-	n := 0
-	for _, c := range cs {
-		if c.Behaviour == b {
-			n++
-		}
+	f.mu.Lock()
+	f.clusters = append(f.clusters, added...)
+	for _, c := range added {
+		f.byName[c.Name] = c
 	}
-	return n
+	f.mu.Unlock()
+	select {
+	case f.grown <- struct{}{}:
+	default:
+	}
+	return added, nil
 }
 
 func majorOf(v string) string {
@@ -381,50 +406,65 @@ func (f *Fleet) seed(ctx context.Context, c *Cluster, idx int) error {
 }
 
 // Clusters are the fleet's clusters in name order.
-func (f *Fleet) Clusters() []*Cluster { return f.clusters }
+func (f *Fleet) Clusters() []*Cluster {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.clusters[:len(f.clusters):len(f.clusters)]
+}
 
 // Cluster is the cluster named name, or nil.
-func (f *Fleet) Cluster(name string) *Cluster { return f.byName[name] }
+func (f *Fleet) Cluster(name string) *Cluster {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.byName[name]
+}
 
 // Names are the clusters' names, in order.
 func (f *Fleet) Names() []string {
-	out := make([]string, len(f.clusters))
-	for i, c := range f.clusters {
+	cs := f.Clusters()
+	out := make([]string, len(cs))
+	for i, c := range cs {
 		out[i] = c.Name
 	}
 	sort.Strings(out)
 	return out
 }
 
-// Run starts every cluster's agent, at most JoinConcurrency bootstrapping at once (a
-// cluster counts as bootstrapping until its agent has a signed identity), and runs them
-// until ctx ends; then it stops them all and returns. An agent that fails (its options
-// are invalid) ends Run with its error.
+// Run starts every cluster's agent (and those Grow adds later), at most JoinConcurrency
+// bootstrapping at once (a cluster counts as bootstrapping until its agent has a signed
+// identity), and runs them until ctx ends; then it stops them all and returns. An agent that
+// fails (its options are invalid) ends Run with its error.
 func (f *Fleet) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	slots := make(chan struct{}, f.opts.JoinConcurrency)
-	for _, c := range f.clusters {
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		f.wg.Add(1)
-		go func() {
-			defer f.wg.Done()
-			if err := f.life(ctx, c, slots); err != nil {
-				select {
-				case f.errs <- err:
-				default:
-				}
-				cancel()
+	for started := 0; ctx.Err() == nil; {
+		for _, c := range f.Clusters()[started:] {
+			select {
+			case slots <- struct{}{}:
+			case <-ctx.Done():
 			}
-		}()
+			if ctx.Err() != nil {
+				break
+			}
+			started++
+			f.wg.Add(1)
+			go func() {
+				defer f.wg.Done()
+				if err := f.life(ctx, c, slots); err != nil {
+					select {
+					case f.errs <- err:
+					default:
+					}
+					cancel()
+				}
+			}()
+		}
+		select {
+		case <-ctx.Done():
+		case <-f.grown:
+		}
 	}
-	<-ctx.Done()
 	f.wg.Wait()
 	select {
 	case err := <-f.errs:
@@ -539,59 +579,87 @@ func (f *Fleet) runAgent(ctx context.Context, c *Cluster, runFor time.Duration, 
 
 // LabelOnHub does what a hub admin labelling new clusters would: it gives each cluster's
 // ManagedCluster the labels drawn for it (Cluster.Labels), as soon as its agent has created
-// it, until all are labelled or ctx ends. hub must be allowed to patch ManagedClusters.
-func (f *Fleet) LabelOnHub(ctx context.Context, hub client.Client) error {
+// it, until all the clusters the fleet had when it started are labelled or ctx ends. It
+// lists once and then watches (a list every few seconds of thousands of clusters would load
+// the hub's API server). hub must be allowed to list, watch and patch ManagedClusters.
+func (f *Fleet) LabelOnHub(ctx context.Context, hub client.WithWatch) error {
 	todo := map[string]*Cluster{}
-	for _, c := range f.clusters {
+	for _, c := range f.Clusters() {
 		if len(c.Labels) > 0 {
 			todo[c.Name] = c
 		}
 	}
-	for len(todo) > 0 {
+	label := func(mc *clusterv1.ManagedCluster) error {
+		c := todo[mc.Name]
+		if c == nil {
+			return nil
+		}
+		missing := false
+		for k, v := range c.Labels {
+			missing = missing || mc.Labels[k] != v
+		}
+		if missing {
+			orig := mc.DeepCopy()
+			if mc.Labels == nil {
+				mc.Labels = map[string]string{}
+			}
+			maps.Copy(mc.Labels, c.Labels)
+			if err := hub.Patch(ctx, mc, client.MergeFrom(orig)); err != nil {
+				return fmt.Errorf("fleet simulator: labelling ManagedCluster %s: %w", mc.Name, err)
+			}
+		}
+		delete(todo, mc.Name)
+		return nil
+	}
+	for len(todo) > 0 && ctx.Err() == nil {
 		list := &clusterv1.ManagedClusterList{}
 		if err := hub.List(ctx, list); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
 			return fmt.Errorf("fleet simulator: listing ManagedClusters to label them: %w", err)
 		}
 		for i := range list.Items {
-			mc := &list.Items[i]
-			c := todo[mc.Name]
-			if c == nil {
-				continue
+			if err := label(&list.Items[i]); err != nil {
+				return err
 			}
-			missing := false
-			for k, v := range c.Labels {
-				missing = missing || mc.Labels[k] != v
-			}
-			if missing {
-				orig := mc.DeepCopy()
-				if mc.Labels == nil {
-					mc.Labels = map[string]string{}
-				}
-				maps.Copy(mc.Labels, c.Labels)
-				if err := hub.Patch(ctx, mc, client.MergeFrom(orig)); err != nil {
-					return fmt.Errorf("fleet simulator: labelling ManagedCluster %s: %w", mc.Name, err)
-				}
-			}
-			delete(todo, mc.Name)
 		}
 		if len(todo) == 0 {
 			break
 		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(2 * time.Second):
+		w, err := hub.Watch(ctx, &clusterv1.ManagedClusterList{}, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
+		if err != nil {
+			select {
+			case <-ctx.Done():
+			case <-time.After(2 * time.Second):
+			}
+			continue
 		}
+		for ev := range w.ResultChan() {
+			mc, ok := ev.Object.(*clusterv1.ManagedCluster)
+			if !ok || (ev.Type != watch.Added && ev.Type != watch.Modified) {
+				continue
+			}
+			if err := label(mc); err != nil {
+				w.Stop()
+				return err
+			}
+			if len(todo) == 0 {
+				break
+			}
+		}
+		w.Stop()
 	}
 	return nil
 }
 
 // Counts are how many of the fleet's agents run now, by behaviour.
 func (f *Fleet) Counts() (running, total int) {
-	for _, c := range f.clusters {
+	cs := f.Clusters()
+	for _, c := range cs {
 		if c.Running() {
 			running++
 		}
 	}
-	return running, len(f.clusters)
+	return running, len(cs)
 }

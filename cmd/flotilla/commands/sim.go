@@ -95,7 +95,7 @@ and runs until interrupted.`,
 				return fmt.Errorf("--memory-gib %w", err)
 			}
 			var (
-				hub  client.Client
+				hub  client.WithWatch
 				kube kubernetes.Interface
 			)
 			switch {
@@ -120,7 +120,7 @@ and runs until interrupted.`,
 				if opts.BootstrapKubeconfig, err = j.kubeconfig(); err != nil {
 					return err
 				}
-				if hub, err = client.New(cfg, client.Options{Scheme: apischeme.New()}); err != nil {
+				if hub, err = client.NewWithWatch(cfg, client.Options{Scheme: apischeme.New()}); err != nil {
 					return err
 				}
 				if accept {
@@ -167,7 +167,7 @@ and runs until interrupted.`,
 
 // runSim runs the fleet until ctx ends, labelling clusters when hub is set (and accepting
 // them when kube is) and reporting progress to out.
-func runSim(ctx context.Context, out io.Writer, opts sim.Options, hub client.Client, kube kubernetes.Interface, every time.Duration) error {
+func runSim(ctx context.Context, out io.Writer, opts sim.Options, hub client.WithWatch, kube kubernetes.Interface, every time.Duration) error {
 	fleet, err := sim.New(ctx, opts)
 	if err != nil {
 		return err

@@ -1,8 +1,9 @@
 // Command bench is make bench-fleet: a hub API server, the hub as its own process (whose CPU
 // and memory it reads) and a simulated fleet (klusterlet/sim) in this process, through the
-// phases of e2e/internal/fleetbench. With -sizes it runs once per size, on a fresh hub each
-// time, prints how each figure grows per cluster, and writes the curve as an SVG (-plot). Its
-// last line is the largest run's:
+// phases of e2e/internal/fleetbench. With -sizes one hub sees the fleet grow through the
+// sizes, measured in the steady phase at each (for -curve-steady); the other phases run at
+// the largest. It prints how each figure grows per cluster and writes the curve as an SVG
+// (-plot). Its last line is the largest size's (join_s is the sum of the joins to reach it):
 //
 //	fleet-5000 join_s=.. steady_hub_cpu_cores=.. hub_rss_mib=.. apiserver_rss_mib=.. etcd_db_mib=.. unknown_flaps=.. placements_100_s=.. score_churn_hub_cpu_cores=.. mwrs_all_s=.. addon_all_s=..
 package main
@@ -12,14 +13,17 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/core/environment"
@@ -32,11 +36,12 @@ import (
 func main() {
 	var cfg fleetbench.Config
 	flag.IntVar(&cfg.Clusters, "clusters", 5000, "simulated clusters (with -sizes, ignored)")
-	sizes := flag.String("sizes", "", "comma-separated cluster counts to run one after another (e.g. 500,1000,2000,5000); prints the growth and writes -plot")
+	sizes := flag.String("sizes", "", "comma-separated cluster counts the fleet grows through on one hub (e.g. 500,1000,2000,5000), measured at each; the other phases run at the largest; prints the growth and writes -plot")
 	plot := flag.String("plot", "", "with -sizes, write the curve here as SVG")
 	flag.IntVar(&cfg.WorksPerCluster, "works-per-cluster", 10, "ManifestWorks each cluster has before the ManifestWorkReplicaSet")
 	flag.IntVar(&cfg.Placements, "placements", 100, "Placements of the placement phase")
 	flag.DurationVar(&cfg.Steady, "steady", 5*time.Minute, "length of the steady phase")
+	flag.DurationVar(&cfg.CurveSteady, "curve-steady", 2*time.Minute, "with -sizes, length of the steady phase at each size before the largest")
 	flag.DurationVar(&cfg.Churn, "churn", 5*time.Minute, "length of the score churn")
 	flag.DurationVar(&cfg.ChurnEvery, "churn-every", time.Minute, "every cluster's score is updated this often during the churn")
 	flag.Float64Var(&cfg.Silent, "silent", 0.01, "fraction of clusters whose agent stops after joining")
@@ -53,18 +58,12 @@ func main() {
 				ns = append(ns, n)
 			}
 			sort.Ints(ns)
+			ns = slices.Compact(ns)
 		}
-		var results []fleetbench.Result
-		for _, n := range ns {
-			c := cfg
-			c.Clusters = n
-			fmt.Printf("--- %d clusters\n", n)
-			r, err := run(ctx, binary, verbose, c)
-			if err != nil {
-				return "", fmt.Errorf("%d clusters: %w", n, err)
-			}
-			fmt.Println(r.Line())
-			results = append(results, r)
+		cfg.Clusters = ns[len(ns)-1]
+		results, err := run(ctx, binary, verbose, cfg, ns)
+		if err != nil {
+			return "", fmt.Errorf("%d clusters: %w", cfg.Clusters, err)
 		}
 		if len(results) > 1 {
 			fleetbench.Growth(os.Stdout, results)
@@ -79,7 +78,7 @@ func main() {
 	})
 }
 
-func run(ctx context.Context, binary string, verbose bool, cfg fleetbench.Config) (res fleetbench.Result, err error) {
+func run(ctx context.Context, binary string, verbose bool, cfg fleetbench.Config, sizes []int) (res []fleetbench.Result, err error) {
 	cp, err := benchenv.StartControlPlane(ctx, environment.ControlPlaneOptions{})
 	if err != nil {
 		return res, err
@@ -107,6 +106,7 @@ func run(ctx context.Context, binary string, verbose bool, cfg fleetbench.Config
 		return res, fmt.Errorf("the hub's bootstrap identity: %w (last: %v)", err, last)
 	}
 	opts := fleetbench.SimOptions(cfg)
+	opts.Clusters = sizes[0]
 	opts.BootstrapKubeconfig = bootstrapKC
 	fleet, err := sim.New(ctx, opts)
 	if err != nil {
@@ -116,14 +116,41 @@ func run(ctx context.Context, binary string, verbose bool, cfg fleetbench.Config
 	if err != nil {
 		return res, err
 	}
-	fmt.Fprintf(os.Stderr, "%d simulated clusters joining\n", cfg.Clusters)
-	return fleetbench.Run(ctx, c, fleet, cfg, fleetbench.Probe{
+	apiHTTP, err := rest.HTTPClientFor(cp.ClientConfig)
+	if err != nil {
+		return res, err
+	}
+	fmt.Fprintf(os.Stderr, "%d simulated clusters joining\n", sizes[0])
+	return fleetbench.Curve(ctx, c, fleet, sizes, cfg, fleetbench.Probe{
 		HubCPU:       func() (float64, error) { return fleetbench.ProcessCPU(hub.Pid()) },
 		HubRSS:       func() (int64, error) { return fleetbench.ProcessRSS(hub.Pid()) },
 		APIServerRSS: func() (int64, error) { return fleetbench.ProcessRSS(apiserver) },
 		EtcdDB:       fleetbench.FileSize(filepath.Join(cp.Dir, "etcd", "member", "snap", "db")),
 		Controllers:  func(ctx context.Context) ([]fleetbench.ControllerStat, error) { return controllers(ctx, hub) },
+		APIRequests: func(ctx context.Context) (map[string]float64, error) {
+			return apiRequests(ctx, apiHTTP, cp.ClientConfig.Host)
+		},
 	})
+}
+
+// apiRequests reads kube-apiserver's request counts by verb and resource (with its
+// subresource) from its metrics.
+func apiRequests(ctx context.Context, hc *http.Client, host string) (map[string]float64, error) {
+	out := map[string]float64{}
+	err := benchenv.Metrics(ctx, hc, strings.TrimSuffix(host, "/")+"/metrics", func(s benchenv.Sample) {
+		if s.Name != "apiserver_request_total" {
+			return
+		}
+		r := s.Label("resource")
+		if sub := s.Label("subresource"); sub != "" {
+			r += "/" + sub
+		}
+		out[s.Label("verb")+" "+r] += s.Value
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading kube-apiserver's metrics: %w", err)
+	}
+	return out, nil
 }
 
 // controllers reads each hub controller's reconciles, reconcile time and queue wait from its

@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -50,6 +49,9 @@ type Config struct {
 	// Steady is how long the steady phase watches leases and status; Churn how long scores
 	// are updated, every ChurnEvery.
 	Steady, Churn, ChurnEvery time.Duration
+	// CurveSteady is the steady phase's length at the sizes of a curve before the last
+	// (Curve); default Steady.
+	CurveSteady time.Duration
 	// Silent is the fraction of clusters whose agent stops after joining (the hub must mark
 	// them Unknown: they are not flaps).
 	Silent float64
@@ -65,6 +67,42 @@ type Probe struct {
 	HubRSS, APIServerRSS, EtcdDB func() (int64, error)
 	// Controllers reads the hub's controller metrics (what each controller spent).
 	Controllers func(context.Context) ([]ControllerStat, error)
+	// APIRequests reads kube-apiserver's request counts so far, by "VERB resource[/sub]".
+	APIRequests func(context.Context) (map[string]float64, error)
+}
+
+// printRequests prints the API requests made since before (by kind, the most first) and
+// per cluster, and returns the counts now for the next phase.
+func printRequests(ctx context.Context, out io.Writer, p Probe, phase string, before map[string]float64, clusters int) map[string]float64 {
+	if p.APIRequests == nil {
+		return nil
+	}
+	now, err := p.APIRequests(ctx)
+	if err != nil {
+		fmt.Fprintf(out, "%-10s kube-apiserver request metrics: %v\n", phase, err)
+		return before
+	}
+	type kind struct {
+		name string
+		n    float64
+	}
+	var kinds []kind
+	total := 0.0
+	for k, v := range now {
+		if d := v - before[k]; d > 0 {
+			kinds = append(kinds, kind{k, d})
+			total += d
+		}
+	}
+	sort.Slice(kinds, func(i, j int) bool { return kinds[i].n > kinds[j].n })
+	fmt.Fprintf(out, "%-10s   kube-apiserver: %.0f requests, %.1f per cluster\n", phase, total, total/float64(max(1, clusters)))
+	for i, k := range kinds {
+		if i == 14 {
+			break
+		}
+		fmt.Fprintf(out, "%-10s     %-44s %8.0f  %6.2f per cluster\n", phase, k.name, k.n, k.n/float64(max(1, clusters)))
+	}
+	return now
 }
 
 // ControllerStat is one hub controller's work so far: reconciles, seconds spent in them, and
@@ -98,8 +136,10 @@ func printControllers(ctx context.Context, out io.Writer, p Probe, phase string)
 
 // Result is what a run measured.
 type Result struct {
-	Clusters                                      int
-	JoinS, SteadyHubCPU                           float64
+	// Clusters in the fleet at this size; Added joined to reach it, in JoinS (the join's
+	// whole time, from nothing, is JoinAllS: the sum over the sizes of a curve).
+	Clusters, Added                               int
+	JoinS, JoinAllS, SteadyHubCPU                 float64
 	HubRSSMiB, APIServerRSSMiB, EtcdDBMiB         float64
 	UnknownFlaps, SilentMarked                    int
 	PlacementsS, ChurnHubCPU, MWRSAllS, AddonAllS float64
@@ -108,7 +148,7 @@ type Result struct {
 // Line is the bench's last line.
 func (r Result) Line() string {
 	return fmt.Sprintf("fleet-%d join_s=%.1f steady_hub_cpu_cores=%.3f hub_rss_mib=%.0f apiserver_rss_mib=%.0f etcd_db_mib=%.0f unknown_flaps=%d placements_100_s=%.1f score_churn_hub_cpu_cores=%.3f mwrs_all_s=%.1f addon_all_s=%.1f",
-		r.Clusters, r.JoinS, r.SteadyHubCPU, r.HubRSSMiB, r.APIServerRSSMiB, r.EtcdDBMiB, r.UnknownFlaps, r.PlacementsS, r.ChurnHubCPU, r.MWRSAllS, r.AddonAllS)
+		r.Clusters, r.JoinAllS, r.SteadyHubCPU, r.HubRSSMiB, r.APIServerRSSMiB, r.EtcdDBMiB, r.UnknownFlaps, r.PlacementsS, r.ChurnHubCPU, r.MWRSAllS, r.AddonAllS)
 }
 
 const (
@@ -131,51 +171,108 @@ func SimOptions(cfg Config) sim.Options {
 }
 
 // Run runs every phase against the hub of c with the fleet f (not yet running: Run starts
-// it) and returns the figures.
-func Run(ctx context.Context, c client.WithWatch, f *sim.Fleet, cfg Config, probe Probe) (res Result, err error) {
-	res.Clusters = cfg.Clusters
+// it) at its size and returns the figures.
+func Run(ctx context.Context, c client.WithWatch, f *sim.Fleet, cfg Config, probe Probe) (Result, error) {
+	rs, err := Curve(ctx, c, f, []int{len(f.Clusters())}, cfg, probe)
+	if len(rs) == 0 {
+		return Result{}, err
+	}
+	return rs[len(rs)-1], err
+}
+
+// Curve runs one hub through a growing fleet: f (not yet running, built with sizes[0]
+// clusters) joins, then at each size the clusters added to reach it (sim.Fleet.Grow) join
+// and the steady phase measures the hub at that size (for CurveSteady; Steady at the last).
+// At the last size the other phases follow. It returns one Result per size; only the last
+// has the placement, work and add-on figures.
+func Curve(ctx context.Context, c client.WithWatch, f *sim.Fleet, sizes []int, cfg Config, probe Probe) (rs []Result, err error) {
 	out := cfg.Out
 	if out == nil {
 		out = io.Discard
+	}
+	if len(sizes) == 0 || sizes[0] != len(f.Clusters()) {
+		return nil, fmt.Errorf("the fleet has %d clusters, the curve starts at %v", len(f.Clusters()), sizes)
+	}
+	if cfg.CurveSteady <= 0 {
+		cfg.CurveSteady = cfg.Steady
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var bg errgroup.Group
 	defer func() { cancel(); err = errors.Join(err, bg.Wait()) }()
 	bg.Go(func() error { return ignoreCanceled(f.Run(ctx)) })
+	// LabelOnHub labels the clusters there are when it starts: once per size.
 	bg.Go(func() error { return ignoreCanceled(f.LabelOnHub(ctx, c)) })
 	row := func(phase, format string, args ...any) {
 		fmt.Fprintf(out, "%-10s %s\n", phase, fmt.Sprintf(format, args...))
 	}
-
-	// Join.
-	start := time.Now()
-	if err := waitClusters(ctx, c, f, start, "join", func(mc *clusterv1.ManagedCluster) bool {
-		conds := mc.Status.Conditions
-		if f.Cluster(mc.Name).Behaviour == sim.Silent {
-			return meta.IsStatusConditionTrue(conds, clusterv1.ManagedClusterConditionJoined)
+	joinAll := 0.0
+	var flaps *flapWatch
+	var reqs map[string]float64
+	if probe.APIRequests != nil {
+		reqs, _ = probe.APIRequests(ctx)
+	}
+	for i, size := range sizes {
+		var res Result
+		res.Clusters, res.Added = size, size
+		if i > 0 {
+			res.Added = size - sizes[i-1]
+			if _, err := f.Grow(ctx, res.Added); err != nil {
+				return rs, err
+			}
+			bg.Go(func() error { return ignoreCanceled(f.LabelOnHub(ctx, c)) })
 		}
-		return meta.IsStatusConditionTrue(conds, clusterv1.ManagedClusterConditionJoined) &&
-			meta.IsStatusConditionTrue(conds, clusterv1.ManagedClusterConditionAvailable) && labelled(mc, f)
-	}); err != nil {
-		return res, err
-	}
-	res.JoinS = time.Since(start).Seconds()
-	row("join", "%d clusters Joined and Available in %.1f s", cfg.Clusters, res.JoinS)
-	printControllers(ctx, out, probe, "join")
+		// Join.
+		start := time.Now()
+		if err := waitClusters(ctx, c, f, start, "join", func(mc *clusterv1.ManagedCluster) bool {
+			conds := mc.Status.Conditions
+			if f.Cluster(mc.Name).Behaviour == sim.Silent {
+				return meta.IsStatusConditionTrue(conds, clusterv1.ManagedClusterConditionJoined)
+			}
+			return meta.IsStatusConditionTrue(conds, clusterv1.ManagedClusterConditionJoined) &&
+				meta.IsStatusConditionTrue(conds, clusterv1.ManagedClusterConditionAvailable) && labelled(mc, f)
+		}); err != nil {
+			return rs, err
+		}
+		res.JoinS = time.Since(start).Seconds()
+		joinAll += res.JoinS
+		res.JoinAllS = joinAll
+		row("join", "%d clusters Joined and Available in %.1f s (%d in all)", res.Added, res.JoinS, size)
+		printControllers(ctx, out, probe, "join")
+		reqs = printRequests(ctx, out, probe, "join", reqs, res.Added)
 
-	// Steady: leases and status; flaps are counted from here to the end.
-	flaps := &flapWatch{fleet: f, unknown: map[string]bool{}}
-	bg.Go(func() error { return ignoreCanceled(flaps.run(ctx, c)) })
-	cpu, err := cpuOver(ctx, probe, cfg.Steady, nil)
-	if err != nil {
-		return res, err
+		// Steady: leases and status; flaps are counted from the first to the end.
+		if flaps == nil {
+			flaps = &flapWatch{fleet: f, unknown: map[string]bool{}}
+			bg.Go(func() error { return ignoreCanceled(flaps.run(ctx, c)) })
+		}
+		steady := cfg.CurveSteady
+		if i == len(sizes)-1 {
+			steady = cfg.Steady
+		}
+		cpu, err := cpuOver(ctx, probe, steady, nil)
+		if err != nil {
+			return rs, err
+		}
+		res.SteadyHubCPU = cpu
+		res.HubRSSMiB, res.APIServerRSSMiB, res.EtcdDBMiB = mib(probe.HubRSS), mib(probe.APIServerRSS), mib(probe.EtcdDB)
+		row("steady", "%d clusters, %s: hub %.3f cores, hub RSS %.0f MiB, kube-apiserver RSS %.0f MiB, etcd %.0f MiB",
+			size, steady, res.SteadyHubCPU, res.HubRSSMiB, res.APIServerRSSMiB, res.EtcdDBMiB)
+		reqs = printRequests(ctx, out, probe, "steady", reqs, size)
+		rs = append(rs, res)
 	}
-	res.SteadyHubCPU = cpu
-	res.HubRSSMiB, res.APIServerRSSMiB, res.EtcdDBMiB = mib(probe.HubRSS), mib(probe.APIServerRSS), mib(probe.EtcdDB)
-	row("steady", "%s: hub %.3f cores, hub RSS %.0f MiB, kube-apiserver RSS %.0f MiB, etcd %.0f MiB",
-		cfg.Steady, res.SteadyHubCPU, res.HubRSSMiB, res.APIServerRSSMiB, res.EtcdDBMiB)
+	res, err := phases(ctx, c, f, cfg, probe, flaps, reqs, rs[len(rs)-1], row)
+	rs[len(rs)-1] = res
+	return rs, err
+}
 
+// phases runs the placement, churn, work and add-on phases on the joined fleet.
+func phases(ctx context.Context, c client.WithWatch, f *sim.Fleet, cfg Config, probe Probe, flaps *flapWatch, reqs map[string]float64, res Result, row func(phase, format string, args ...any)) (Result, error) {
+	out := cfg.Out
+	if out == nil {
+		out = io.Discard
+	}
+	n := len(f.Clusters())
 	// Placements over the fleet, ranked by a score every cluster publishes.
 	if err := setup(ctx, c); err != nil {
 		return res, err
@@ -183,13 +280,15 @@ func Run(ctx context.Context, c client.WithWatch, f *sim.Fleet, cfg Config, prob
 	if err := writeScores(ctx, c, f.Names(), true); err != nil {
 		return res, err
 	}
-	start = time.Now()
+	start := time.Now()
 	if err := placements(ctx, c, cfg.Placements); err != nil {
 		return res, err
 	}
 	res.PlacementsS = time.Since(start).Seconds()
 	row("placement", "%d Placements decided in %.1f s", cfg.Placements, res.PlacementsS)
+	reqs = printRequests(ctx, out, probe, "placement", reqs, n)
 	churned := 0
+	var err error
 	res.ChurnHubCPU, err = cpuOver(ctx, probe, cfg.Churn, func(churn context.Context) error {
 		// Every cluster's score once per ChurnEvery. A round runs to its end (on ctx, not
 		// the churn's deadline); the churn ends between rounds.
@@ -210,20 +309,23 @@ func Run(ctx context.Context, c client.WithWatch, f *sim.Fleet, cfg Config, prob
 	if err != nil {
 		return res, err
 	}
-	row("churn", "%d rounds of %d score updates over %s: hub %.3f cores", churned, cfg.Clusters, cfg.Churn, res.ChurnHubCPU)
+	row("churn", "%d rounds of %d score updates over %s: hub %.3f cores", churned, n, cfg.Churn, res.ChurnHubCPU)
+	reqs = printRequests(ctx, out, probe, "churn", reqs, n)
 
 	// Works: WorksPerCluster each, then one ManifestWorkReplicaSet to all.
 	start = time.Now()
 	if err := works(ctx, c, f.Names(), live(f), cfg.WorksPerCluster); err != nil {
 		return res, err
 	}
-	row("works", "%d ManifestWorks applied in %.1f s", cfg.WorksPerCluster*cfg.Clusters, time.Since(start).Seconds())
+	row("works", "%d ManifestWorks applied in %.1f s", cfg.WorksPerCluster*n, time.Since(start).Seconds())
+	reqs = printRequests(ctx, out, probe, "works", reqs, n)
 	start = time.Now()
 	if err := replicaSet(ctx, c, f); err != nil {
 		return res, err
 	}
 	res.MWRSAllS = time.Since(start).Seconds()
 	row("mwrs", "ManifestWorkReplicaSet applied on all in %.1f s", res.MWRSAllS)
+	reqs = printRequests(ctx, out, probe, "mwrs", reqs, n)
 
 	// A template add-on on every cluster.
 	start = time.Now()
@@ -232,6 +334,7 @@ func Run(ctx context.Context, c client.WithWatch, f *sim.Fleet, cfg Config, prob
 	}
 	res.AddonAllS = time.Since(start).Seconds()
 	row("addon", "template add-on Available on all in %.1f s", res.AddonAllS)
+	printRequests(ctx, out, probe, "addon", reqs, n)
 
 	printControllers(ctx, out, probe, "total")
 	res.UnknownFlaps, res.SilentMarked = flaps.counts()
@@ -297,34 +400,13 @@ func labelled(mc *clusterv1.ManagedCluster, f *sim.Fleet) bool {
 	return true
 }
 
-// waitClusters waits until done holds for every cluster of f, reporting progress.
-func waitClusters(ctx context.Context, c client.Client, f *sim.Fleet, start time.Time, what string, done func(*clusterv1.ManagedCluster) bool) error {
-	last := time.Now()
-	for {
-		list := &clusterv1.ManagedClusterList{}
-		if err := c.List(ctx, list); err != nil {
-			return fmt.Errorf("%s: listing ManagedClusters: %w", what, err)
-		}
-		n := 0
-		for i := range list.Items {
-			if f.Cluster(list.Items[i].Name) != nil && done(&list.Items[i]) {
-				n++
-			}
-		}
-		if n == len(f.Clusters()) {
-			return nil
-		}
-		if time.Since(last) > 15*time.Second {
-			running, _ := f.Counts()
-			fmt.Fprintf(os.Stderr, "%s: %d/%d clusters after %s (%d agents running)\n", what, n, len(f.Clusters()), time.Since(start).Round(time.Second), running)
-			last = time.Now()
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s: %d of %d clusters after %s: %w", what, n, len(f.Clusters()), time.Since(start).Round(time.Second), ctx.Err())
-		case <-time.After(time.Second):
-		}
-	}
+// waitClusters waits until done holds for every cluster of f.
+func waitClusters(ctx context.Context, c client.WithWatch, f *sim.Fleet, start time.Time, what string, done func(*clusterv1.ManagedCluster) bool) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	t := startTally(ctx, c, func() *clusterv1.ManagedClusterList { return &clusterv1.ManagedClusterList{} },
+		func(mc *clusterv1.ManagedCluster) bool { return f.Cluster(mc.Name) != nil && done(mc) })
+	return t.wait(ctx, what+": clusters", len(f.Clusters()), start)
 }
 
 // flapWatch counts clusters the hub marks Available=Unknown: a live (Steady) cluster is a
@@ -471,7 +553,7 @@ func configMap(name string) runtime.RawExtension {
 
 // works creates per ManifestWorks in every cluster's namespace and waits until the live
 // clusters' are Applied.
-func works(ctx context.Context, c client.Client, names []string, live, per int) error {
+func works(ctx context.Context, c client.WithWatch, names []string, live, per int) error {
 	if per == 0 {
 		return nil
 	}
@@ -499,34 +581,13 @@ func works(ctx context.Context, c client.Client, names []string, live, per int) 
 }
 
 // waitWorks waits until want works that match are Applied.
-func waitWorks(ctx context.Context, c client.Client, what string, want int, match func(*workv1.ManifestWork) bool) error {
-	for {
-		n := 0
-		list := &workv1.ManifestWorkList{}
-		opts := []client.ListOption{client.Limit(2000)}
-		for {
-			if err := c.List(ctx, list, opts...); err != nil {
-				return fmt.Errorf("%s: listing ManifestWorks: %w", what, err)
-			}
-			for i := range list.Items {
-				if match(&list.Items[i]) && meta.IsStatusConditionTrue(list.Items[i].Status.Conditions, workv1.WorkApplied) {
-					n++
-				}
-			}
-			if list.Continue == "" {
-				break
-			}
-			opts = []client.ListOption{client.Limit(2000), client.Continue(list.Continue)}
-		}
-		if n >= want {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s: %d of %d ManifestWorks Applied: %w", what, n, want, ctx.Err())
-		case <-time.After(time.Second):
-		}
-	}
+func waitWorks(ctx context.Context, c client.WithWatch, what string, want int, match func(*workv1.ManifestWork) bool) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	t := startTally(ctx, c, func() *workv1.ManifestWorkList { return &workv1.ManifestWorkList{} }, func(w *workv1.ManifestWork) bool {
+		return match(w) && meta.IsStatusConditionTrue(w.Status.Conditions, workv1.WorkApplied)
+	})
+	return t.wait(ctx, what+": ManifestWorks Applied", want, time.Now())
 }
 
 // selectAll is a Placement in the bench namespace selecting every live cluster.
@@ -550,7 +611,7 @@ func live(f *sim.Fleet) int {
 }
 
 // replicaSet rolls one ManifestWorkReplicaSet (All) out to every live cluster.
-func replicaSet(ctx context.Context, c client.Client, f *sim.Fleet) error {
+func replicaSet(ctx context.Context, c client.WithWatch, f *sim.Fleet) error {
 	if err := selectAll(ctx, c, "all"); err != nil {
 		return err
 	}
@@ -567,7 +628,7 @@ func replicaSet(ctx context.Context, c client.Client, f *sim.Fleet) error {
 // addon installs a template add-on (a ServiceAccount and a ConfigMap in the add-on
 // namespace) on every live cluster by a Placements strategy and waits until it is Available
 // everywhere.
-func addon(ctx context.Context, c client.Client, f *sim.Fleet) error {
+func addon(ctx context.Context, c client.WithWatch, f *sim.Fleet) error {
 	t := &addonv1alpha1.AddOnTemplate{ObjectMeta: metav1.ObjectMeta{Name: addonName + "-1"}}
 	t.Spec.AddonName = addonName
 	for _, m := range []string{
@@ -594,27 +655,13 @@ func addon(ctx context.Context, c client.Client, f *sim.Fleet) error {
 	if err := c.Create(ctx, cma); err != nil {
 		return fmt.Errorf("creating ClusterManagementAddOn %s: %w", addonName, err)
 	}
-	want := live(f)
-	for {
-		list := &addonv1alpha1.ManagedClusterAddOnList{}
-		if err := c.List(ctx, list); err != nil {
-			return fmt.Errorf("addon: listing ManagedClusterAddOns: %w", err)
-		}
-		n := 0
-		for i := range list.Items {
-			if list.Items[i].Name == addonName && meta.IsStatusConditionTrue(list.Items[i].Status.Conditions, addonv1alpha1.ManagedClusterAddOnConditionAvailable) {
-				n++
-			}
-		}
-		if n >= want {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("addon: %d of %d ManagedClusterAddOns %s Available: %w", n, want, addonName, ctx.Err())
-		case <-time.After(time.Second):
-		}
-	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	tl := startTally(ctx, c, func() *addonv1alpha1.ManagedClusterAddOnList { return &addonv1alpha1.ManagedClusterAddOnList{} },
+		func(a *addonv1alpha1.ManagedClusterAddOn) bool {
+			return a.Name == addonName && meta.IsStatusConditionTrue(a.Status.Conditions, addonv1alpha1.ManagedClusterAddOnConditionAvailable)
+		})
+	return tl.wait(ctx, "addon: ManagedClusterAddOns "+addonName+" Available", live(f), time.Now())
 }
 
 // transient errors are worth another try: timeouts (of the API server or a webhook it
