@@ -61,7 +61,7 @@
 // $FLOTILLA_DEPLOYMENT_NAME): the hub has one Deployment, where OCM's operator lists one per
 // controller, so no entry stands for a controller that has no Deployment of its own.
 // status.relatedResources lists the CRDs the hub installed (apiextensions.k8s.io/v1
-// customresourcedefinitions), its ValidatingWebhookConfiguration and certificate Secret, its
+// customresourcedefinitions), its Validating- and MutatingWebhookConfiguration and certificate Secret, its
 // leader election Lease and its Deployment. The CRDs of a controller that is switched off are
 // left out: every CRD is installed whatever the gates (clients and agents find the API), but
 // nothing on the hub acts on manifestworkreplicasets.work.open-cluster-management.io without

@@ -108,6 +108,7 @@ var _ = Describe("RunHub", Ordered, func() {
 			crd("placements.cluster.open-cluster-management.io"),
 			crd("manifestworks.work.open-cluster-management.io"),
 			operatorv1.RelatedResourceMeta{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations", Name: "flotilla-hub"},
+			operatorv1.RelatedResourceMeta{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingwebhookconfigurations", Name: "flotilla-hub"},
 			operatorv1.RelatedResourceMeta{Group: "apps", Version: "v1", Resource: "deployments", Namespace: deployment.Namespace, Name: deployment.Name}))
 		Expect(cm.Status.RelatedResources).NotTo(ContainElement(crd(mwrsCRD)), "the controller is off")
 

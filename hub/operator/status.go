@@ -110,7 +110,7 @@ func rolling(d *appsv1.Deployment) bool {
 
 // relatedResources lists what a hub running with opts and r manages: the CRDs it installed,
 // less those of controllers switched off (installed all the same, so that clients and agents
-// find the API, but nothing on this hub acts on them), its webhook configuration and
+// find the API, but nothing on this hub acts on them), its webhook configurations and
 // certificate Secret, its leader election Lease and its Deployment.
 func relatedResources(opts manager.Options, r running, deployment types.NamespacedName) ([]operatorv1.RelatedResourceMeta, error) {
 	var out []operatorv1.RelatedResourceMeta
@@ -132,6 +132,10 @@ func relatedResources(opts manager.Options, r running, deployment types.Namespac
 	if w := opts.Webhook; !w.Disabled {
 		out = append(out,
 			operatorv1.RelatedResourceMeta{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations",
+				Name: cmp.Or(w.ConfigurationName, webhook.DefaultConfigurationName)},
+			// Of the same name: the ManifestWork finalizer handler, always registered with the
+			// webhook server, is mutating.
+			operatorv1.RelatedResourceMeta{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingwebhookconfigurations",
 				Name: cmp.Or(w.ConfigurationName, webhook.DefaultConfigurationName)},
 			operatorv1.RelatedResourceMeta{Version: "v1", Resource: "secrets",
 				Namespace: cmp.Or(w.Namespace, webhook.DefaultNamespace), Name: cmp.Or(w.SecretName, webhook.DefaultSecretName)})
