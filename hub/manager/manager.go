@@ -206,7 +206,7 @@ func New(opts Options) (*Hub, error) {
 		// per object, as controller-runtime guarantees): with one worker, 5,000 clusters
 		// joining queued hours of work behind the per-cluster controllers (managed cluster
 		// namespace and RBAC, CSR approval, taints; make bench-fleet's controller table).
-		Controller: config.Controller{SkipNameValidation: &skip, MaxConcurrentReconciles: ControllerWorkers},
+		Controller:             config.Controller{SkipNameValidation: &skip, MaxConcurrentReconciles: ControllerWorkers},
 		HealthProbeBindAddress: opts.HealthProbeBindAddress,
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			// Only cluster heartbeats, not node or leader-election leases.
