@@ -44,6 +44,7 @@ func main() {
 	flag.DurationVar(&cfg.CurveSteady, "curve-steady", 2*time.Minute, "with -sizes, length of the steady phase at each size before the largest")
 	flag.DurationVar(&cfg.Churn, "churn", 5*time.Minute, "length of the score churn")
 	flag.DurationVar(&cfg.ChurnEvery, "churn-every", time.Minute, "every cluster's score is updated this often during the churn")
+	profileDir := flag.String("profile", "", "write 60 s CPU profiles of the hub to this directory, from the start of each join (hub.join-N.cpu.pprof) and of the last steady phase")
 	flag.Float64Var(&cfg.Silent, "silent", 0.01, "fraction of clusters whose agent stops after joining")
 	benchenv.Main("bench-fleet", 4*time.Hour, func(ctx context.Context, binary string, verbose bool) (string, error) {
 		cfg.Out = os.Stdout
@@ -61,7 +62,7 @@ func main() {
 			ns = slices.Compact(ns)
 		}
 		cfg.Clusters = ns[len(ns)-1]
-		results, err := run(ctx, binary, verbose, cfg, ns)
+		results, err := run(ctx, binary, verbose, cfg, ns, *profileDir)
 		if err != nil {
 			return "", fmt.Errorf("%d clusters: %w", cfg.Clusters, err)
 		}
@@ -78,15 +79,27 @@ func main() {
 	})
 }
 
-func run(ctx context.Context, binary string, verbose bool, cfg fleetbench.Config, sizes []int) (res []fleetbench.Result, err error) {
+func run(ctx context.Context, binary string, verbose bool, cfg fleetbench.Config, sizes []int, profileDir string) (res []fleetbench.Result, err error) {
 	cp, err := benchenv.StartControlPlane(ctx, environment.ControlPlaneOptions{})
 	if err != nil {
 		return res, err
 	}
 	defer func() { err = errors.Join(err, cp.Stop()) }()
+	args := []string{"--autoapprove-cluster-patterns", "sim-*"}
+	var profile func(ctx context.Context, name string) error
+	if profileDir != "" {
+		addr, err := benchenv.FreeAddr()
+		if err != nil {
+			return res, err
+		}
+		args = append(args, "--pprof-bind-address", addr)
+		profile = func(ctx context.Context, name string) error {
+			return benchenv.FetchProfile(ctx, http.DefaultClient, "http://"+addr+"/debug/pprof/profile?seconds=60",
+				filepath.Join(profileDir, "hub."+name+".cpu.pprof"), "the hub")
+		}
+	}
 	hub, err := benchenv.StartHub(ctx, binary, cp, benchenv.Log(verbose), benchenv.HubOptions{
-		FeatureGates: "ManagedClusterAutoApproval=true", Metrics: true,
-		Args: []string{"--autoapprove-cluster-patterns", "sim-*"},
+		FeatureGates: "ManagedClusterAutoApproval=true", Metrics: true, Args: args,
 	})
 	if err != nil {
 		return res, err
@@ -130,6 +143,7 @@ func run(ctx context.Context, binary string, verbose bool, cfg fleetbench.Config
 		APIRequests: func(ctx context.Context) (map[string]float64, error) {
 			return apiRequests(ctx, apiHTTP, cp.ClientConfig.Host)
 		},
+		Profile: profile,
 	})
 }
 

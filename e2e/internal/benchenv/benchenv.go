@@ -137,7 +137,7 @@ func StartHub(ctx context.Context, binary string, cp *ControlPlane, logw io.Writ
 	args := []string{"hub", "--kubeconfig", cp.KubeconfigPath, "--feature-gates", opts.FeatureGates,
 		"--kube-api-qps", "1000", "--kube-api-burst", "2000"}
 	if opts.Metrics {
-		addr, err := freeAddr()
+		addr, err := FreeAddr()
 		if err != nil {
 			return nil, err
 		}
@@ -164,7 +164,8 @@ func (h *Hub) Stop() {
 	_ = h.cmd.Wait()
 }
 
-func freeAddr() (string, error) {
+// FreeAddr is a free TCP address on 127.0.0.1 for a process the bench starts to listen on.
+func FreeAddr() (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", err

@@ -69,6 +69,9 @@ type Probe struct {
 	Controllers func(context.Context) ([]ControllerStat, error)
 	// APIRequests reads kube-apiserver's request counts so far, by "VERB resource[/sub]".
 	APIRequests func(context.Context) (map[string]float64, error)
+	// Profile, when set, takes a CPU profile of the hub named for the phase (run in the
+	// background from the start of each join and of the last steady phase).
+	Profile func(ctx context.Context, name string) error
 }
 
 // printRequests prints the API requests made since before (by kind, the most first) and
@@ -223,6 +226,9 @@ func Curve(ctx context.Context, c client.WithWatch, f *sim.Fleet, sizes []int, c
 			bg.Go(func() error { return ignoreCanceled(f.LabelOnHub(ctx, c)) })
 		}
 		// Join.
+		if probe.Profile != nil {
+			bg.Go(func() error { return ignoreCanceled(probe.Profile(ctx, fmt.Sprintf("join-%d", size))) })
+		}
 		start := time.Now()
 		if err := waitClusters(ctx, c, f, start, "join", func(mc *clusterv1.ManagedCluster) bool {
 			conds := mc.Status.Conditions
@@ -249,6 +255,9 @@ func Curve(ctx context.Context, c client.WithWatch, f *sim.Fleet, sizes []int, c
 		steady := cfg.CurveSteady
 		if i == len(sizes)-1 {
 			steady = cfg.Steady
+			if probe.Profile != nil {
+				bg.Go(func() error { return ignoreCanceled(probe.Profile(ctx, fmt.Sprintf("steady-%d", size))) })
+			}
 		}
 		cpu, err := cpuOver(ctx, probe, steady, nil)
 		if err != nil {

@@ -112,7 +112,7 @@ func run(ctx context.Context, binary string, sequential, fanout int, verbose boo
 		if err := os.MkdirAll(prof.dir, 0o755); err != nil {
 			return "", err
 		}
-		if pprofAddr, err = freeAddr(); err != nil {
+		if pprofAddr, err = benchenv.FreeAddr(); err != nil {
 			return "", err
 		}
 		args = append(args, "--pprof-bind-address", pprofAddr)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"runtime/pprof"
@@ -83,15 +82,6 @@ func printWrites(phase string, works int, before, after map[string]float64) {
 		parts = append(parts, fmt.Sprintf("%s=%.0f", k, diff[k]))
 	}
 	fmt.Printf("%-10s  %5d  %-52s  %.2f\n", phase, works, fmt.Sprintf("%.0f (%s)", total, strings.Join(parts, ", ")), total/float64(works))
-}
-
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
 }
 
 // profileSelf profiles this process (the in-process hub, and the bench's own clients) until
