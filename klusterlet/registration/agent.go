@@ -63,9 +63,12 @@ type State struct {
 	// StatusUpdates counts those that had to write (the others found nothing
 	// changed).
 	StatusSyncs, StatusUpdates int
-	// StatusHubReads counts status syncs started: each reads the ManagedCluster on the hub
-	// (and, once the cluster is accepted, probes the managed API server).
-	StatusHubReads int
+	// StatusSyncsStarted counts status syncs started: each reads the ManagedCluster (and,
+	// once the cluster is accepted, probes the managed API server). StatusHubGets counts
+	// those that read it from the hub; the others took the copy the ManagedCluster watch
+	// delivered last. The hub is read before the watch has delivered one and at least
+	// every StatusSyncPeriod.
+	StatusSyncsStarted, StatusHubGets int
 	// LastError is the most recent failure, with the object it concerns.
 	LastError     string
 	LastErrorTime time.Time

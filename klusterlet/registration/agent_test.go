@@ -457,11 +457,11 @@ var _ = Describe("Registration agent", Ordered, func() {
 			if node.Labels == nil {
 				node.Labels = map[string]string{}
 			}
-			node.Labels["touched"] = fmt.Sprint(before.StatusHubReads)
+			node.Labels["touched"] = fmt.Sprint(before.StatusSyncsStarted)
 			g.Expect(managedAdmin.Update(ctx, node)).To(Succeed())
 			// A label adds nothing to the sums: no sync, so no hub read, probe or write.
-			g.Consistently(func() int { return agent.State().StatusHubReads }, 2*time.Second, 50*time.Millisecond).
-				Should(Equal(before.StatusHubReads), "a Node label change read the hub")
+			g.Consistently(func() int { return agent.State().StatusSyncsStarted }, 2*time.Second, 50*time.Millisecond).
+				Should(Equal(before.StatusSyncsStarted), "a Node label change read the hub")
 			g.Expect(managedCluster(ctx, cluster).ResourceVersion).To(Equal(rv))
 
 			// A capacity change is reported, with exactly one status write.
@@ -471,7 +471,9 @@ var _ = Describe("Registration agent", Ordered, func() {
 			}
 			setCPU(ctx, g, "node-b", cpu)
 			g.Eventually(capacityOf(ctx, cluster, clusterv1.ResourceCPU), 10*time.Second).Should(Equal(want))
-			g.Expect(agent.State().StatusHubReads).To(BeNumerically(">", before.StatusHubReads))
+			g.Expect(agent.State().StatusSyncsStarted).To(BeNumerically(">", before.StatusSyncsStarted))
+			// Woken by the Node watch, the sync took the ManagedCluster from its own watch.
+			g.Expect(agent.State().StatusHubGets).To(Equal(before.StatusHubGets), "GETs of the ManagedCluster on the hub")
 			g.Consistently(func() int { return agent.State().StatusUpdates }, time.Second, 50*time.Millisecond).
 				Should(Equal(before.StatusUpdates + 1))
 		}).Should(Succeed())

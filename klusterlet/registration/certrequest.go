@@ -180,17 +180,42 @@ func (w CSRWaiter) Wait(ctx context.Context, csr *certificatesv1.CertificateSign
 			}
 			continue
 		}
-		// Any event means: read the request again. A watch that ends or fails
-		// without news is retried after a pause, so a flapping hub is not hammered.
-		quiet := false
+		// The watch's events carry the request: it is read again only when the watch ends
+		// (one GET per approval and one per issuance would double the hub reads of a
+		// joining fleet). A watch that ends or fails without news is retried after a
+		// pause, so a flapping hub is not hammered.
+		cert, done, err := w.follow(ctx, wt, name)
+		wt.Stop()
+		if done || err != nil {
+			return cert, err
+		}
+		if !sleep(ctx, w.Clock, w.Backoff.Next()) {
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// follow reads the watch wt of the request name until it is issued (its certificate,
+// done), rejected (an error), or the watch ends (not done: the caller reads it again).
+func (w CSRWaiter) follow(ctx context.Context, wt watch.Interface, name string) ([]byte, bool, error) {
+	for {
 		select {
 		case <-ctx.Done():
+			return nil, true, ctx.Err()
 		case ev, ok := <-wt.ResultChan():
-			quiet = !ok || ev.Type == watch.Error
-		}
-		wt.Stop()
-		if quiet && !sleep(ctx, w.Clock, w.Backoff.Next()) {
-			return nil, ctx.Err()
+			if !ok || ev.Type == watch.Error {
+				return nil, false, nil
+			}
+			cur, isCSR := ev.Object.(*certificatesv1.CertificateSigningRequest)
+			if !isCSR || ev.Type == watch.Deleted {
+				return nil, false, nil
+			}
+			switch state, why := InspectCSR(cur); state {
+			case CSRIssued:
+				return cur.Status.Certificate, true, nil
+			case CSRRejected:
+				return nil, true, fmt.Errorf("%w: CertificateSigningRequest %s: %s", errCSRRejected, name, why)
+			}
 		}
 	}
 }

@@ -176,3 +176,46 @@ func TestLeaseLoopRecordsNoErrorForARacingCreate(t *testing.T) {
 		t.Fatalf("renew time %v, want %v", got, clk.Now())
 	}
 }
+
+// A renewal after the first writes the Lease as the session last wrote it, without reading it
+// (one request per heartbeat); when that update conflicts, the Lease is read again.
+func TestRenewLeaseUpdatesItsLastCopy(t *testing.T) {
+	s, hub, clk := leaseSession(t)
+	if err := hub.Tracker().Add(hubLease()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.renewLease(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	hub.ClearActions()
+	clk.Step(time.Minute)
+	if err := s.renewLease(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := countVerbs(hub); n["update"] != 1 || n["get"] != 0 {
+		t.Fatalf("lease calls %v for a renewal, want one update and no read", n)
+	}
+	if got := renewTime(t, hub); !got.Equal(clk.Now()) {
+		t.Fatalf("renew time %v, want %v", got, clk.Now())
+	}
+
+	conflicts := 1
+	hub.PrependReactor("update", "leases", func(clienttesting.Action) (bool, runtime.Object, error) {
+		if conflicts == 0 {
+			return false, nil, nil
+		}
+		conflicts--
+		return true, nil, apierrors.NewConflict(coordinationv1.Resource("leases"), LeaseName, nil)
+	})
+	hub.ClearActions()
+	clk.Step(time.Minute)
+	if err := s.renewLease(context.Background()); err != nil {
+		t.Fatalf("a renewal whose copy is stale: %v", err)
+	}
+	if n := countVerbs(hub); n["update"] != 2 || n["get"] != 1 {
+		t.Fatalf("lease calls %v, want the update from the copy, a read and an update", n)
+	}
+	if got := renewTime(t, hub); !got.Equal(clk.Now()) {
+		t.Fatalf("renew time %v, want %v", got, clk.Now())
+	}
+}

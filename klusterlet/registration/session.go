@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -80,6 +81,13 @@ type session struct {
 	// next sync to read it again, which only the periodic sync does (status goroutine only).
 	kubeVersion  string
 	versionStale bool
+	// watched is the ManagedCluster as the watch last delivered it (nil before the first
+	// event and after a deletion); hubReadDue asks the next status sync to read the hub
+	// instead, as it does every StatusSyncPeriod.
+	watched    atomic.Pointer[clusterv1.ManagedCluster]
+	hubReadDue bool
+	// lease is the heartbeat Lease as this session last wrote it (the lease loop's own).
+	lease *coordinationv1.Lease
 }
 
 // serve runs the connected agent until the session ends or ctx is done.
@@ -187,10 +195,11 @@ func isUntrustedServer(err error) bool {
 func (s *session) statusLoop(ctx context.Context) {
 	cfg := s.a.cfg
 	b := s.a.backoff()
-	s.versionStale = true
+	s.versionStale, s.hubReadDue = true, true
 	for ctx.Err() == nil {
 		if err := s.syncStatus(ctx); err != nil {
 			s.a.recordError(err)
+			s.hubReadDue = true // a write may have failed on a stale copy
 			if !sleep(ctx, cfg.Clock, b.Next()) {
 				return
 			}
@@ -202,7 +211,7 @@ func (s *session) statusLoop(ctx context.Context) {
 		case <-ctx.Done():
 		case <-s.statusWake:
 		case <-t.C():
-			s.versionStale = true
+			s.versionStale, s.hubReadDue = true, true
 		}
 		t.Stop()
 	}
@@ -243,9 +252,12 @@ func (s *session) watchManagedCluster(ctx context.Context) {
 				client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("metadata.name", name)})
 		},
 		func(ev watch.Event) {
+			mc, _ := ev.Object.(*clusterv1.ManagedCluster)
 			if ev.Type == watch.Deleted {
 				s.a.log.Info("ManagedCluster was deleted on the hub; the hub admin removed this cluster", "managedCluster", name)
+				mc = nil
 			}
+			s.watched.Store(mc)
 			s.statusWake.notify()
 		})
 }

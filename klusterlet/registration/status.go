@@ -53,12 +53,22 @@ var agentConditions = []string{
 // changed.
 func (s *session) syncStatus(ctx context.Context) error {
 	name := s.id.ClusterName
-	mc := &clusterv1.ManagedCluster{}
-	s.a.update(func(st *State) { st.StatusHubReads++ })
-	if err := s.hubClient.Get(ctx, client.ObjectKey{Name: name}, mc); err != nil {
-		return s.hubError("reading ManagedCluster "+name+" on the hub", err)
+	s.a.update(func(st *State) { st.StatusSyncsStarted++ })
+	// The watch's copy is as fresh as a read (every change of the ManagedCluster wakes this
+	// sync again with the new copy); a joining fleet's agents would otherwise read the hub
+	// on each of the half-dozen writes the hub's controllers make to a new cluster.
+	mc := s.watched.Load()
+	if mc == nil || s.hubReadDue {
+		mc = &clusterv1.ManagedCluster{}
+		s.a.update(func(st *State) { st.StatusHubGets++ })
+		if err := s.hubClient.Get(ctx, client.ObjectKey{Name: name}, mc); err != nil {
+			return s.hubError("reading ManagedCluster "+name+" on the hub", err)
+		}
+		s.hubOK()
+		s.hubReadDue = false
+	} else {
+		mc = mc.DeepCopy()
 	}
-	s.hubOK()
 
 	lease := mc.Spec.LeaseDurationSeconds
 	if lease <= 0 {
@@ -367,6 +377,24 @@ func (s *session) reportTruncatedClaims(ctx context.Context, set ClaimSet) {
 func (s *session) renewLease(ctx context.Context) error {
 	ns := s.id.ClusterName
 	leases := s.hubKube.CoordinationV1().Leases(ns)
+	// The Lease as this session last wrote it is renewed without reading it first, as the
+	// kubelet renews its node Lease: one request per heartbeat instead of two. Anything else
+	// (it changed, it is gone) is read again below.
+	if last := s.lease; last != nil {
+		now := metav1.NewMicroTime(s.a.cfg.Clock.Now())
+		l := last.DeepCopy()
+		l.Spec.RenewTime = &now
+		updated, err := leases.Update(ctx, l, metav1.UpdateOptions{})
+		switch {
+		case err == nil:
+			s.lease = updated
+			s.hubOK()
+			return nil
+		case !apierrors.IsConflict(err) && !apierrors.IsNotFound(err):
+			return s.hubError("renewing Lease "+ns+"/"+LeaseName+" on the hub", err)
+		}
+		s.lease = nil
+	}
 	what := "reading"
 	err := retry.OnError(retry.DefaultRetry, func(err error) bool {
 		return apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err)
@@ -377,13 +405,16 @@ func (s *session) renewLease(ctx context.Context) error {
 		case apierrors.IsNotFound(err):
 			what = "creating"
 			seconds := s.leaseSeconds.Load()
-			_, err = leases.Create(ctx, &coordinationv1.Lease{
+			created, err := leases.Create(ctx, &coordinationv1.Lease{
 				ObjectMeta: metav1.ObjectMeta{
 					Name: LeaseName, Namespace: ns,
 					Labels: map[string]string{clusterv1.ClusterNameLabelKey: s.id.ClusterName},
 				},
 				Spec: coordinationv1.LeaseSpec{LeaseDurationSeconds: &seconds, RenewTime: &now},
 			}, metav1.CreateOptions{})
+			if err == nil {
+				s.lease = created
+			}
 			return err
 		case err != nil:
 			what = "reading"
@@ -391,7 +422,10 @@ func (s *session) renewLease(ctx context.Context) error {
 		}
 		what = "renewing"
 		lease.Spec.RenewTime = &now
-		_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
+		updated, err := leases.Update(ctx, lease, metav1.UpdateOptions{})
+		if err == nil {
+			s.lease = updated
+		}
 		return err
 	})
 	if err != nil {
