@@ -46,6 +46,7 @@ import (
 	"github.com/flotilla-dev/flotilla/hub/registration/taint"
 	"github.com/flotilla-dev/flotilla/hub/webhook"
 	"github.com/flotilla-dev/flotilla/hub/webhook/addonconversion"
+	managedclusterwebhook "github.com/flotilla-dev/flotilla/hub/webhook/managedcluster"
 	"github.com/flotilla-dev/flotilla/hub/webhook/manifestwork"
 	hubwork "github.com/flotilla-dev/flotilla/hub/work"
 )
@@ -396,6 +397,9 @@ func (h *Hub) setupWebhooks(kube kubernetes.Interface) error {
 		return fmt.Errorf("hub: %w", err)
 	}
 	if err := srv.Register(manifestwork.NewFinalizer(h.mgr.GetClient())); err != nil {
+		return fmt.Errorf("hub: %w", err)
+	}
+	if err := srv.Register(managedclusterwebhook.NewDefaults(h.opts.FeatureGates.Enabled(featuregates.DefaultClusterSet))); err != nil {
 		return fmt.Errorf("hub: %w", err)
 	}
 	// The add-on kinds are served at v1beta1 too, converted here (v1alpha1 is stored).

@@ -1,0 +1,75 @@
+package managedcluster
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
+	clusterv1beta2 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta2"
+)
+
+// mutate runs the handler on a create of raw and returns the object its patches make.
+func mutate(t *testing.T, d *Defaults, raw string) clusterv1.ManagedCluster {
+	t.Helper()
+	resp := d.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: []byte(raw)}}})
+	if !resp.Allowed {
+		t.Fatalf("create refused: %v", resp.Result)
+	}
+	out := []byte(raw)
+	if len(resp.Patches) > 0 {
+		p, err := json.Marshal(resp.Patches)
+		if err != nil {
+			t.Fatal(err)
+		}
+		patch, err := jsonpatch.DecodePatch(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out, err = patch.Apply(out); err != nil {
+			t.Fatalf("patches %s do not apply to %s: %v", p, raw, err)
+		}
+	}
+	var mc clusterv1.ManagedCluster
+	if err := json.Unmarshal(out, &mc); err != nil {
+		t.Fatal(err)
+	}
+	return mc
+}
+
+func TestDefaults(t *testing.T) {
+	now := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+	d := NewDefaults(false)
+	d.now = func() time.Time { return now }
+
+	// Without the DefaultClusterSet gate no set label; an object without spec or labels.
+	mc := mutate(t, d, `{"apiVersion":"cluster.open-cluster-management.io/v1","kind":"ManagedCluster","metadata":{"name":"c1"}}`)
+	if _, ok := mc.Labels[clusterv1beta2.ClusterSetLabel]; ok {
+		t.Errorf("labels %v: the default set label without the DefaultClusterSet gate", mc.Labels)
+	}
+	if len(mc.Finalizers) != 1 || mc.Finalizers[0] != clusterv1.ManagedClusterFinalizer {
+		t.Errorf("finalizers %v", mc.Finalizers)
+	}
+	if len(mc.Spec.Taints) != 1 || mc.Spec.Taints[0].Key != clusterv1.ManagedClusterTaintUnreachable || !mc.Spec.Taints[0].TimeAdded.Time.Equal(now) {
+		t.Errorf("taints %+v, want the unreachable taint added now", mc.Spec.Taints)
+	}
+
+	// With it, a label is added beside others (a key with a slash is escaped in the patch).
+	d.defaultClusterSet = true
+	mc = mutate(t, d, `{"metadata":{"name":"c2","labels":{"a/b":"c"}},"spec":{"hubAcceptsClient":true}}`)
+	if mc.Labels[clusterv1beta2.ClusterSetLabel] != clusterv1beta2.DefaultClusterSetName || mc.Labels["a/b"] != "c" || !mc.Spec.HubAcceptsClient {
+		t.Errorf("labels %v, spec %+v", mc.Labels, mc.Spec)
+	}
+	// An empty set label counts as none, as in OCM.
+	mc = mutate(t, d, `{"metadata":{"name":"c3","labels":{"`+clusterv1beta2.ClusterSetLabel+`":""}},"spec":{}}`)
+	if mc.Labels[clusterv1beta2.ClusterSetLabel] != clusterv1beta2.DefaultClusterSetName {
+		t.Errorf("labels %v", mc.Labels)
+	}
+}
