@@ -44,6 +44,7 @@ func main() {
 	flag.DurationVar(&cfg.CurveSteady, "curve-steady", 2*time.Minute, "with -sizes, length of the steady phase at each size before the largest")
 	flag.DurationVar(&cfg.Churn, "churn", 5*time.Minute, "length of the score churn")
 	flag.DurationVar(&cfg.ChurnEvery, "churn-every", time.Minute, "every cluster's score is updated this often during the churn")
+	signing := flag.Duration("signing-duration", 24*time.Hour, "lifetime of the client certificates the hub signs (kube-controller-manager --cluster-signing-duration); agents rotate theirs at 80% of it, so a short one adds rotations to every phase")
 	profileDir := flag.String("profile", "", "write 60 s CPU profiles of the hub to this directory, from the start of each join (hub.join-N.cpu.pprof) and of the last steady phase")
 	flag.Float64Var(&cfg.Silent, "silent", 0.01, "fraction of clusters whose agent stops after joining")
 	benchenv.Main("bench-fleet", 4*time.Hour, func(ctx context.Context, binary string, verbose bool) (string, error) {
@@ -62,7 +63,7 @@ func main() {
 			ns = slices.Compact(ns)
 		}
 		cfg.Clusters = ns[len(ns)-1]
-		results, err := run(ctx, binary, verbose, cfg, ns, *profileDir)
+		results, err := run(ctx, binary, verbose, cfg, ns, *signing, *profileDir)
 		if err != nil {
 			return "", fmt.Errorf("%d clusters: %w", cfg.Clusters, err)
 		}
@@ -79,8 +80,8 @@ func main() {
 	})
 }
 
-func run(ctx context.Context, binary string, verbose bool, cfg fleetbench.Config, sizes []int, profileDir string) (res []fleetbench.Result, err error) {
-	cp, err := benchenv.StartControlPlane(ctx, environment.ControlPlaneOptions{})
+func run(ctx context.Context, binary string, verbose bool, cfg fleetbench.Config, sizes []int, signing time.Duration, profileDir string) (res []fleetbench.Result, err error) {
+	cp, err := benchenv.StartControlPlane(ctx, environment.ControlPlaneOptions{SigningDuration: signing})
 	if err != nil {
 		return res, err
 	}
