@@ -55,6 +55,17 @@ func renewTime(t *testing.T, hub *kubefake.Clientset) time.Time {
 	return l.Spec.RenewTime.Time
 }
 
+// conflictUpdates makes the next *n updates of the Lease fail with a Conflict.
+func conflictUpdates(hub *kubefake.Clientset, n *int) {
+	hub.PrependReactor("update", "leases", func(clienttesting.Action) (bool, runtime.Object, error) {
+		if *n == 0 {
+			return false, nil, nil
+		}
+		*n--
+		return true, nil, apierrors.NewConflict(coordinationv1.Resource("leases"), LeaseName, nil)
+	})
+}
+
 func countVerbs(hub *kubefake.Clientset) map[string]int {
 	n := map[string]int{}
 	for _, a := range hub.Actions() {
@@ -117,13 +128,7 @@ func TestRenewLeaseRetriesAConflict(t *testing.T) {
 		t.Fatal(err)
 	}
 	conflicts := 1
-	hub.PrependReactor("update", "leases", func(clienttesting.Action) (bool, runtime.Object, error) {
-		if conflicts == 0 {
-			return false, nil, nil
-		}
-		conflicts--
-		return true, nil, apierrors.NewConflict(coordinationv1.Resource("leases"), LeaseName, nil)
-	})
+	conflictUpdates(hub, &conflicts)
 	if err := s.renewLease(context.Background()); err != nil {
 		t.Fatalf("one conflicting update: %v", err)
 	}
@@ -200,13 +205,7 @@ func TestRenewLeaseUpdatesItsLastCopy(t *testing.T) {
 	}
 
 	conflicts := 1
-	hub.PrependReactor("update", "leases", func(clienttesting.Action) (bool, runtime.Object, error) {
-		if conflicts == 0 {
-			return false, nil, nil
-		}
-		conflicts--
-		return true, nil, apierrors.NewConflict(coordinationv1.Resource("leases"), LeaseName, nil)
-	})
+	conflictUpdates(hub, &conflicts)
 	hub.ClearActions()
 	clk.Step(time.Minute)
 	if err := s.renewLease(context.Background()); err != nil {
