@@ -66,8 +66,8 @@ type State struct {
 	// StatusSyncsStarted counts status syncs started: each reads the ManagedCluster (and,
 	// once the cluster is accepted, probes the managed API server). StatusHubGets counts
 	// those that read it from the hub; the others took the copy the ManagedCluster watch
-	// delivered last. The hub is read before the watch has delivered one and at least
-	// every StatusSyncPeriod.
+	// delivered last. The hub is read before the watch has delivered one, after a failed
+	// sync, and every 10 StatusSyncPeriods.
 	StatusSyncsStarted, StatusHubGets int
 	// LastError is the most recent failure, with the object it concerns.
 	LastError     string

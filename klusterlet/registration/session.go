@@ -36,6 +36,10 @@ import (
 // bundle still loading, several mean the certificate is no longer trusted.
 const unauthorizedLimit = 3
 
+// hubReadPeriods is how many StatusSyncPeriods the status sync goes on the ManagedCluster
+// watch's copy before it reads the hub again.
+const hubReadPeriods = 10
+
 // endReason says why a connected session ended.
 type endReason struct {
 	reason         string
@@ -83,9 +87,11 @@ type session struct {
 	versionStale bool
 	// watched is the ManagedCluster as the watch last delivered it (nil before the first
 	// event and after a deletion); hubReadDue asks the next status sync to read the hub
-	// instead, as it does every StatusSyncPeriod.
+	// instead, as it does every hubReadPeriods StatusSyncPeriods and after a failed sync.
 	watched    atomic.Pointer[clusterv1.ManagedCluster]
 	hubReadDue bool
+	// periodsSinceHubRead counts StatusSyncPeriods since the last hub read.
+	periodsSinceHubRead int
 	// lease is the heartbeat Lease as this session last wrote it (the lease loop's own).
 	lease *coordinationv1.Lease
 }
@@ -211,7 +217,13 @@ func (s *session) statusLoop(ctx context.Context) {
 		case <-ctx.Done():
 		case <-s.statusWake:
 		case <-t.C():
-			s.versionStale, s.hubReadDue = true, true
+			s.versionStale = true
+			// The watch keeps the copy current; the hub read is a safety net, not a poll:
+			// a minute's read by each of 5,000 clusters was the hub API server's most
+			// frequent request.
+			if s.periodsSinceHubRead++; s.periodsSinceHubRead >= hubReadPeriods {
+				s.hubReadDue = true
+			}
 		}
 		t.Stop()
 	}

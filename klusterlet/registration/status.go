@@ -65,7 +65,7 @@ func (s *session) syncStatus(ctx context.Context) error {
 			return s.hubError("reading ManagedCluster "+name+" on the hub", err)
 		}
 		s.hubOK()
-		s.hubReadDue = false
+		s.hubReadDue, s.periodsSinceHubRead = false, 0
 	} else {
 		mc = mc.DeepCopy()
 	}
