@@ -321,7 +321,8 @@ func (h *Hub) Manager() ctrl.Manager { return h.mgr }
 func (h *Hub) Registry() *wasm.Registry { return h.registry }
 
 // Prepare installs what the controllers and agents rely on: CRDs (unless skipped), the
-// bootstrap identity and the shared registration and work roles; it removes the
+// bootstrap identity, the shared registration and work roles and the agents' API Priority
+// and Fairness levels; it removes the
 // ValidatingAdmissionPolicies older hubs installed (the Rego policies replace them).
 func (h *Hub) Prepare(ctx context.Context) error {
 	if !h.opts.SkipCRDInstall {
@@ -345,6 +346,13 @@ func (h *Hub) Prepare(ctx context.Context) error {
 	for _, role := range []client.Object{rbac.RegistrationClusterRole(), rbac.WorkClusterRole()} {
 		if err := rbac.Apply(ctx, c, role); err != nil {
 			return fmt.Errorf("hub: shared agent roles: %w", err)
+		}
+	}
+	// The agents' own API Priority and Fairness levels, so a large fleet's heartbeats are
+	// never queued behind its other requests (rbac.FlowControl).
+	for _, o := range rbac.FlowControl() {
+		if err := rbac.Apply(ctx, c, o); err != nil {
+			return fmt.Errorf("hub: flow control for the managed clusters' agents: %w", err)
 		}
 	}
 	if err := admission.RemoveLegacy(ctx, c); err != nil {

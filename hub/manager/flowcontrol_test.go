@@ -1,0 +1,105 @@
+package manager
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
+	"github.com/flotilla-dev/flotilla/core/environment"
+	"github.com/flotilla-dev/flotilla/hub/registration/rbac"
+	"github.com/flotilla-dev/flotilla/hub/webhook"
+)
+
+// TestAgentFlowControl: a prepared hub has put the managed clusters' agents in API Priority
+// and Fairness levels of their own: kube-apiserver classifies an agent's Lease request into
+// the heartbeat schema, its other requests into the agents' schema, and anyone else's into
+// neither (it says which schema in a response header of every request).
+func TestAgentFlowControl(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an API server")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	cp, err := environment.StartControlPlane(ctx, environment.ControlPlaneOptions{Name: environment.HubName, AllCRDs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cp.Stop() })
+	h, err := New(Options{Config: cp.Config, SkipCRDInstall: true, SkipPluginInstall: true,
+		Webhook: webhook.Options{Disabled: true}, Logger: testr.New(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	admin := kubernetes.NewForConfigOrDie(cp.Config)
+	uid := map[string]string{}
+	for _, name := range []string{rbac.HeartbeatsName, rbac.AgentsName} {
+		fs, err := admin.FlowcontrolV1().FlowSchemas().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("FlowSchema %s: %v", name, err)
+		}
+		uid[string(fs.UID)] = name
+	}
+
+	// schemaOf makes one request as user in groups and returns the FlowSchema that classified it.
+	schemaOf := func(user string, groups []string, request func(context.Context, kubernetes.Interface) error) string {
+		t.Helper()
+		cfg, err := cp.UserConfig(user, groups...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		var got string
+		cfg = rest.CopyConfig(cfg)
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+			return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+				resp, err := rt.RoundTrip(r)
+				if resp != nil {
+					mu.Lock()
+					got = resp.Header.Get("X-Kubernetes-PF-FlowSchema-UID")
+					mu.Unlock()
+				}
+				return resp, err
+			})
+		})
+		// Forbidden or not found: classification comes before authorization.
+		_ = request(ctx, kubernetes.NewForConfigOrDie(cfg))
+		mu.Lock()
+		defer mu.Unlock()
+		if got == "" {
+			t.Fatalf("%s: the response named no FlowSchema", user)
+		}
+		if name, ok := uid[got]; ok {
+			return name
+		}
+		return "another schema"
+	}
+	agent := []string{"system:open-cluster-management:c1", clusterv1.ManagedClustersGroup}
+	lease := func(ctx context.Context, k kubernetes.Interface) error {
+		_, err := k.CoordinationV1().Leases("c1").Get(ctx, "managed-cluster-lease", metav1.GetOptions{})
+		return err
+	}
+	other := func(ctx context.Context, k kubernetes.Interface) error {
+		_, err := k.CoreV1().Secrets("c1").List(ctx, metav1.ListOptions{})
+		return err
+	}
+	if got := schemaOf("system:open-cluster-management:c1:agent", agent, lease); got != rbac.HeartbeatsName {
+		t.Errorf("an agent's Lease request went to %s, want %s", got, rbac.HeartbeatsName)
+	}
+	if got := schemaOf("system:open-cluster-management:c1:agent", agent, other); got != rbac.AgentsName {
+		t.Errorf("an agent's other request went to %s, want %s", got, rbac.AgentsName)
+	}
+	if got := schemaOf("someone", nil, lease); got != "another schema" {
+		t.Errorf("a user outside the agents' group went to %s", got)
+	}
+}

@@ -1,0 +1,73 @@
+package rbac
+
+import (
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
+)
+
+// API Priority and Fairness for the managed clusters' agents. Without these, every agent's
+// request falls into kube-apiserver's global-default priority level (about 8% of its seats):
+// make bench-fleet at 5,000 clusters, with each cluster applying 10 works, queued 7,000
+// requests there, rejected 64,000 with 429 and let 288 live clusters' leases lapse into
+// Available=Unknown. Heartbeats get a level of their own, so that no amount of agent traffic
+// delays a lease (as the kubelets' node leases have node-high), and the agents' other requests
+// a level large enough for a fleet, queued fairly per agent.
+const (
+	// HeartbeatsName names the FlowSchema and PriorityLevelConfiguration of the agents' Lease
+	// requests.
+	HeartbeatsName = "flotilla-managed-cluster-heartbeats"
+	// AgentsName names those of the agents' other requests.
+	AgentsName = "flotilla-managed-cluster-agents"
+)
+
+// FlowControl are the PriorityLevelConfigurations and FlowSchemas the hub installs.
+func FlowControl() []client.Object {
+	agents := []flowcontrolv1.Subject{{Kind: flowcontrolv1.SubjectKindGroup,
+		Group: &flowcontrolv1.GroupSubject{Name: clusterv1.ManagedClustersGroup}}}
+	level := func(name string, shares int32, queues, handSize, queueLength int32) *flowcontrolv1.PriorityLevelConfiguration {
+		return &flowcontrolv1.PriorityLevelConfiguration{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: flowcontrolv1.PriorityLevelConfigurationSpec{
+				Type: flowcontrolv1.PriorityLevelEnablementLimited,
+				Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{
+					NominalConcurrencyShares: ptr.To(shares),
+					LendablePercent:          ptr.To[int32](50),
+					LimitResponse: flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeQueue,
+						Queuing: &flowcontrolv1.QueuingConfiguration{Queues: queues, HandSize: handSize, QueueLengthLimit: queueLength}},
+				},
+			},
+		}
+	}
+	schema := func(name string, precedence int32, rules flowcontrolv1.PolicyRulesWithSubjects) *flowcontrolv1.FlowSchema {
+		return &flowcontrolv1.FlowSchema{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: flowcontrolv1.FlowSchemaSpec{
+				PriorityLevelConfiguration: flowcontrolv1.PriorityLevelConfigurationReference{Name: name},
+				MatchingPrecedence:         precedence,
+				// Each agent (its user) is its own flow: one busy cluster cannot crowd out the rest.
+				DistinguisherMethod: &flowcontrolv1.FlowDistinguisherMethod{Type: flowcontrolv1.FlowDistinguisherMethodByUserType},
+				Rules:               []flowcontrolv1.PolicyRulesWithSubjects{rules},
+			},
+		}
+	}
+	return []client.Object{
+		// Shares as node-high (40) and workload-low (100) of the built-in levels.
+		level(HeartbeatsName, 40, 64, 6, 50),
+		level(AgentsName, 100, 128, 6, 50),
+		// Matched before the built-in global-default (9900) and service-accounts (9000).
+		schema(HeartbeatsName, 800, flowcontrolv1.PolicyRulesWithSubjects{Subjects: agents,
+			ResourceRules: []flowcontrolv1.ResourcePolicyRule{{
+				Verbs: []string{"get", "create", "update", "patch"}, APIGroups: []string{"coordination.k8s.io"},
+				Resources: []string{"leases"}, Namespaces: []string{flowcontrolv1.NamespaceEvery}}}}),
+		schema(AgentsName, 850, flowcontrolv1.PolicyRulesWithSubjects{Subjects: agents,
+			ResourceRules: []flowcontrolv1.ResourcePolicyRule{{
+				Verbs: []string{flowcontrolv1.VerbAll}, APIGroups: []string{flowcontrolv1.APIGroupAll},
+				Resources: []string{flowcontrolv1.ResourceAll}, ClusterScope: true, Namespaces: []string{flowcontrolv1.NamespaceEvery}}},
+			NonResourceRules: []flowcontrolv1.NonResourcePolicyRule{{
+				Verbs: []string{flowcontrolv1.VerbAll}, NonResourceURLs: []string{flowcontrolv1.NonResourceAll}}}}),
+	}
+}
