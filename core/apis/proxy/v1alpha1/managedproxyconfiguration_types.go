@@ -85,7 +85,7 @@ type ManagedProxyConfigurationCertificateSigner struct {
 	// type of signer; only SelfSigned is implemented.
 	// +optional
 	// +kubebuilder:default=SelfSigned
-	Type AuthenticationSignerType `json:"type"`
+	Type AuthenticationSignerType `json:"type,omitempty"`
 	// selfSigned tunes the self-signed certificates.
 	// +optional
 	SelfSigned *AuthenticationSelfSigned `json:"selfSigned,omitempty"`
@@ -145,19 +145,19 @@ type ManagedProxyConfigurationDeployPorts struct {
 	// proxyServer serves proxy requests.
 	// +optional
 	// +kubebuilder:default=8090
-	ProxyServer int32 `json:"proxyServer"`
+	ProxyServer int32 `json:"proxyServer,omitempty"`
 	// agentServer serves the agents' tunnels.
 	// +optional
 	// +kubebuilder:default=8091
-	AgentServer int32 `json:"agentServer"`
+	AgentServer int32 `json:"agentServer,omitempty"`
 	// healthServer serves health probes.
 	// +optional
 	// +kubebuilder:default=8092
-	HealthServer int32 `json:"healthServer"`
+	HealthServer int32 `json:"healthServer,omitempty"`
 	// adminServer serves debugging and operations.
 	// +optional
 	// +kubebuilder:default=8095
-	AdminServer int32 `json:"adminServer"`
+	AdminServer int32 `json:"adminServer,omitempty"`
 }
 
 // ManagedProxyConfigurationProxyServer says how the proxy server runs on the hub.
@@ -169,7 +169,7 @@ type ManagedProxyConfigurationProxyServer struct {
 	// replica.
 	// +optional
 	// +kubebuilder:default=3
-	Replicas int32 `json:"replicas"`
+	Replicas int32 `json:"replicas,omitempty"`
 	// inClusterServiceName is the Service through which hub clients reach the proxy
 	// server.
 	// +optional
@@ -181,7 +181,7 @@ type ManagedProxyConfigurationProxyServer struct {
 	Namespace string `json:"namespace,omitempty"`
 	// entrypoint says how agents reach the proxy server.
 	// +optional
-	Entrypoint *ManagedProxyConfigurationProxyServerEntrypoint `json:"entrypoint"`
+	Entrypoint *ManagedProxyConfigurationProxyServerEntrypoint `json:"entrypoint,omitempty"`
 	// additionalArgs are appended to the proxy server's command line.
 	// +optional
 	AdditionalArgs []string `json:"additionalArgs,omitempty"`
@@ -230,7 +230,7 @@ type EntryPointLoadBalancerService struct {
 	// name of the Service.
 	// +optional
 	// +kubebuilder:default=proxy-agent-entrypoint
-	Name string `json:"name"`
+	Name string `json:"name,omitempty"`
 	// annotations of the Service, e.g. a cloud provider's load-balancer settings.
 	// +optional
 	Annotations []AnnotationVar `json:"annotations,omitempty"`
@@ -262,7 +262,7 @@ type ManagedProxyConfigurationProxyAgent struct {
 	// replicas of the agent.
 	// +optional
 	// +kubebuilder:default=3
-	Replicas int32 `json:"replicas"`
+	Replicas int32 `json:"replicas,omitempty"`
 	// additionalArgs are appended to the agent's command line.
 	// +optional
 	AdditionalArgs []string `json:"additionalArgs,omitempty"`
