@@ -9,6 +9,9 @@
 // (conversion None), as upstream does.
 //
 // Field names, JSON names, defaults and validation follow managed-serviceaccount v0.10.0.
+// Unlike upstream's Go type, rotation.enabled is omitempty, so that objects built in Go get
+// its default (true). rotation.validity cannot be: objects built in Go must set it, or "0s"
+// is stored instead of the default.
 //
 // +kubebuilder:object:generate=true
 // +groupName=authentication.open-cluster-management.io

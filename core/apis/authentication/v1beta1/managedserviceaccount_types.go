@@ -63,7 +63,7 @@ type ManagedServiceAccountRotation struct {
 	// enabled is ignored: every token is renewed before it expires.
 	// +optional
 	// +kubebuilder:default=true
-	Enabled bool `json:"enabled"`
+	Enabled bool `json:"enabled,omitempty"`
 	// validity is the lifetime asked for each token.
 	// +optional
 	// +kubebuilder:default="8640h0m0s"
