@@ -10,12 +10,16 @@ import (
 
 	addonv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/addon/v1alpha1"
 	addonv1beta1 "github.com/flotilla-dev/flotilla/core/apis/addon/v1beta1"
+	authenticationv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/authentication/v1alpha1"
+	authenticationv1beta1 "github.com/flotilla-dev/flotilla/core/apis/authentication/v1beta1"
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1alpha1"
 	clusterv1beta1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta1"
 	clusterv1beta2 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta2"
+	clustergatewayv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/clustergateway/v1alpha1"
 	flotillav1alpha1 "github.com/flotilla-dev/flotilla/core/apis/flotilla/v1alpha1"
 	operatorv1 "github.com/flotilla-dev/flotilla/core/apis/operator/v1"
+	proxyv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/proxy/v1alpha1"
 	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/work/v1alpha1"
 )
@@ -29,6 +33,9 @@ func TestNewRegistersEveryGroup(t *testing.T) {
 		addonv1alpha1.GroupVersion, addonv1beta1.GroupVersion,
 		operatorv1.GroupVersion,
 		flotillav1alpha1.GroupVersion,
+		proxyv1alpha1.GroupVersion,
+		authenticationv1beta1.GroupVersion, authenticationv1alpha1.GroupVersion,
+		clustergatewayv1alpha1.GroupVersion,
 	} {
 		if !s.IsVersionRegistered(gv) {
 			t.Errorf("%s is not registered", gv)
@@ -111,5 +118,38 @@ func TestAddOnV1alpha1IsPreferred(t *testing.T) {
 		if err != nil || len(gvks) != 1 || gvks[0].GroupVersion() != tc.want {
 			t.Errorf("%T registered as %v (%v), want %s", tc.obj, gvks, err, tc.want)
 		}
+	}
+}
+
+// TestAddOnAPIKinds: the kinds of the cluster-proxy, managed-serviceaccount and
+// cluster-gateway APIs are registered under their upstream group, version and kind, and
+// ManagedServiceAccount v1beta1, the storage version, is preferred over the deprecated
+// v1alpha1.
+func TestAddOnAPIKinds(t *testing.T) {
+	s := New()
+	for _, tc := range []struct {
+		obj  runtime.Object
+		want schema.GroupVersionKind
+	}{
+		{&proxyv1alpha1.ManagedProxyConfiguration{}, proxyv1alpha1.GroupVersion.WithKind("ManagedProxyConfiguration")},
+		{&proxyv1alpha1.ManagedProxyConfigurationList{}, proxyv1alpha1.GroupVersion.WithKind("ManagedProxyConfigurationList")},
+		{&proxyv1alpha1.ManagedProxyServiceResolver{}, proxyv1alpha1.GroupVersion.WithKind("ManagedProxyServiceResolver")},
+		{&proxyv1alpha1.ManagedProxyServiceResolverList{}, proxyv1alpha1.GroupVersion.WithKind("ManagedProxyServiceResolverList")},
+		{&authenticationv1beta1.ManagedServiceAccount{}, authenticationv1beta1.GroupVersion.WithKind("ManagedServiceAccount")},
+		{&authenticationv1beta1.ManagedServiceAccountList{}, authenticationv1beta1.GroupVersion.WithKind("ManagedServiceAccountList")},
+		{&authenticationv1alpha1.ManagedServiceAccount{}, authenticationv1alpha1.GroupVersion.WithKind("ManagedServiceAccount")},
+		{&clustergatewayv1alpha1.ClusterGateway{}, clustergatewayv1alpha1.GroupVersion.WithKind("ClusterGateway")},
+		{&clustergatewayv1alpha1.ClusterGatewayList{}, clustergatewayv1alpha1.GroupVersion.WithKind("ClusterGatewayList")},
+		{&clustergatewayv1alpha1.ClusterGatewayProxyOptions{}, clustergatewayv1alpha1.GroupVersion.WithKind("ClusterGatewayProxyOptions")},
+	} {
+		gvks, _, err := s.ObjectKinds(tc.obj)
+		if err != nil || len(gvks) != 1 || gvks[0] != tc.want {
+			t.Errorf("%T registered as %v (%v), want %s", tc.obj, gvks, err, tc.want)
+		}
+	}
+	group := authenticationv1beta1.GroupVersion.Group
+	got := s.PrioritizedVersionsForGroup(group)
+	if len(got) != 2 || got[0] != authenticationv1beta1.GroupVersion || got[1] != authenticationv1alpha1.GroupVersion {
+		t.Fatalf("%s versions by priority: %v, want v1beta1 then v1alpha1", group, got)
 	}
 }

@@ -1,0 +1,27 @@
+package v1alpha1
+
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/scheme"
+)
+
+var (
+	// GroupVersion is the API group and version of this package.
+	GroupVersion = schema.GroupVersion{Group: "cluster.core.oam.dev", Version: "v1alpha1"}
+
+	// SchemeBuilder collects the kinds of this package for a runtime.Scheme.
+	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+
+	// AddToScheme registers ClusterGateway, its list and ClusterGatewayProxyOptions with a
+	// scheme.
+	AddToScheme = SchemeBuilder.AddToScheme
+)
+
+func init() {
+	SchemeBuilder.Register(&ClusterGateway{}, &ClusterGatewayList{}, &ClusterGatewayProxyOptions{})
+}
+
+// Resource returns the group-qualified resource for name, e.g. "clustergateways".
+func Resource(name string) schema.GroupResource {
+	return GroupVersion.WithResource(name).GroupResource()
+}
