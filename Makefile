@@ -208,7 +208,7 @@ bench-fleet: build $(CONTROLPLANE)
 
 ## bench-fleet-curve: one hub sees the fleet grow through 500, 1,000, 2,000 and 5,000 clusters
 ## (2 minutes steady at each, bench-fleet's phases at 5,000); prints each figure per 1,000
-## clusters and writes docs/fleet-curve.svg
+## clusters and writes docs/fleet-curve.svg (once the steady phases are measured)
 bench-fleet-curve: build $(CONTROLPLANE)
 	$(GO) run ./e2e/fleet/bench -flotilla $(BIN)/flotilla -sizes 500,1000,2000,5000 -plot docs/fleet-curve.svg $(FLEET_ARGS)
 

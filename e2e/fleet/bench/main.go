@@ -63,18 +63,21 @@ func main() {
 			ns = slices.Compact(ns)
 		}
 		cfg.Clusters = ns[len(ns)-1]
-		results, err := run(ctx, binary, verbose, cfg, ns, *signing, *profileDir)
-		if err != nil {
-			return "", fmt.Errorf("%d clusters: %w", cfg.Clusters, err)
-		}
-		if len(results) > 1 {
-			fleetbench.Growth(os.Stdout, results)
-			if *plot != "" {
-				if err := os.WriteFile(*plot, []byte(fleetbench.SVG(results)), 0o644); err != nil {
-					return "", err
-				}
-				fmt.Printf("curve written to %s\n", *plot)
+		var plotErr error
+		cfg.Sized = func(rs []fleetbench.Result) {
+			if len(rs) < 2 {
+				return
 			}
+			fleetbench.Growth(os.Stdout, rs)
+			if *plot != "" {
+				if plotErr = os.WriteFile(*plot, []byte(fleetbench.SVG(rs)), 0o644); plotErr == nil {
+					fmt.Printf("curve written to %s\n", *plot)
+				}
+			}
+		}
+		results, err := run(ctx, binary, verbose, cfg, ns, *signing, *profileDir)
+		if err = errors.Join(err, plotErr); err != nil {
+			return "", fmt.Errorf("%d clusters: %w", cfg.Clusters, err)
 		}
 		return results[len(results)-1].Line(), nil
 	})

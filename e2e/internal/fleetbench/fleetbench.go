@@ -57,6 +57,9 @@ type Config struct {
 	Silent float64
 	// Out receives the table.
 	Out io.Writer
+	// Sized, when set, receives the results of every size once the last size's steady phase
+	// is measured, before the other phases (a curve survives a later phase's failure).
+	Sized func([]Result)
 }
 
 // Probe reads a process's resource use; nil fields are not measured.
@@ -269,6 +272,9 @@ func Curve(ctx context.Context, c client.WithWatch, f *sim.Fleet, sizes []int, c
 			size, steady, res.SteadyHubCPU, res.HubRSSMiB, res.APIServerRSSMiB, res.EtcdDBMiB)
 		reqs = printRequests(ctx, out, probe, "steady", reqs, size)
 		rs = append(rs, res)
+	}
+	if cfg.Sized != nil {
+		cfg.Sized(rs)
 	}
 	res, err := phases(ctx, c, f, cfg, probe, flaps, reqs, rs[len(rs)-1], row)
 	rs[len(rs)-1] = res
