@@ -152,10 +152,16 @@ func run(ctx context.Context, binary string, verbose bool, cfg fleetbench.Config
 }
 
 // apiRequests reads kube-apiserver's request counts by verb and resource (with its
-// subresource) from its metrics.
+// subresource), and the requests API Priority and Fairness rejected by priority level, from its
+// metrics.
 func apiRequests(ctx context.Context, hc *http.Client, host string) (map[string]float64, error) {
 	out := map[string]float64{}
 	err := benchenv.Metrics(ctx, hc, strings.TrimSuffix(host, "/")+"/metrics", func(s benchenv.Sample) {
+		if s.Name == "apiserver_flowcontrol_rejected_requests_total" {
+			// Requests API Priority and Fairness turned away (429), by level and reason.
+			out["REJECTED "+s.Label("priority_level")+"/"+s.Label("reason")] += s.Value
+			return
+		}
 		if s.Name != "apiserver_request_total" {
 			return
 		}
