@@ -407,7 +407,7 @@ func (h *Hub) setupWebhooks(kube kubernetes.Interface) error {
 	if err := srv.Register(manifestwork.NewFinalizer(h.mgr.GetClient())); err != nil {
 		return fmt.Errorf("hub: %w", err)
 	}
-	if err := srv.Register(managedclusterwebhook.NewDefaults(h.opts.FeatureGates.Enabled(featuregates.DefaultClusterSet))); err != nil {
+	if err := srv.Register(managedclusterwebhook.NewDefaults()); err != nil {
 		return fmt.Errorf("hub: %w", err)
 	}
 	// The add-on kinds are served at v1beta1 too, converted here (v1alpha1 is stored).

@@ -57,7 +57,7 @@ var _ = Describe("ManagedCluster defaults at create", Ordered, func() {
 		var err error
 		c, err = client.New(hubConf, client.Options{Scheme: scheme})
 		Expect(err).NotTo(HaveOccurred())
-		srv := start(webhook.Options{ConfigurationName: configuration}, specDefaults{managedcluster.NewDefaults(true)})
+		srv := start(webhook.Options{ConfigurationName: configuration}, specDefaults{managedcluster.NewDefaults()})
 		cleanup(srv)
 		Eventually(func(ctx context.Context) []string {
 			return created(ctx, cluster(fmt.Sprintf("defaults-probe-%d", GinkgoRandomSeed()), nil), true).Finalizers
@@ -65,13 +65,14 @@ var _ = Describe("ManagedCluster defaults at create", Ordered, func() {
 			"waiting for the API server to call the defaults webhook through MutatingWebhookConfiguration %s", configuration)
 	})
 
-	It("gives a new cluster its finalizer, the default cluster set and the unreachable taint, with timeAdded on every taint", func(ctx SpecContext) {
+	It("gives a new cluster its finalizer and the unreachable taint, with timeAdded on every taint", func(ctx SpecContext) {
 		before := time.Now().Add(-time.Second)
 		forged := metav1.NewTime(time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC))
 		mc := created(ctx, cluster("defaults-plain", map[string]string{"env": "dev"},
 			clusterv1.Taint{Key: "example.com/maintenance", Effect: clusterv1.TaintEffectNoSelect, TimeAdded: forged}), false)
 		Expect(mc.Finalizers).To(Equal([]string{clusterv1.ManagedClusterFinalizer}))
-		Expect(mc.Labels).To(HaveKeyWithValue(clusterv1beta2.ClusterSetLabel, clusterv1beta2.DefaultClusterSetName))
+		// The set label is the controller's: the creator would need "join" on the default set.
+		Expect(mc.Labels).NotTo(HaveKey(clusterv1beta2.ClusterSetLabel))
 		Expect(mc.Labels).To(HaveKeyWithValue("env", "dev"))
 		Expect(mc.Spec.Taints).To(HaveLen(2))
 		Expect(mc.Spec.Taints[0].Key).To(Equal("example.com/maintenance"))
@@ -82,7 +83,7 @@ var _ = Describe("ManagedCluster defaults at create", Ordered, func() {
 		}
 	})
 
-	It("keeps a cluster set the creator chose and finalizers it set", func(ctx SpecContext) {
+	It("keeps the creator's cluster set and finalizers", func(ctx SpecContext) {
 		mc := cluster("defaults-own-set", map[string]string{clusterv1beta2.ClusterSetLabel: "edge"})
 		mc.Finalizers = []string{"example.com/keep"}
 		mc = created(ctx, mc, false)

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
-	"strings"
 	"time"
 
 	"gomodules.xyz/jsonpatch/v2"
@@ -15,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
-	clusterv1beta2 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta2"
 	"github.com/flotilla-dev/flotilla/hub/registration/taint"
 	"github.com/flotilla-dev/flotilla/hub/webhook"
 )
@@ -27,22 +25,22 @@ const DefaultsName = "managedclusters.defaults.flotilla.dev"
 const DefaultsPath = "/mutate/cluster.open-cluster-management.io/v1/managedclusters"
 
 // Defaults gives a ManagedCluster at its creation what the hub's controllers would otherwise
-// write to it in three updates right after: the cleanup finalizer, the default cluster set
-// label (with the DefaultClusterSet gate, as OCM's webhook does) and the built-in unreachable
+// write to it in two updates right after: the cleanup finalizer and the built-in unreachable
 // taint, and, as OCM's webhook does, the creation time as timeAdded of every taint. A fleet
 // joining thousands of clusters saves those writes, their admission and their watch events.
 // It is only a shortcut: its failure policy is Ignore, and the controllers still add what is
-// missing.
+// missing. The default cluster set label stays the controller's (OCM's webhook adds it here):
+// added in the create, it would make the creator need "join" on the default set, which the
+// hub's admission policy asks of whoever sets the label.
 type Defaults struct {
-	defaultClusterSet bool
-	now               func() time.Time
+	now func() time.Time
 }
 
 var _ webhook.Validating = (*Defaults)(nil)
 
-// NewDefaults returns the handler; defaultClusterSet says the DefaultClusterSet gate is on.
-func NewDefaults(defaultClusterSet bool) *Defaults {
-	return &Defaults{defaultClusterSet: defaultClusterSet, now: time.Now}
+// NewDefaults returns the handler.
+func NewDefaults() *Defaults {
+	return &Defaults{now: time.Now}
 }
 
 // Registration sends creates of managedclusters.
@@ -83,15 +81,6 @@ func (d *Defaults) Handle(_ context.Context, req admission.Request) admission.Re
 	case !slices.Contains(mc.Finalizers, clusterv1.ManagedClusterFinalizer):
 		ops = append(ops, jsonpatch.NewOperation("add", "/metadata/finalizers/-", clusterv1.ManagedClusterFinalizer))
 	}
-	if d.defaultClusterSet && mc.Labels[clusterv1beta2.ClusterSetLabel] == "" {
-		if len(mc.Labels) == 0 {
-			ops = append(ops, jsonpatch.NewOperation("add", "/metadata/labels",
-				map[string]string{clusterv1beta2.ClusterSetLabel: clusterv1beta2.DefaultClusterSetName}))
-		} else {
-			ops = append(ops, jsonpatch.NewOperation("add", "/metadata/labels/"+escape(clusterv1beta2.ClusterSetLabel),
-				clusterv1beta2.DefaultClusterSetName))
-		}
-	}
 	// A create's timeAdded values are ignored, as OCM's webhook does: a taint is added now.
 	now := d.now().Truncate(time.Second)
 	taints := make([]clusterv1.Taint, len(mc.Spec.Taints))
@@ -112,11 +101,6 @@ func (d *Defaults) Handle(_ context.Context, req admission.Request) admission.Re
 		return admission.Allowed("")
 	}
 	return admission.Patched("", ops...)
-}
-
-// escape makes a map key a JSON Pointer token (RFC 6901).
-func escape(key string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(key, "~", "~0"), "/", "~1")
 }
 
 // hasSpec says the object sent has a spec member.

@@ -46,13 +46,14 @@ func mutate(t *testing.T, d *Defaults, raw string) clusterv1.ManagedCluster {
 
 func TestDefaults(t *testing.T) {
 	now := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
-	d := NewDefaults(false)
+	d := NewDefaults()
 	d.now = func() time.Time { return now }
 
-	// Without the DefaultClusterSet gate no set label; an object without spec or labels.
+	// An object without spec or labels gets the finalizer and the unreachable taint, and no
+	// cluster set label (the controller's: see Defaults).
 	mc := mutate(t, d, `{"apiVersion":"cluster.open-cluster-management.io/v1","kind":"ManagedCluster","metadata":{"name":"c1"}}`)
 	if _, ok := mc.Labels[clusterv1beta2.ClusterSetLabel]; ok {
-		t.Errorf("labels %v: the default set label without the DefaultClusterSet gate", mc.Labels)
+		t.Errorf("labels %v: a cluster set label in the create", mc.Labels)
 	}
 	if len(mc.Finalizers) != 1 || mc.Finalizers[0] != clusterv1.ManagedClusterFinalizer {
 		t.Errorf("finalizers %v", mc.Finalizers)
@@ -61,15 +62,12 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("taints %+v, want the unreachable taint added now", mc.Spec.Taints)
 	}
 
-	// With it, a label is added beside others (a key with a slash is escaped in the patch).
-	d.defaultClusterSet = true
-	mc = mutate(t, d, `{"metadata":{"name":"c2","labels":{"a/b":"c"}},"spec":{"hubAcceptsClient":true}}`)
-	if mc.Labels[clusterv1beta2.ClusterSetLabel] != clusterv1beta2.DefaultClusterSetName || mc.Labels["a/b"] != "c" || !mc.Spec.HubAcceptsClient {
-		t.Errorf("labels %v, spec %+v", mc.Labels, mc.Spec)
+	// A spec and other finalizers stay; a taint's timeAdded is the creation time.
+	mc = mutate(t, d, `{"metadata":{"name":"c2","finalizers":["example.com/keep"]},"spec":{"hubAcceptsClient":true,"taints":[{"key":"example.com/t","effect":"NoSelect","timeAdded":"2001-01-01T00:00:00Z"}]}}`)
+	if !mc.Spec.HubAcceptsClient || len(mc.Finalizers) != 2 || mc.Finalizers[0] != "example.com/keep" {
+		t.Errorf("spec %+v, finalizers %v", mc.Spec, mc.Finalizers)
 	}
-	// An empty set label counts as none, as in OCM.
-	mc = mutate(t, d, `{"metadata":{"name":"c3","labels":{"`+clusterv1beta2.ClusterSetLabel+`":""}},"spec":{}}`)
-	if mc.Labels[clusterv1beta2.ClusterSetLabel] != clusterv1beta2.DefaultClusterSetName {
-		t.Errorf("labels %v", mc.Labels)
+	if len(mc.Spec.Taints) != 2 || !mc.Spec.Taints[0].TimeAdded.Time.Equal(now) {
+		t.Errorf("taints %+v", mc.Spec.Taints)
 	}
 }
