@@ -181,7 +181,7 @@ func expectAvailable(ctx context.Context, api *testAPI) {
 		status, msg, err := available(ctx, api.apiService().Name())
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(status).To(Equal("True"), "APIService %s not Available: %s", api.apiService().Name(), msg)
-	}).WithContext(ctx).Should(Succeed(), "waiting for APIService %s to become Available", api.apiService().Name())
+	}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed(), "waiting for APIService %s to become Available", api.apiService().Name())
 }
 
 // getEcho GETs echo e1 of api in namespace default through the hub API server as cfg and
@@ -211,7 +211,7 @@ func caBundleOf(ctx context.Context, name string) ([]byte, error) {
 }
 
 var _ = Describe("Aggregated APIs", func() {
-	It("become Available through an ExternalName Service and get requests as the calling user", func(ctx SpecContext) {
+	It("become Available through an ExternalName Service and get requests as the calling user", SpecTimeout(2*time.Minute), func(ctx SpecContext) {
 		api := newTestAPI("whoami")
 		srv := startAPI("apis-whoami", api, webhook.Options{})
 
@@ -250,7 +250,7 @@ var _ = Describe("Aggregated APIs", func() {
 		Eventually(func(ctx context.Context) (err error) {
 			seen, err = getEcho(ctx, alice, api)
 			return err
-		}).WithContext(ctx).Should(Succeed(), "GET of an echo through the hub API server as alice")
+		}).WithContext(ctx).WithTimeout(30*time.Second).Should(Succeed(), "GET of an echo through the hub API server as alice")
 		Expect(seen.Username).To(Equal("alice"))
 		Expect(seen.Groups).To(ConsistOf("apis-whoami-team", "apis-whoami-other", "system:authenticated"))
 
@@ -274,7 +274,7 @@ var _ = Describe("Aggregated APIs", func() {
 		}
 	})
 
-	It("refuses requests without the front proxy's client certificate with 401", func(ctx SpecContext) {
+	It("refuse requests without the front proxy's client certificate with 401", SpecTimeout(2*time.Minute), func(ctx SpecContext) {
 		api := newTestAPI("certs")
 		srv := startAPI("apis-certs", api, webhook.Options{})
 		bundle, err := caBundleOf(ctx, api.apiService().Name())
@@ -329,7 +329,7 @@ var _ = Describe("Aggregated APIs", func() {
 		Eventually(func() int {
 			code, body = get(echoPath, &frontProxy)
 			return code
-		}).WithContext(ctx).Should(Equal(http.StatusOK), "GET with the front-proxy certificate: %s", body)
+		}).WithContext(ctx).WithTimeout(30*time.Second).Should(Equal(http.StatusOK), "GET with the front-proxy certificate: %s", body)
 		Expect(body).To(ContainSubstring(`"username":"mallory"`))
 		code, body = get("/apis/"+api.group, &frontProxy)
 		Expect(code).To(Equal(http.StatusOK), body)
@@ -375,7 +375,7 @@ var _ = Describe("Aggregated APIs", func() {
 			}
 			conn, br = c.(*tls.Conn), r
 			return nil
-		}).WithContext(ctx).Should(Succeed(), "upgrading %s through the hub API server", path)
+		}).WithContext(ctx).WithTimeout(30*time.Second).Should(Succeed(), "upgrading %s through the hub API server", path)
 		DeferCleanup(func() { _ = conn.Close() })
 		Expect(api.seen()).To(ContainElement(HaveField("Username", environment.AdminUser)), "the upgrade request did not carry the calling user")
 
@@ -398,7 +398,7 @@ var _ = Describe("Aggregated APIs", func() {
 		}
 	})
 
-	It("follow CA rotation in the APIService's caBundle", func(ctx SpecContext) {
+	It("follow CA rotation in the APIService's caBundle", SpecTimeout(3*time.Minute), func(ctx SpecContext) {
 		api := newTestAPI("rotation")
 		opts := webhook.Options{
 			// As the certificate rotation spec: the CA lives 33s and is replaced about 20s in.
@@ -436,11 +436,11 @@ var _ = Describe("Aggregated APIs", func() {
 		Eventually(func(ctx context.Context) error {
 			_, err := getEcho(ctx, hub.Config, api)
 			return err
-		}).WithContext(ctx).Should(Succeed(), "GET through the hub API server after the CA rotation")
+		}).WithContext(ctx).WithTimeout(30*time.Second).Should(Succeed(), "GET through the hub API server after the CA rotation")
 		expectAvailable(ctx, api)
 	})
 
-	It("point at the Service in front of the server when one is set", func(ctx SpecContext) {
+	It("point at the Service in front of the server when one is set", SpecTimeout(time.Minute), func(ctx SpecContext) {
 		api := newTestAPI("service")
 		opts := webhook.Options{
 			ConfigurationName: "apis-service", SecretName: "apis-service-certs", Logger: logger.WithName("webhook"),
@@ -458,7 +458,7 @@ var _ = Describe("Aggregated APIs", func() {
 			g.Expect(svcRef).To(Equal(map[string]any{"namespace": webhook.DefaultNamespace, "name": "apis-service-hub", "port": int64(443)}))
 			prio, _, _ := unstructured.NestedInt64(obj.Object, "spec", "groupPriorityMinimum")
 			g.Expect(prio).To(Equal(int64(webhook.APIServiceGroupPriorityMinimum)))
-		}).WithContext(ctx).Should(Succeed(), "waiting for APIService %s", api.apiService().Name())
+		}).WithContext(ctx).WithTimeout(30*time.Second).Should(Succeed(), "waiting for APIService %s", api.apiService().Name())
 		_, err = kube.CoreV1().Services(webhook.DefaultNamespace).Get(ctx, "apis-service"+webhook.APIServiceSuffix, metav1.GetOptions{})
 		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "an ExternalName Service was created with a Service set: %v", err)
 	})
