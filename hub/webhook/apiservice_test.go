@@ -321,7 +321,8 @@ var _ = Describe("Aggregated APIs", func() {
 		Expect(code).To(Equal(http.StatusUnauthorized), body)
 		code, body = get("/apis/"+api.group, &forged)
 		Expect(code).To(Equal(http.StatusUnauthorized), "group discovery: %s", body)
-		Expect(api.seen()).To(BeEmpty(), "a refused request reached the handler")
+		// (The aggregator's own discovery and availability checks do reach it.)
+		Expect(api.seen()).NotTo(ContainElement(HaveField("Username", "mallory")), "a refused request reached the handler")
 
 		By("the front proxy's own certificate gets through, as the user its headers name")
 		frontProxy, err := tls.LoadX509KeyPair(filepath.Join(hub.Dir, "pki", "front-proxy-client.crt"), filepath.Join(hub.Dir, "pki", "front-proxy-client.key"))
