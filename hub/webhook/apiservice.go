@@ -331,6 +331,9 @@ func (s *Server) apiServiceApply(a *registeredAPI, svc ServiceReference, caBundl
 			"versionPriority":      int64(APIServiceVersionPriority),
 			"service":              map[string]any{"namespace": svc.Namespace, "name": svc.Name, "port": int64(svc.Port)},
 			"caBundle":             caBundle,
+			// Owned too, so that the aggregator verifies the server (and an apply over an
+			// APIService someone set to skip verification is not refused for having both).
+			"insecureSkipTLSVerify": false,
 		},
 	}
 }

@@ -31,6 +31,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -462,6 +463,24 @@ var _ = Describe("Aggregated APIs", func() {
 		}).WithContext(ctx).WithTimeout(30*time.Second).Should(Succeed(), "waiting for APIService %s", api.apiService().Name())
 		_, err = kube.CoreV1().Services(webhook.DefaultNamespace).Get(ctx, "apis-service"+webhook.APIServiceSuffix, metav1.GetOptions{})
 		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "an ExternalName Service was created with a Service set: %v", err)
+
+		By("a deleted APIService is restored, and so is a tampered caBundle")
+		name := api.apiService().Name()
+		before, err := dyn.Resource(apiServices).Get(ctx, name, metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		bundle, err := caBundleOf(ctx, name)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(dyn.Resource(apiServices).Delete(ctx, name, metav1.DeleteOptions{})).To(Succeed())
+		Eventually(func(g Gomega, ctx context.Context) {
+			obj, err := dyn.Resource(apiServices).Get(ctx, name, metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(obj.GetUID()).NotTo(Equal(before.GetUID()))
+		}).WithContext(ctx).WithTimeout(30*time.Second).Should(Succeed(), "waiting for APIService %s to be created again", name)
+		_, err = dyn.Resource(apiServices).Patch(ctx, name, types.MergePatchType, []byte(`{"spec":{"caBundle":null,"insecureSkipTLSVerify":true}}`), metav1.PatchOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func(ctx context.Context) ([]byte, error) {
+			return caBundleOf(ctx, name)
+		}).WithContext(ctx).WithTimeout(30*time.Second).Should(Equal(bundle), "waiting for the caBundle of APIService %s to be restored", name)
 	})
 
 	It("are checked when registered", func() {
