@@ -79,10 +79,7 @@ const (
 
 var apiServicesResource = schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
 
-type registeredAPI struct {
-	APIService
-	prefix string // /apis/<group>/<version>
-}
+type registeredAPI struct{ APIService }
 
 // RegisterAPIService serves a and keeps the APIService <Version>.<Group> pointing at the
 // Server, with the Server's CA bundle. It may be called before or after Start; the
@@ -119,13 +116,13 @@ func (s *Server) RegisterAPIService(a APIService) error {
 		}
 		s.frontProxy = fp
 	}
-	s.apis[a.Name()] = &registeredAPI{APIService: a, prefix: "/apis/" + a.Group + "/" + a.Version}
+	s.apis[a.Name()] = &registeredAPI{APIService: a}
 	s.startAPIWatchLocked()
 	s.Resync()
 	return nil
 }
 
-// apiHandler is the handler for path on an APIService path, or nil: the registered version
+// apiHandlerLocked is the handler for path on an APIService path, or nil: the registered version
 // for a path under /apis/<group>/<version>, and the group's discovery document for
 // /apis/<group>. s.mu is held (read).
 func (s *Server) apiHandlerLocked(path string) http.Handler {
