@@ -187,6 +187,12 @@ func TestOptionsDefaults(t *testing.T) {
 	} else if p := o.certPolicy(); strings.Join(p.dnsNames, ",") != "hub.ns.svc,hub.ns.svc.cluster.local" {
 		t.Errorf("service names %v", p.dnsNames)
 	}
+	// URL mode: the name the aggregator verifies for the ExternalName Service of the APIServices.
+	if o, err := (Options{}).withDefaults(); err != nil {
+		t.Error(err)
+	} else if p := o.certPolicy(); strings.Join(p.dnsNames, ",") != "flotilla-hub-apiservice.open-cluster-management-hub.svc" || len(p.ips) != 1 {
+		t.Errorf("URL mode names %v %v", p.dnsNames, p.ips)
+	}
 	if r, err := ParseServiceReference("open-cluster-management-hub/flotilla-hub:443"); err != nil || r.String() != "open-cluster-management-hub/flotilla-hub:443" {
 		t.Errorf("%v %v", r, err)
 	}

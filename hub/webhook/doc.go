@@ -50,6 +50,37 @@
 // storage version fails ("conversion webhook ... failed"); the storage version keeps
 // working (for the add-on kinds: v1alpha1, which Flotilla's controllers use).
 //
+// # Aggregated APIs
+//
+// RegisterAPIService, before or after Start, serves an API group version under
+// /apis/<group>/<version> (and the group's APIGroup document at /apis/<group>) and makes the
+// Server keep an APIService <version>.<group> (groupPriorityMinimum 5000, versionPriority 10)
+// pointing at itself with its CA bundle as caBundle: server-side-applied under FieldManager
+// with the resourceVersion read just before as precondition, in the same sync as the
+// configuration and restored within moments when edited or deleted. The hub API server's
+// aggregator then proxies every request for that group version to the Server, after
+// authenticating and authorizing the caller itself. With Options.Service the APIService names
+// that Service. Otherwise (URL mode: flotilla dev, tests) it names a Service of type
+// ExternalName, <ConfigurationName>-apiservice in Options.Namespace, whose externalName is
+// Hosts[0], on the bound port: the aggregator resolves such a Service to
+// https://<externalName>:<port> and needs no Endpoints, which could not hold a loopback
+// address. Either way the aggregator checks the serving certificate for
+// <service>.<namespace>.svc, which the certificate covers.
+//
+// The Server authenticates the aggregator as every aggregated API server does: a client
+// certificate signed by the requestheader CA, with one of the allowed names, and the user,
+// groups and extra in the headers named by the ConfigMap
+// kube-system/extension-apiserver-authentication (followed as it changes). The handler finds
+// that user with k8s.io/apiserver/pkg/endpoints/request.UserFrom; a request on an APIService
+// path without such a certificate is answered 401 and never reaches it. Webhook paths are
+// served as before (the TLS server asks for a client certificate, which the API server's
+// webhook calls do not send). The server sets no timeouts beyond reading request headers, so
+// watches and upgraded (hijacked) connections last; the hub API server treats requests for
+// a proxy subresource (and watches) as long-running, so they pass the aggregator too. HTTP/2
+// connections carry up to MaxConcurrentStreams streams. When the Server stops, requests get
+// five seconds to finish; then their contexts end, which a hijacked connection's handler
+// must follow, and the rest are closed.
+//
 // # Certificates
 //
 // The Server keeps a self-signed CA and a serving certificate (ECDSA P-256) for the hosts it
@@ -97,5 +128,8 @@
 // patch, list and watch ValidatingWebhookConfigurations (and patch, delete, list and watch the
 // MutatingWebhookConfiguration of the same name), create SubjectAccessReviews for
 // the ManifestWork executor check, and, with a conversion registered, get, patch, list and
-// watch CustomResourceDefinitions.
+// watch CustomResourceDefinitions. With an APIService registered: get, patch, list and watch
+// APIServices; in URL mode get, patch, list and watch Services in the hub namespace; get,
+// list and watch the ConfigMap kube-system/extension-apiserver-authentication (the Role
+// extension-apiserver-authentication-reader there grants it).
 package webhook

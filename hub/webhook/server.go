@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -81,8 +82,10 @@ type Options struct {
 	BindAddress string
 	// Hosts are the DNS names and IP addresses the API server reaches the server at; the
 	// serving certificate covers all of them and, unless Service is set, the configuration
-	// points at https://<Hosts[0]>:<bound port>. Default: the host of BindAddress, which must
-	// then be a specific address (not 0.0.0.0 or ::).
+	// points at https://<Hosts[0]>:<bound port> (and the certificate also covers
+	// <ConfigurationName>-apiservice.<Namespace>.svc, the name APIServices reach it by; see
+	// RegisterAPIService). Default: the host of BindAddress, which must then be a specific
+	// address (not 0.0.0.0 or ::).
 	Hosts []string
 	// Service, when set, makes the configuration reach the server through a Service
 	// (clientConfig.service) instead of a URL: for a hub running in the cluster whose API
@@ -196,6 +199,10 @@ func (o Options) certPolicy() certPolicy {
 	hosts := slices.Clone(o.Hosts)
 	if s := o.Service; s != nil {
 		hosts = append(hosts, s.Name+"."+s.Namespace+".svc", s.Name+"."+s.Namespace+".svc.cluster.local")
+	} else {
+		// The aggregator verifies the server as <service>.<namespace>.svc of the APIService's
+		// Service, here the ExternalName one, whatever address it dials.
+		hosts = append(hosts, o.ConfigurationName+APIServiceSuffix+"."+o.Namespace+".svc")
 	}
 	for _, h := range hosts {
 		if ip := net.ParseIP(h); ip != nil {
@@ -216,6 +223,7 @@ type Server struct {
 	opts   Options
 	kube   kubernetes.Interface
 	apiext apiextensionsclient.Interface
+	dyn    dynamic.Interface
 	log    logr.Logger
 	policy certPolicy
 
@@ -228,6 +236,11 @@ type Server struct {
 	conversions  []*registeredConversion
 	watchCtx     context.Context // the loop's, once started
 	crdInformers apiextensionsinformers.SharedInformerFactory
+
+	apis        map[string]*registeredAPI // by APIService name
+	frontProxy  *frontProxy               // once an APIService is registered
+	apiWatching bool
+	apiWatchers sync.WaitGroup
 
 	cert    atomic.Pointer[tls.Certificate]
 	trigger chan struct{}
@@ -267,10 +280,15 @@ func New(cfg *rest.Config, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("webhook server: apiextensions clientset: %w", err)
 	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("webhook server: dynamic client: %w", err)
+	}
 	s := &Server{
 		opts:     opts,
 		kube:     kube,
 		apiext:   apiext,
+		dyn:      dyn,
 		log:      opts.Logger,
 		policy:   opts.certPolicy(),
 		handlers: map[string]*registered{},
@@ -358,16 +376,24 @@ func (s *Server) SetupWithManager(mgr ctrl.Manager) error { return mgr.Add(s) }
 // NeedLeaderElection is false: every hub replica serves webhooks.
 func (s *Server) NeedLeaderElection() bool { return false }
 
-// ServeHTTP dispatches by path to the registered handlers.
+// ServeHTTP dispatches by path to the registered handlers: webhooks by exact path, then
+// APIServices by prefix (after front-proxy authentication).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.RLock()
 	h := s.paths[r.URL.Path]
-	s.mu.RUnlock()
+	var api http.Handler
 	if h == nil {
-		http.NotFound(w, r)
-		return
+		api = s.apiHandlerLocked(r.URL.Path)
 	}
-	h.ServeHTTP(w, r)
+	s.mu.RUnlock()
+	switch {
+	case h != nil:
+		h.ServeHTTP(w, r)
+	case api != nil:
+		s.serveAPI(w, r, api)
+	default:
+		http.NotFound(w, r)
+	}
 }
 
 // Start listens, serves and keeps certificates and configuration current until ctx ends. On
@@ -384,11 +410,23 @@ func (s *Server) Start(ctx context.Context) error {
 	s.mu.Lock()
 	s.addr = ln.Addr()
 	s.mu.Unlock()
+	// Requests get this context: cancelled once shutdown has given them their grace period,
+	// so that long-running streams and hijacked connections of APIServices end too.
+	serveCtx, stopServing := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopServing()
 	srv := &http.Server{
-		Handler:           s,
+		Handler: s,
+		// No read or write timeout: APIServices serve watches and upgraded connections.
 		ReadHeaderTimeout: 10 * time.Second,
+		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: MaxConcurrentStreams},
+		BaseContext:       func(net.Listener) context.Context { return serveCtx },
 		TLSConfig: &tls.Config{
 			MinVersion: tls.VersionTLS12,
+			// A client certificate is asked for but not checked here: the front-proxy
+			// authenticator of the APIService paths verifies it against a CA that follows a
+			// ConfigMap, and refuses with a 401 rather than a failed handshake. The API server
+			// calls webhooks without one.
+			ClientAuth: tls.RequestClientCert,
 			// The current certificate, replaced on rotation without a restart.
 			GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 				if c := s.cert.Load(); c != nil {
@@ -409,6 +447,7 @@ func (s *Server) Start(ctx context.Context) error {
 	s.mu.Lock()
 	s.watchCtx = loopCtx
 	s.startCRDWatchLocked()
+	s.startAPIWatchLocked()
 	s.mu.Unlock()
 	loopDone := make(chan struct{})
 	go func() {
@@ -425,8 +464,12 @@ func (s *Server) Start(ctx context.Context) error {
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	shutdownErr := srv.Shutdown(shutdownCtx)
+	// What did not finish in the grace period (streams of APIServices) is cut.
+	stopServing()
+	_ = srv.Close()
 	<-loopDone
 	stopInformers()
+	s.apiWatchers.Wait()
 	s.mu.Lock()
 	crdInformers := s.crdInformers
 	s.mu.Unlock()
@@ -568,10 +611,13 @@ func (s *Server) sync(ctx context.Context) error {
 			}
 		}
 	}
-	// Conversion webhooks do not wait for the probe: they need the CA only.
+	// Conversion webhooks and APIServices do not wait for the probe: they need the CA only.
 	if s.material != nil {
 		if cerr := s.syncConversions(ctx); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("conversion webhooks: %w", cerr))
+		}
+		if aerr := s.syncAPIServices(ctx); aerr != nil {
+			err = errors.Join(err, fmt.Errorf("aggregated APIs: %w", aerr))
 		}
 	}
 	if err == nil || ctx.Err() != nil {
