@@ -44,8 +44,11 @@ func newHubCommand() *cobra.Command {
 On start the hub installs the CRDs, the bootstrap identities bound to
 system:open-cluster-management:bootstrap (OCM's ServiceAccount
 open-cluster-management/agent-registration-bootstrap, the earlier cluster-bootstrap as an alias,
-and Kubernetes bootstrap tokens in group system:bootstrappers:managedcluster), the shared agent roles and its own Wasm plugins: csr-renewal always, csr-autoapprove when
---autoapprove-cluster-patterns is set.
+and Kubernetes bootstrap tokens in group system:bootstrappers:managedcluster), the shared agent roles, the
+agents' API Priority and Fairness levels (FlowSchemas and PriorityLevelConfigurations
+flotilla-managed-cluster-heartbeats for their Lease requests and flotilla-managed-cluster-agents
+for the rest, selected by group system:open-cluster-management:managed-clusters) and its own
+Wasm plugins: csr-renewal always, csr-autoapprove when --autoapprove-cluster-patterns is set.
 
 Admission: every gate (execute-as, accepting clusters, joining and binding cluster sets) is a
 Rego policy evaluated by the hub's webhook: the defaults built in (policies/) plus ConfigMaps
