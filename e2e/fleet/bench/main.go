@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"sort"
 	"strconv"
@@ -45,7 +46,7 @@ func main() {
 	flag.DurationVar(&cfg.Churn, "churn", 5*time.Minute, "length of the score churn")
 	flag.DurationVar(&cfg.ChurnEvery, "churn-every", time.Minute, "every cluster's score is updated this often during the churn")
 	signing := flag.Duration("signing-duration", 24*time.Hour, "lifetime of the client certificates the hub signs (kube-controller-manager --cluster-signing-duration); agents rotate theirs at 80% of it, so a short one adds rotations to every phase")
-	profileDir := flag.String("profile", "", "write 60 s CPU profiles of the hub to this directory, from the start of each join (hub.join-N.cpu.pprof) and of the last steady phase")
+	profileDir := flag.String("profile", "", "write 60 s CPU profiles of the hub (hub.NAME.cpu.pprof) and the simulator's heap (sim.NAME.heap.pprof) to this directory, at the start of each join (NAME join-N) and of the last steady phase")
 	flag.Float64Var(&cfg.Silent, "silent", 0.01, "fraction of clusters whose agent stops after joining")
 	benchenv.Main("bench-fleet", 4*time.Hour, func(ctx context.Context, binary string, verbose bool) (string, error) {
 		cfg.Out = os.Stdout
@@ -98,6 +99,10 @@ func run(ctx context.Context, binary string, verbose bool, cfg fleetbench.Config
 		}
 		args = append(args, "--pprof-bind-address", addr)
 		profile = func(ctx context.Context, name string) error {
+			// The simulator's heap too: it shares this machine's memory with the hub's API server.
+			if err := writeHeap(filepath.Join(profileDir, "sim."+name+".heap.pprof")); err != nil {
+				return err
+			}
 			return benchenv.FetchProfile(ctx, http.DefaultClient, "http://"+addr+"/debug/pprof/profile?seconds=60",
 				filepath.Join(profileDir, "hub."+name+".cpu.pprof"), "the hub")
 		}
@@ -149,6 +154,19 @@ func run(ctx context.Context, binary string, verbose bool, cfg fleetbench.Config
 		},
 		Profile: profile,
 	})
+}
+
+// writeHeap writes this process's (the simulator's) heap profile to path.
+func writeHeap(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("the simulator's heap profile: %w", err)
+	}
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		f.Close()
+		return fmt.Errorf("the simulator's heap profile %s: %w", path, err)
+	}
+	return f.Close()
 }
 
 // apiRequests reads kube-apiserver's request counts by verb and resource (with its
