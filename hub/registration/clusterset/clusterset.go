@@ -233,12 +233,20 @@ type DefaultLabelReconciler struct {
 	Client client.Client
 }
 
-// SetupWithManager registers the reconciler.
+// SetupWithManager registers the reconciler. Only a cluster without the label wakes it: the
+// agents' status reports of labelled clusters (several per cluster as it joins, thousands a
+// minute in a large fleet) have nothing for it to do.
 func (r *DefaultLabelReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(defaultLabelController).
-		For(&clusterv1.ManagedCluster{}).
+		For(&clusterv1.ManagedCluster{}, builder.WithPredicates(predicate.NewPredicateFuncs(unlabelled))).
 		Complete(apply.Quiet(r))
+}
+
+// unlabelled reports a cluster that belongs to no set by label.
+func unlabelled(o client.Object) bool {
+	_, ok := o.GetLabels()[clusterv1beta2.ClusterSetLabel]
+	return !ok
 }
 
 // Reconcile labels one cluster if it has no set.

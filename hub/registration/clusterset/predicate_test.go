@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
+	clusterv1beta2 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta2"
 )
 
 // TestMembershipChanged: only a label change can change which sets a cluster is in; the
@@ -31,5 +32,20 @@ func TestMembershipChanged(t *testing.T) {
 		if got := membershipChanged(mc, n); got != tc.want {
 			t.Errorf("%s: membershipChanged = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+func TestUnlabelled(t *testing.T) {
+	mc := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "c1", Labels: map[string]string{"env": "dev"}}}
+	if !unlabelled(mc) {
+		t.Errorf("a cluster without %s must wake the default-label controller", clusterv1beta2.ClusterSetLabel)
+	}
+	mc.Labels[clusterv1beta2.ClusterSetLabel] = "default"
+	if unlabelled(mc) {
+		t.Errorf("a labelled cluster (any status report of it) must not wake the default-label controller")
+	}
+	mc.Labels[clusterv1beta2.ClusterSetLabel] = ""
+	if unlabelled(mc) {
+		t.Errorf("an empty %s label is a choice (no set), not a missing one", clusterv1beta2.ClusterSetLabel)
 	}
 }
