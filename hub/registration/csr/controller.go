@@ -17,6 +17,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -139,6 +140,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("registration-csr-approval").
+		// Each decision is one CSR's plugin calls and writes, independent of the others: as
+		// many at once as the cluster controller (a fleet joining at once queued minutes here).
+		WithOptions(controller.Options{MaxConcurrentReconciles: managedcluster.Workers}).
 		For(&certificatesv1.CertificateSigningRequest{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			c, ok := o.(*certificatesv1.CertificateSigningRequest)
 			return ok && IsReviewedCSR(c) && IsPending(c)
