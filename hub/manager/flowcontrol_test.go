@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/testr"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -101,5 +102,55 @@ func TestAgentFlowControl(t *testing.T) {
 	}
 	if got := schemaOf("someone", nil, lease); got != "another schema" {
 		t.Errorf("a user outside the agents' group went to %s", got)
+	}
+
+	// A hub running as an identity of its own (not system:masters) puts that identity's
+	// requests in workload-high.
+	const hubUser = "flotilla-hub-under-test"
+	if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: hubUser},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: hubUser}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	hubCfg, err := cp.UserConfig(hubUser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h2, err := New(Options{Config: hubCfg, SkipCRDInstall: true, SkipPluginInstall: true, SkipWasmPluginController: true,
+		Webhook: webhook.Options{Disabled: true}, Logger: testr.New(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h2.Prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fs, err := admin.FlowcontrolV1().FlowSchemas().Get(ctx, rbac.HubName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("FlowSchema %s after Prepare as %s: %v", rbac.HubName, hubUser, err)
+	}
+	uid[string(fs.UID)] = rbac.HubName
+	if got := schemaOf(hubUser, nil, other); got != rbac.HubName {
+		t.Errorf("the hub's own request went to %s, want %s", got, rbac.HubName)
+	}
+	if got := schemaOf("someone", nil, other); got == rbac.HubName {
+		t.Errorf("another user's request went to the hub's schema %s", rbac.HubName)
+	}
+}
+
+// TestHubFlowSchema: the hub's schema names a ServiceAccount as such, and none is made for an
+// identity that API Priority and Fairness exempts anyway.
+func TestHubFlowSchema(t *testing.T) {
+	fs := rbac.HubFlowSchema("system:serviceaccount:open-cluster-management-hub:flotilla-hub", []string{"system:serviceaccounts"})
+	if fs == nil || fs.Spec.PriorityLevelConfiguration.Name != "workload-high" {
+		t.Fatalf("HubFlowSchema = %+v, want one in workload-high", fs)
+	}
+	sa := fs.Spec.Rules[0].Subjects[0].ServiceAccount
+	if sa == nil || sa.Namespace != "open-cluster-management-hub" || sa.Name != "flotilla-hub" {
+		t.Errorf("subject = %+v, want ServiceAccount open-cluster-management-hub/flotilla-hub", fs.Spec.Rules[0].Subjects[0])
+	}
+	if fs := rbac.HubFlowSchema("admin", []string{"system:masters"}); fs != nil {
+		t.Errorf("HubFlowSchema for system:masters = %v, want none (exempt)", fs.Name)
 	}
 }

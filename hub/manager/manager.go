@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -355,6 +356,9 @@ func (h *Hub) Prepare(ctx context.Context) error {
 			return fmt.Errorf("hub: flow control for the managed clusters' agents: %w", err)
 		}
 	}
+	if err := h.hubFlowControl(ctx, c); err != nil {
+		return err
+	}
 	if err := admission.RemoveLegacy(ctx, c); err != nil {
 		return fmt.Errorf("hub: %w", err)
 	}
@@ -362,6 +366,23 @@ func (h *Hub) Prepare(ctx context.Context) error {
 		if err := plugininstall.Install(ctx, c, h.opts.AutoApprove); err != nil {
 			return fmt.Errorf("hub: %w", err)
 		}
+	}
+	return nil
+}
+
+// hubFlowControl puts the hub's own requests in the workload-high priority level
+// (rbac.HubFlowSchema), under the identity the API server sees for it.
+func (h *Hub) hubFlowControl(ctx context.Context, c client.Client) error {
+	review := &authenticationv1.SelfSubjectReview{}
+	if err := c.Create(ctx, review); err != nil {
+		return fmt.Errorf("hub: learning its own identity for its flow schema: %w", err)
+	}
+	fs := rbac.HubFlowSchema(review.Status.UserInfo.Username, review.Status.UserInfo.Groups)
+	if fs == nil {
+		return nil
+	}
+	if err := rbac.Apply(ctx, c, fs); err != nil {
+		return fmt.Errorf("hub: flow schema %s for its own requests: %w", fs.Name, err)
 	}
 	return nil
 }

@@ -47,8 +47,9 @@ open-cluster-management/agent-registration-bootstrap, the earlier cluster-bootst
 and Kubernetes bootstrap tokens in group system:bootstrappers:managedcluster), the shared agent roles, the
 agents' API Priority and Fairness levels (FlowSchemas and PriorityLevelConfigurations
 flotilla-managed-cluster-heartbeats for their Lease requests and flotilla-managed-cluster-agents
-for the rest, selected by group system:open-cluster-management:managed-clusters) and its own
-Wasm plugins: csr-renewal always, csr-autoapprove when --autoapprove-cluster-patterns is set.
+for the rest, selected by group system:open-cluster-management:managed-clusters), the FlowSchema
+flotilla-hub that puts its own requests in the workload-high level (unless it runs as
+system:masters, which is exempt) and its own Wasm plugins: csr-renewal always, csr-autoapprove when --autoapprove-cluster-patterns is set.
 
 Admission: every gate (execute-as, accepting clusters, joining and binding cluster sets) is a
 Rego policy evaluated by the hub's webhook: the defaults built in (policies/) plus ConfigMaps
