@@ -1015,7 +1015,7 @@ func TestResolveNamespaces(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res, err := newConfigReader(store, mapper).resolve(context.Background(), tt.l)
+			res, err := newConfigReader(store, nil, mapper).resolve(context.Background(), tt.l)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("resolve() error = %v, want one containing %q", err, tt.wantErr)
@@ -1027,6 +1027,15 @@ func TestResolveNamespaces(t *testing.T) {
 			}
 			if len(res) != len(tt.want) {
 				t.Fatalf("resolve() returned %d configurations, want %d", len(res), len(tt.want))
+			}
+			// The same from the cache: the add-on API's kinds are read there, nothing from the
+			// API server.
+			cached, err := newConfigReader(objects{}, store, mapper).resolve(context.Background(), tt.l)
+			if err != nil {
+				t.Fatalf("resolve from the cache: %v", err)
+			}
+			if !reflect.DeepEqual(cached, res) {
+				t.Errorf("resolve from the cache = %+v, want %+v", cached, res)
 			}
 			for i, w := range tt.want {
 				r := res[i]

@@ -106,7 +106,7 @@ func (r *ConfigReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	rd := newConfigReader(r.Client, r.Mapper)
+	rd := newConfigReader(r.Client, nil, r.Mapper)
 
 	var placements []*decisions.Placement
 	assigned := map[string]int{}

@@ -49,7 +49,7 @@ func (m *Manager) SetupWithManager(mgr ctrl.Manager) error {
 	for _, c := range []interface{ SetupWithManager(ctrl.Manager) error }{
 		&InstallReconciler{Client: m.Client},
 		&ConfigReconciler{Client: m.Client, Mapper: mgr.GetRESTMapper(), Recorder: m.Recorder, Now: m.Now},
-		&DeployReconciler{Client: m.Client, Mapper: mgr.GetRESTMapper(), Registry: m.Registry, MaxWorkSize: m.MaxWorkSize, Recorder: m.Recorder,
+		&DeployReconciler{Client: m.Client, Cache: mgr.GetCache(), Mapper: mgr.GetRESTMapper(), Registry: m.Registry, MaxWorkSize: m.MaxWorkSize, Recorder: m.Recorder,
 			Registrations: addonregistration.Registrations},
 		&addonregistration.Reconciler{Client: m.Client, Permissions: m.permissions},
 		// CustomSigner registrations' CSRs, once approved, are signed with the template's signingCA.
