@@ -26,8 +26,8 @@ var _ = Describe("A simulated fleet of 200 clusters", func() {
 		kc, err := bootstrap.Kubeconfig(ctx, env.ControlPlane.Config, time.Hour)
 		Expect(err).NotTo(HaveOccurred())
 
-		cfg := fleetbench.Config{Clusters: 200, WorksPerCluster: 1, Placements: 10, Steady: 10 * time.Second,
-			Churn: 10 * time.Second, ChurnEvery: 5 * time.Second, Silent: 0.02, Out: GinkgoWriter}
+		cfg := fleetbench.Config{Clusters: 200, WorksPerCluster: 1, Placements: 10, Steady: 5 * time.Second,
+			Churn: 5 * time.Second, ChurnEvery: 5 * time.Second, Silent: 0.02, Out: GinkgoWriter}
 		opts := fleetbench.SimOptions(cfg)
 		opts.BootstrapKubeconfig = kc
 		// Short leases, so the silent clusters go Unknown within the run: renewals every

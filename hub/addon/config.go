@@ -35,7 +35,7 @@ const ConfigControllerName = "addon-config"
 // rollout of a configuration change.
 const EventRolloutStopped = "AddOnRolloutStopped"
 
-// parallelWrites bounds the ManagedClusterAddOn status writes of one reconcile in flight.
+// parallelWrites bounds the ManagedClusterAddOn writes (status, creates) of one reconcile in flight.
 const parallelWrites = 16
 
 // ConfigReconciler resolves the configurations of an add-on's ManagedClusterAddOns and rolls
