@@ -274,8 +274,14 @@ func (a *Agent) connect(ctx context.Context) (*agentStream, error) {
 	if !timeout.Stop() || !stop() {
 		return fail(errors.New("timed out or stopped before the server answered"))
 	}
-	if v := hdr.Get(MetadataServerID); len(v) > 0 {
+	if v := hdr.Get(MetadataServerID); len(v) > 0 && v[0] != "" {
 		s.serverID = v[0]
+	} else {
+		// A refusal comes as a trailers-only response: no header; Recv has the status.
+		if _, err := s.stream.Recv(); err != nil {
+			return fail(err)
+		}
+		return fail(errors.New("the server sent no serverID"))
 	}
 	if v := hdr.Get(MetadataServerCount); len(v) > 0 {
 		n, err := strconv.Atoi(v[0])

@@ -26,19 +26,24 @@ type Backend struct {
 	err  error // why the stream ended, once done is closed
 
 	mu      sync.Mutex
-	pending map[int64]chan dialResult
+	pending map[int64]pendingDial
 }
 
 type dialResult struct {
-	id  int64
-	err string
+	conn *Conn
+	err  string
+}
+
+type pendingDial struct {
+	address string
+	result  chan dialResult // capacity 1
 }
 
 // NewBackend returns the server's end of the agent stream s; what names the agent in
 // errors. Serve must run for dials to complete.
 func NewBackend(s PacketStream, what string, opts MuxOptions) *Backend {
 	opts.Side = Dialer
-	return &Backend{stream: s, what: what, mux: NewMux(s.Send, opts), pending: map[int64]chan dialResult{}, done: make(chan struct{})}
+	return &Backend{stream: s, what: what, mux: NewMux(s.Send, opts), pending: map[int64]pendingDial{}, done: make(chan struct{})}
 }
 
 // Draining reports whether the agent announced that it is stopping (DRAIN): new dials should
@@ -58,8 +63,8 @@ func (b *Backend) Serve() error {
 	}
 	b.mux.Shutdown(err)
 	b.mu.Lock()
-	for r, ch := range b.pending {
-		ch <- dialResult{err: err.Error()}
+	for r, pd := range b.pending {
+		pd.result <- dialResult{err: err.Error()}
 		delete(b.pending, r)
 	}
 	b.mu.Unlock()
@@ -83,16 +88,26 @@ func (b *Backend) serve() error {
 			if r == nil {
 				continue
 			}
-			// Answered under the lock (the channel has room), so that a dialer giving up sees
-			// either its answer or its pending entry.
+			// The connection is registered before the next packet is read (its DATA may
+			// follow at once), and answered under the lock (the channel has room), so that a
+			// dialer giving up sees either its answer or its pending entry.
 			b.mu.Lock()
-			ch := b.pending[r.Random]
+			pd, ok := b.pending[r.Random]
 			delete(b.pending, r.Random)
-			if ch != nil {
-				ch <- dialResult{id: r.ConnectID, err: r.Error}
+			if ok {
+				res := dialResult{err: r.Error}
+				if r.Error == "" {
+					c, err := b.mux.Open(r.ConnectID, fmt.Sprintf("%s: connection to %s", b.what, pd.address), addr("tunnel"), addr(pd.address))
+					if err != nil {
+						res.err = err.Error()
+						_ = b.mux.Send(b.mux.closePacket(r.ConnectID, ""))
+					}
+					res.conn = c
+				}
+				pd.result <- res
 			}
 			b.mu.Unlock()
-			if ch == nil && r.Error == "" && r.ConnectID != 0 {
+			if !ok && r.Error == "" && r.ConnectID != 0 {
 				// The dialer gave up (DIAL_CLS raced the answer): close what the agent opened.
 				_ = b.mux.Send(b.mux.closePacket(r.ConnectID, ""))
 			}
@@ -116,10 +131,10 @@ func (b *Backend) Dial(ctx context.Context, address string) (*Conn, error) {
 	random := rand.Int64()
 	ch := make(chan dialResult, 1)
 	b.mu.Lock()
-	for b.pending[random] != nil || random == 0 {
+	for _, dup := b.pending[random]; dup || random == 0; _, dup = b.pending[random] {
 		random = rand.Int64()
 	}
-	b.pending[random] = ch
+	b.pending[random] = pendingDial{address: address, result: ch}
 	b.mu.Unlock()
 	forget := func() {
 		b.mu.Lock()
@@ -145,8 +160,8 @@ func (b *Backend) Dial(ctx context.Context, address string) (*Conn, error) {
 		// An answer that arrived meanwhile still holds an open connection.
 		select {
 		case res = <-ch:
-			if res.err == "" {
-				_ = b.mux.Send(b.mux.closePacket(res.id, ""))
+			if res.conn != nil {
+				_ = res.conn.Close()
 			}
 		default:
 		}
@@ -155,12 +170,7 @@ func (b *Backend) Dial(ctx context.Context, address string) (*Conn, error) {
 	if res.err != "" {
 		return nil, &DialError{What: b.what, Address: address, Reason: res.err}
 	}
-	c, err := b.mux.Open(res.id, fmt.Sprintf("%s: connection to %s", b.what, address), addr("tunnel"), addr(address))
-	if err != nil {
-		_ = b.mux.Send(b.mux.closePacket(res.id, ""))
-		return nil, err
-	}
-	return c, nil
+	return res.conn, nil
 }
 
 // DialError is a dial the agent refused or failed (DIAL_RSP with an error).

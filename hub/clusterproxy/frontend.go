@@ -21,6 +21,8 @@ import (
 type frontendService struct{ s *Server }
 
 func (f frontendService) Proxy(stream konnectivity.ProxyService_ProxyServer) error {
+	f.s.handlers.Add(1)
+	defer f.s.handlers.Done()
 	if p, ok := peer.FromContext(stream.Context()); ok {
 		if _, agent := p.AuthInfo.(tunnel.AuthInfo); agent {
 			return status.Error(codes.PermissionDenied, "cluster-proxy agents may not dial through the hub")

@@ -61,6 +61,8 @@ type Server struct {
 	agents   *grpc.Server
 	metrics  *metrics
 	log      logr.Logger
+	// handlers are the running stream handlers: Start and ServeFrontend return after theirs.
+	handlers sync.WaitGroup
 
 	mu       sync.Mutex
 	clusters map[string]*clusterTunnels
@@ -121,6 +123,8 @@ func (s *Server) Start(ctx context.Context) error {
 	})
 	defer stop()
 	err := s.agents.Serve(s.listener)
+	s.agents.Stop()
+	s.handlers.Wait()
 	if ctx.Err() != nil || errors.Is(err, grpc.ErrServerStopped) || errors.Is(err, tunnel.ErrListenerClosed) {
 		return nil
 	}
@@ -136,6 +140,8 @@ func (s *Server) ServeFrontend(ctx context.Context, l net.Listener, creds grpc.S
 	stop := context.AfterFunc(ctx, srv.Stop)
 	defer stop()
 	err := srv.Serve(l)
+	srv.Stop()
+	s.handlers.Wait()
 	if ctx.Err() != nil || errors.Is(err, grpc.ErrServerStopped) {
 		return nil
 	}
@@ -148,6 +154,8 @@ type agentService struct{ s *Server }
 // as (tunnel.AuthInfo), never what the agent's metadata says.
 func (a agentService) Connect(stream tunnel.AgentConnectServer) error {
 	s := a.s
+	s.handlers.Add(1)
+	defer s.handlers.Done()
 	p, _ := peer.FromContext(stream.Context())
 	var info tunnel.AuthInfo
 	if p != nil {
