@@ -109,6 +109,8 @@ func keepaliveOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: tunnel.Keepalive / 2, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: tunnel.Keepalive, Timeout: tunnel.Keepalive}),
+		// A connection that does not start HTTP/2 soon is dropped (the default waits 120s).
+		grpc.ConnectionTimeout(10 * time.Second),
 	}
 }
 
