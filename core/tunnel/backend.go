@@ -94,21 +94,20 @@ func (b *Backend) serve() error {
 			b.mu.Lock()
 			pd, ok := b.pending[r.Random]
 			delete(b.pending, r.Random)
+			orphan := !ok && r.Error == "" && r.ConnectID != 0 // the dialer gave up (DIAL_CLS raced the answer)
 			if ok {
 				res := dialResult{err: r.Error}
 				if r.Error == "" {
 					c, err := b.mux.Open(r.ConnectID, fmt.Sprintf("%s: connection to %s", b.what, pd.address), addr("tunnel"), addr(pd.address))
-					if err != nil {
-						res.err = err.Error()
-						_ = b.mux.Send(b.mux.closePacket(r.ConnectID, ""))
-					}
 					res.conn = c
+					if err != nil {
+						res.err, orphan = err.Error(), true
+					}
 				}
 				pd.result <- res
 			}
 			b.mu.Unlock()
-			if !ok && r.Error == "" && r.ConnectID != 0 {
-				// The dialer gave up (DIAL_CLS raced the answer): close what the agent opened.
+			if orphan { // close what the agent opened
 				_ = b.mux.Send(b.mux.closePacket(r.ConnectID, ""))
 			}
 		case konnectivity.PacketType_DATA:

@@ -47,7 +47,7 @@ func DialUpgrade(ctx context.Context, cfg *rest.Config, path string) (net.Conn, 
 	if !strings.Contains(host, "://") {
 		host = "https://" + host
 	}
-	url := strings.TrimSuffix(host, "/") + cfg.APIPath + path
+	url := strings.TrimSuffix(host, "/") + path
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
 	if err != nil {
 		return nil, err
