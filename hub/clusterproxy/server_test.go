@@ -350,17 +350,18 @@ func TestStalledReaderIsCut(t *testing.T) {
 func TestIdentityMismatchRefused(t *testing.T) {
 	target := namedServer(t, "idm1")
 	srv := startServer(t, clusterproxy.Options{})
-	var maxStreams atomic.Int64
+	var maxStreams, attempts atomic.Int64
+	transport := transportTo(srv, tunnel.AuthInfo{Cluster: "idm1", User: "agent-idm1"})
 	runAgent(t, &tunnel.Agent{Name: "cluster idm1", Identifiers: url.Values{"host": {"idm2"}},
-		Transport: transportTo(srv, tunnel.AuthInfo{Cluster: "idm1", User: "agent-idm1"}),
+		Transport: func(ctx context.Context) (net.Conn, error) { attempts.Add(1); return transport(ctx) },
 		Allow:     allowOnly("idm1", "idm2:443", target.Listener.Addr().String()),
 		Streams: func(n int) {
 			if int64(n) > maxStreams.Load() {
 				maxStreams.Store(int64(n))
 			}
 		}})
-	// The agent keeps retrying: give it several attempts, none may be accepted.
-	time.Sleep(500 * time.Millisecond)
+	// The agent keeps retrying: none of its attempts may be accepted.
+	eventually(t, 10*time.Second, "the agent to try three times", func() bool { return attempts.Load() >= 3 })
 	for _, c := range []string{"idm1", "idm2"} {
 		if ok, _ := srv.Connected(c); ok {
 			t.Fatalf("an agent of idm1 announcing host idm2 was accepted (as %s)", c)

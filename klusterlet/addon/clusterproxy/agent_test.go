@@ -34,6 +34,7 @@ type hub struct {
 	*httptest.Server
 	srv *hubclusterproxy.Server
 
+	requests atomic.Int64
 	mu       sync.Mutex
 	hijacked []net.Conn
 }
@@ -50,6 +51,7 @@ func startHub(t *testing.T, users map[string]user.Info) *hub {
 	api := srv.APIService().Handler
 	h := &hub{srv: srv}
 	h.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.requests.Add(1)
 		u, ok := users[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")]
 		if !ok {
 			http.Error(w, "Unauthorized", http.StatusUnauthorized)
@@ -264,8 +266,8 @@ func TestAgentOfAnotherCluster(t *testing.T) {
 	if !errors.As(err, &ue) || ue.Status != http.StatusForbidden || !strings.Contains(ue.Body, "may not open the cluster-proxy tunnel of cluster kb2") {
 		t.Fatalf("upgrading kb2's tunnel as kb1's agent: got %v, want 403", err)
 	}
-	// The agent has been retrying meanwhile: never connected.
-	time.Sleep(300 * time.Millisecond)
+	// The agent keeps retrying: none of its attempts may be accepted.
+	eventually(t, 10*time.Second, "the agent to try three times", func() bool { return h.requests.Load() >= 4 })
 	for _, c := range []string{"kb1", "kb2"} {
 		if ok, _ := h.srv.Connected(c); ok {
 			t.Fatalf("an agent of kb1 opened a tunnel (for %s) while configured for kb2", c)
