@@ -3,6 +3,7 @@ package tunnel
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -36,7 +37,9 @@ func DialUpgrade(ctx context.Context, cfg *rest.Config, path string) (net.Conn, 
 	}
 	transport := &http.Transport{
 		Proxy: proxy, TLSClientConfig: tlsConfig, DisableKeepAlives: true,
-		TLSHandshakeTimeout: 10 * time.Second, ForceAttemptHTTP2: false,
+		TLSHandshakeTimeout: 10 * time.Second,
+		// An upgrade needs HTTP/1.1: never HTTP/2, even with the default TLS configuration.
+		TLSNextProto: map[string]func(string, *tls.Conn) http.RoundTripper{},
 	}
 	defer transport.CloseIdleConnections()
 	rt, err := rest.HTTPWrappersForConfig(cfg, transport)
