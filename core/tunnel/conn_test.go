@@ -38,7 +38,9 @@ func (s *sent) types() []konnectivity.PacketType {
 	return t
 }
 
-func data(id int64, b string) *konnectivity.Data { return &konnectivity.Data{ConnectID: id, Data: []byte(b)} }
+func data(id int64, b string) *konnectivity.Data {
+	return &konnectivity.Data{ConnectID: id, Data: []byte(b)}
+}
 
 func TestConnDrainsQueueThenEOFWhenClosedRemotely(t *testing.T) {
 	var s sent
