@@ -50,7 +50,10 @@ type Options struct {
 	Limits tunnel.Limits
 	// DialTimeout bounds a dial when the caller's context has no earlier deadline (default 10s).
 	DialTimeout time.Duration
-	Logger      logr.Logger
+	// MaxStreamsPerCluster caps the agent streams one cluster may hold on this server
+	// (default 4: an agent keeps one per server, more only while it replaces them).
+	MaxStreamsPerCluster int
+	Logger               logr.Logger
 }
 
 // Server holds the agents' streams. It serves AgentService on its Listener (fed by the tunnel
@@ -71,6 +74,7 @@ type Server struct {
 // clusterTunnels are one cluster's agent streams, in the order they connected.
 type clusterTunnels struct {
 	backends []*backend
+	reserved int       // streams added but not active yet
 	since    time.Time // when the first of the current streams connected
 	lastSeen time.Time // when the last stream ended
 }
@@ -79,6 +83,7 @@ type backend struct {
 	*tunnel.Backend
 	cluster, agentID, user string
 	hosts                  []string
+	active                 bool // guarded by Server.mu
 }
 
 var _ Dialer = (*Server)(nil)
@@ -93,6 +98,9 @@ func NewServer(opts Options) (*Server, error) {
 	}
 	if opts.DialTimeout <= 0 {
 		opts.DialTimeout = 10 * time.Second
+	}
+	if opts.MaxStreamsPerCluster <= 0 {
+		opts.MaxStreamsPerCluster = 4
 	}
 	m, err := registerMetrics()
 	if err != nil {
@@ -181,11 +189,16 @@ func (a agentService) Connect(stream tunnel.AgentConnectServer) error {
 			return status.Errorf(codes.PermissionDenied, "cluster-proxy agent of cluster %s (user %s) announced host %q, which is not a host of cluster %s", info.Cluster, info.User, h, info.Cluster)
 		}
 	}
+	cluster := info.Cluster
+	b := &backend{cluster: cluster, agentID: agentID, user: info.User, hosts: hosts}
+	if n, ok := s.add(b); !ok {
+		s.log.Info("Refused a cluster-proxy agent stream over the cluster's limit", "cluster", cluster, "user", info.User, "streams", n)
+		return status.Errorf(codes.ResourceExhausted, "cluster %s already has %d cluster-proxy agent streams on this server (the limit)", cluster, n)
+	}
+	defer s.remove(b)
 	if err := stream.SendHeader(metadata.Pairs(tunnel.MetadataServerID, s.opts.ServerID, tunnel.MetadataServerCount, strconv.Itoa(s.opts.ServerCount))); err != nil {
 		return err
 	}
-	cluster := info.Cluster
-	b := &backend{cluster: cluster, agentID: agentID, user: info.User, hosts: hosts}
 	b.Backend = tunnel.NewBackend(stream, "cluster "+cluster, tunnel.MuxOptions{Limits: s.opts.Limits,
 		Bytes: func(in bool, n int) {
 			dir := "to_cluster"
@@ -198,8 +211,7 @@ func (a agentService) Connect(stream tunnel.AgentConnectServer) error {
 			s.log.Info("Cut a tunnelled connection", "cluster", cluster, "error", err.Error())
 		},
 	})
-	s.add(b)
-	defer s.remove(b)
+	s.activate(b)
 	s.log.Info("Cluster-proxy agent connected", "cluster", cluster, "user", info.User, "agentID", agentID, "hosts", hosts)
 	err = b.Serve()
 	s.log.Info("Cluster-proxy agent stream ended", "cluster", cluster, "agentID", agentID, "reason", err.Error())
@@ -213,7 +225,9 @@ func first(v []string) string {
 	return v[0]
 }
 
-func (s *Server) add(b *backend) {
+// add reserves a place for b among its cluster's streams, unless the cluster has
+// MaxStreamsPerCluster already (then it returns their number and false).
+func (s *Server) add(b *backend) (int, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ct := s.clusters[b.cluster]
@@ -221,19 +235,35 @@ func (s *Server) add(b *backend) {
 		ct = &clusterTunnels{}
 		s.clusters[b.cluster] = ct
 	}
+	if n := len(ct.backends) + ct.reserved; n >= s.opts.MaxStreamsPerCluster {
+		return n, false
+	}
+	ct.reserved++
+	return 0, true
+}
+
+// activate makes b, added before, a stream dials may use.
+func (s *Server) activate(b *backend) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ct := s.clusters[b.cluster]
+	ct.reserved--
 	if len(ct.backends) == 0 {
 		ct.since = time.Now()
 	}
 	ct.backends = append(ct.backends, b)
+	b.active = true
 	s.metrics.streams.WithLabelValues(b.cluster).Set(float64(len(ct.backends)))
 	s.metrics.connects.WithLabelValues(b.cluster).Inc()
 }
 
+// remove undoes add (and activate).
 func (s *Server) remove(b *backend) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ct := s.clusters[b.cluster]
-	if ct == nil {
+	if !b.active {
+		ct.reserved--
 		return
 	}
 	ct.backends = slices.DeleteFunc(ct.backends, func(x *backend) bool { return x == b })

@@ -456,3 +456,25 @@ func TestServerCount(t *testing.T) {
 		return streams.Load() == 2 && connected(a, "sc1")() && connected(b, "sc1")()
 	})
 }
+
+// A cluster holds at most MaxStreamsPerCluster streams on a server; more are refused.
+func TestStreamsPerClusterCapped(t *testing.T) {
+	srv := startServer(t, clusterproxy.Options{MaxStreamsPerCluster: 1})
+	info := tunnel.AuthInfo{Cluster: "cap1", User: "agent-cap1"}
+	var firstStreams, secondStreams, secondAttempts atomic.Int64
+	runAgent(t, &tunnel.Agent{Name: "cluster cap1 (first)", Transport: transportTo(srv, info), Allow: allowOnly("cap1", "cap1:443", "127.0.0.1:1"),
+		Streams: func(n int) { firstStreams.Store(int64(n)) }})
+	eventually(t, 10*time.Second, "the first agent of cap1 to connect", func() bool { return firstStreams.Load() == 1 })
+	transport := transportTo(srv, info)
+	runAgent(t, &tunnel.Agent{Name: "cluster cap1 (second)", Allow: allowOnly("cap1", "cap1:443", "127.0.0.1:1"),
+		Transport: func(ctx context.Context) (net.Conn, error) { secondAttempts.Add(1); return transport(ctx) },
+		Streams: func(n int) {
+			if n > 0 {
+				secondStreams.Store(int64(n))
+			}
+		}})
+	eventually(t, 10*time.Second, "the second agent to try three times", func() bool { return secondAttempts.Load() >= 3 })
+	if n := secondStreams.Load(); n > 0 {
+		t.Fatalf("a second stream of cap1 was accepted over the limit of 1")
+	}
+}
