@@ -49,15 +49,16 @@ func validate(msa *authv1beta1.ManagedServiceAccount) error {
 
 // refreshReason says why the token in secret (nil: no Secret) must be issued again without
 // asking the API server, or "" when only a TokenReview can tell: the status has no token,
-// the Secret is gone or holds another ServiceAccount's token, or the threshold has passed.
-func refreshReason(now time.Time, msa *authv1beta1.ManagedServiceAccount, secret *corev1.Secret, saNamespace string) string {
+// the Secret is gone or holds a token of another ServiceAccount or of an earlier one of the
+// same name (sa, as it is now: the token names its uid), or the threshold has passed.
+func refreshReason(now time.Time, msa *authv1beta1.ManagedServiceAccount, secret *corev1.Secret, sa *corev1.ServiceAccount) string {
 	switch {
 	case msa.Status.TokenSecretRef == nil || msa.Status.ExpirationTimestamp == nil:
 		return "no token reported yet"
 	case secret == nil:
 		return "token Secret missing"
 	}
-	if err := tokenFor(string(secret.Data[authv1beta1.SecretKeyToken]), saNamespace, msa.Name); err != nil {
+	if err := tokenFor(string(secret.Data[authv1beta1.SecretKeyToken]), sa); err != nil {
 		return err.Error()
 	}
 	if now.After(Threshold(msa.Status.TokenSecretRef.LastRefreshTimestamp.Time, msa.Status.ExpirationTimestamp.Time)) {
@@ -66,9 +67,11 @@ func refreshReason(now time.Time, msa *authv1beta1.ManagedServiceAccount, secret
 	return ""
 }
 
-// tokenFor checks that token is a JWT of ServiceAccount namespace/name (its sub claim). It
-// does not verify the signature: the TokenReview does that.
-func tokenFor(token, namespace, name string) error {
+// tokenFor checks that token is a JWT of ServiceAccount sa: its sub claim, and its
+// ServiceAccount uid claim when it has one (a ServiceAccount deleted and created again has
+// another uid, and its old tokens stop authenticating; the API server's TokenReview may
+// still accept them for a moment). It does not verify the signature: the TokenReview does.
+func tokenFor(token string, sa *corev1.ServiceAccount) error {
 	parts := strings.Split(token, ".")
 	if len(parts) != 3 {
 		return errors.New("token is not a JWT")
@@ -78,13 +81,21 @@ func tokenFor(token, namespace, name string) error {
 		return fmt.Errorf("token payload: %w", err)
 	}
 	var claims struct {
-		Sub string `json:"sub"`
+		Sub        string `json:"sub"`
+		Kubernetes struct {
+			ServiceAccount struct {
+				UID string `json:"uid"`
+			} `json:"serviceaccount"`
+		} `json:"kubernetes.io"`
 	}
 	if err := json.Unmarshal(payload, &claims); err != nil {
 		return fmt.Errorf("token claims: %w", err)
 	}
-	if want := "system:serviceaccount:" + namespace + ":" + name; claims.Sub != want {
+	if want := "system:serviceaccount:" + sa.Namespace + ":" + sa.Name; claims.Sub != want {
 		return fmt.Errorf("token is for %q, not %q", claims.Sub, want)
+	}
+	if uid := claims.Kubernetes.ServiceAccount.UID; uid != "" && uid != string(sa.UID) {
+		return fmt.Errorf("token is for an earlier ServiceAccount %s/%s (uid %s, now %s)", sa.Namespace, sa.Name, uid, sa.UID)
 	}
 	return nil
 }

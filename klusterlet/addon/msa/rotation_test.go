@@ -54,9 +54,9 @@ func TestRequeueAfterFollowsTheClock(t *testing.T) {
 	}
 }
 
-func jwt(sub string) string {
+func jwt(sub, uid string) string {
 	enc := base64.RawURLEncoding.EncodeToString
-	return enc([]byte(`{"alg":"RS256"}`)) + "." + enc([]byte(`{"sub":"`+sub+`"}`)) + ".sig"
+	return enc([]byte(`{"alg":"RS256"}`)) + "." + enc([]byte(`{"sub":"`+sub+`","kubernetes.io":{"serviceaccount":{"name":"x","uid":"`+uid+`"}}}`)) + ".sig"
 }
 
 // A token is issued again without asking the API server when the status has none, the
@@ -75,7 +75,8 @@ func TestRefreshReason(t *testing.T) {
 	secret := func(token string) *corev1.Secret {
 		return &corev1.Secret{Data: map[string][]byte{authv1beta1.SecretKeyToken: []byte(token)}}
 	}
-	good := secret(jwt("system:serviceaccount:" + ns + ":my-sa"))
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "my-sa", UID: "uid-2"}}
+	good := secret(jwt("system:serviceaccount:"+ns+":my-sa", "uid-2"))
 	for _, c := range []struct {
 		name   string
 		msa    func() *authv1beta1.ManagedServiceAccount
@@ -97,10 +98,12 @@ func TestRefreshReason(t *testing.T) {
 			return m
 		}, good, 0, "no token reported"},
 		{"Secret gone", reported, nil, 0, "Secret missing"},
-		{"another ServiceAccount's token", reported, secret(jwt("system:serviceaccount:" + ns + ":other")), 0, `not "system:serviceaccount:` + ns + `:my-sa"`},
+		{"another ServiceAccount's token", reported, secret(jwt("system:serviceaccount:"+ns+":other", "uid-2")), 0, `not "system:serviceaccount:` + ns + `:my-sa"`},
+		{"an earlier ServiceAccount's token", reported, secret(jwt("system:serviceaccount:"+ns+":my-sa", "uid-1")), 0, "earlier ServiceAccount " + ns + "/my-sa (uid uid-1, now uid-2)"},
+		{"a token without uid", reported, secret(jwt("system:serviceaccount:"+ns+":my-sa", "")), time.Minute, ""},
 		{"not a JWT", reported, secret("opaque"), 0, "not a JWT"},
 	} {
-		got := refreshReason(t0.Add(c.at), c.msa(), c.secret, ns)
+		got := refreshReason(t0.Add(c.at), c.msa(), c.secret, sa)
 		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
 			t.Errorf("%s: reason %q, want one containing %q", c.name, got, c.want)
 		}

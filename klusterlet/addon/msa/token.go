@@ -99,7 +99,8 @@ func (r *TokenReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 // sync ensures the ServiceAccount and a current token, and reports it.
 func (r *TokenReconciler) sync(ctx context.Context, msa *authv1beta1.ManagedServiceAccount) (reconcile.Result, error) {
 	ref := msa.Namespace + "/" + msa.Name
-	if err := r.ensureServiceAccount(ctx, msa.Name); err != nil {
+	sa, err := r.ensureServiceAccount(ctx, msa.Name)
+	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("ManagedServiceAccount %s: %w", ref, err)
 	}
 	secret := &corev1.Secret{}
@@ -110,7 +111,7 @@ func (r *TokenReconciler) sync(ctx context.Context, msa *authv1beta1.ManagedServ
 		secret = nil
 	}
 	now := r.Clock.Now()
-	reason := refreshReason(now, msa, secret, r.Namespace)
+	reason := refreshReason(now, msa, secret, sa)
 	if reason == "" {
 		valid, err := r.review(ctx, string(secret.Data[authv1beta1.SecretKeyToken]))
 		if err != nil {
@@ -141,16 +142,25 @@ func (r *TokenReconciler) sync(ctx context.Context, msa *authv1beta1.ManagedServ
 	return reconcile.Result{RequeueAfter: RequeueAfter(now, now, expiry)}, nil
 }
 
-// ensureServiceAccount creates the labelled ServiceAccount unless it exists.
-func (r *TokenReconciler) ensureServiceAccount(ctx context.Context, name string) error {
+// ensureServiceAccount returns the ServiceAccount, created (labelled) unless it exists.
+func (r *TokenReconciler) ensureServiceAccount(ctx context.Context, name string) (*corev1.ServiceAccount, error) {
 	ctx, cancel := context.WithTimeout(ctx, reviewTimeout)
 	defer cancel()
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: name,
-		Labels: map[string]string{authv1beta1.LabelKeyIsManagedServiceAccount: "true"}}}
-	if _, err := r.Managed.CoreV1().ServiceAccounts(r.Namespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating ServiceAccount %s/%s: %w", r.Namespace, name, err)
+	sas := r.Managed.CoreV1().ServiceAccounts(r.Namespace)
+	sa, err := sas.Get(ctx, name, metav1.GetOptions{})
+	if err == nil {
+		return sa, nil
 	}
-	return nil
+	if !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("reading ServiceAccount %s/%s: %w", r.Namespace, name, err)
+	}
+	sa, err = sas.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: name,
+		Labels: map[string]string{authv1beta1.LabelKeyIsManagedServiceAccount: "true"}}}, metav1.CreateOptions{})
+	if err != nil {
+		// AlreadyExists included: created meanwhile, the next reconcile reads it.
+		return nil, fmt.Errorf("creating ServiceAccount %s/%s: %w", r.Namespace, name, err)
+	}
+	return sa, nil
 }
 
 // deleteServiceAccount deletes ServiceAccount name if this agent made it (labelled): its
