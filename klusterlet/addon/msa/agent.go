@@ -6,8 +6,8 @@
 // the hub Secret of the same name (owned by the ManagedServiceAccount, so the hub's garbage
 // collector removes it), then reports SecretCreated, TokenReported, expirationTimestamp and
 // tokenSecretRef. The token is issued again 80 % into its real life, when the Secret goes or
-// holds another token, and when a TokenReview no longer accepts it (its ServiceAccount was
-// recreated). A ManagedServiceAccount that is gone takes its ServiceAccount with it, also
+// holds another token (another ServiceAccount's, or one of an earlier ServiceAccount of the
+// same name: its uid claim), and when a TokenReview no longer accepts it. A ManagedServiceAccount that is gone takes its ServiceAccount with it, also
 // when it went while the agent was down (the ServiceAccount watch lists every labelled one at
 // start). There is no finalizer, as upstream.
 package msa
