@@ -23,9 +23,11 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
+	authv1beta1 "github.com/flotilla-dev/flotilla/core/apis/authentication/v1beta1"
 	apischeme "github.com/flotilla-dev/flotilla/core/apis/scheme"
 	"github.com/flotilla-dev/flotilla/core/satoken"
 	"github.com/flotilla-dev/flotilla/klusterlet/addon"
+	"github.com/flotilla-dev/flotilla/klusterlet/addon/msa"
 	"github.com/flotilla-dev/flotilla/klusterlet/plugins"
 	"github.com/flotilla-dev/flotilla/klusterlet/registration"
 	"github.com/flotilla-dev/flotilla/klusterlet/work"
@@ -198,6 +200,7 @@ func (a *Agent) session(opts Options, managedMapper meta.RESTMapper) func(ctx co
 					Scheme:               s.Scheme,
 					HubMapper:            s.HubMapper,
 					HubKube:              s.HubKube,
+					Builtins:             map[string]addon.BuiltinAgent{authv1beta1.AddonName: &msa.Agent{}},
 					Logger:               s.Logger.WithName("addon"),
 				})
 				if err == nil {

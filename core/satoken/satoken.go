@@ -70,6 +70,21 @@ func Config(ctx context.Context, base *rest.Config, namespace, name string, opts
 	return cfg, nil
 }
 
+// Request asks the API server of kube for a token of ServiceAccount namespace/name that lives
+// seconds (the API server refuses fewer than 600 and may cap the lifetime), with no audience
+// (the API server's own). It returns the token and when it really expires, as the API server
+// issued it. The request is bounded by requestTimeout within ctx.
+func Request(ctx context.Context, kube kubernetes.Interface, namespace, name string, seconds int64) (string, time.Time, error) {
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	tr, err := kube.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds}}, metav1.CreateOptions{})
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("requesting a token of ServiceAccount %s/%s: %w", namespace, name, err)
+	}
+	return tr.Status.Token, tr.Status.ExpirationTimestamp.Time, nil
+}
+
 // source requests a token per call.
 type source struct {
 	ctx             context.Context
@@ -80,18 +95,13 @@ type source struct {
 }
 
 func (s *source) Token() (*oauth2.Token, error) {
-	ctx, cancel := context.WithTimeout(s.ctx, requestTimeout)
-	defer cancel()
-	secs := int64(s.lifetime / time.Second)
 	issued := s.now()
-	tr, err := s.kube.CoreV1().ServiceAccounts(s.namespace).CreateToken(ctx, s.name,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &secs}}, metav1.CreateOptions{})
+	token, expires, err := Request(s.ctx, s.kube, s.namespace, s.name, int64(s.lifetime/time.Second))
 	if err != nil {
-		return nil, fmt.Errorf("requesting a token of ServiceAccount %s/%s: %w", s.namespace, s.name, err)
+		return nil, err
 	}
 	// Expiry is when the cache asks again: 80% into the token's life, so a failed renewal
 	// leaves the current token a fifth of its life to be retried in.
-	expires := tr.Status.ExpirationTimestamp.Time
 	renew := issued.Add(expires.Sub(issued) * 4 / 5)
-	return &oauth2.Token{AccessToken: tr.Status.Token, TokenType: "Bearer", Expiry: renew}, nil
+	return &oauth2.Token{AccessToken: token, TokenType: "Bearer", Expiry: renew}, nil
 }

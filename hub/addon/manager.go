@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -18,6 +19,7 @@ import (
 	addonv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/addon/v1alpha1"
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
 	"github.com/flotilla-dev/flotilla/core/wasm"
+	"github.com/flotilla-dev/flotilla/hub/addon/builtin"
 	addonregistration "github.com/flotilla-dev/flotilla/hub/addon/registration"
 )
 
@@ -33,6 +35,9 @@ type Manager struct {
 	Recorder record.EventRecorder
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+	// Builtins names the built-in add-ons the hub serves (hub/addon/builtin.Names(); none by
+	// default): their ClusterManagementAddOns, ManagedClusterAddOn status and hub permissions.
+	Builtins []string
 }
 
 // SetupWithManager registers the indexes and the reconcilers.
@@ -46,7 +51,7 @@ func (m *Manager) SetupWithManager(mgr ctrl.Manager) error {
 	if err := setupIndexes(mgr); err != nil {
 		return err
 	}
-	for _, c := range []interface{ SetupWithManager(ctrl.Manager) error }{
+	reconcilers := []interface{ SetupWithManager(ctrl.Manager) error }{
 		&InstallReconciler{Client: m.Client},
 		&ConfigReconciler{Client: m.Client, Mapper: mgr.GetRESTMapper(), Recorder: m.Recorder, Now: m.Now},
 		&DeployReconciler{Client: m.Client, Cache: mgr.GetCache(), Mapper: mgr.GetRESTMapper(), Registry: m.Registry, MaxWorkSize: m.MaxWorkSize, Recorder: m.Recorder,
@@ -54,7 +59,14 @@ func (m *Manager) SetupWithManager(mgr ctrl.Manager) error {
 		&addonregistration.Reconciler{Client: m.Client, Permissions: m.permissions},
 		// CustomSigner registrations' CSRs, once approved, are signed with the template's signingCA.
 		&addonregistration.Signer{Client: m.Client, Template: m.templateFor, Recorder: m.Recorder},
-	} {
+	}
+	if len(m.Builtins) > 0 {
+		reconcilers = append(reconcilers, &builtin.Reconciler{Client: m.Client, Enabled: m.Builtins,
+			Templated: func(cma *addonv1alpha1.ClusterManagementAddOn) bool {
+				return templateKind(cma) != (addonv1alpha1.ConfigGroupResource{})
+			}})
+	}
+	for _, c := range reconcilers {
 		if err := c.SetupWithManager(mgr); err != nil {
 			return err
 		}
@@ -139,9 +151,10 @@ func mcaRolloutChanged() predicate.Predicate {
 	}}
 }
 
-// permissions are the hub permissions a template add-on's agent on mca's cluster is granted:
-// its desired AddOnTemplate's KubeClient hubPermissions (none for a Wasm template). ok is
-// false for add-ons that are not template add-ons, whose own managers grant what they need.
+// permissions are the hub permissions an add-on's agent on mca's cluster is granted: a
+// template add-on's desired AddOnTemplate's KubeClient hubPermissions (none for a Wasm
+// template), a served built-in add-on's own (hub/addon/builtin; a template wins over it). ok
+// is false for other add-ons, whose own managers grant what they need.
 func (m *Manager) permissions(ctx context.Context, mca *addonv1alpha1.ManagedClusterAddOn) ([]addonv1alpha1.HubPermissionConfig, bool, error) {
 	cma := &addonv1alpha1.ClusterManagementAddOn{}
 	if err := m.Client.Get(ctx, client.ObjectKey{Name: mca.Name}, cma); err != nil {
@@ -155,6 +168,9 @@ func (m *Manager) permissions(ctx context.Context, mca *addonv1alpha1.ManagedClu
 		return nil, true, nil
 	case AddOnTemplateResource:
 	default:
+		if a, ok := builtin.Lookup(mca.Name); ok && slices.Contains(m.Builtins, mca.Name) {
+			return a.Permissions(), true, nil
+		}
 		return nil, false, nil
 	}
 	t, err := m.desiredTemplate(ctx, mca)

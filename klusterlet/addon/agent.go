@@ -38,7 +38,9 @@ type Agent struct {
 	// Touched by the worker only.
 	regs   map[string]map[string]*running // add-on -> registration key -> running
 	leases map[string]*running            // add-on -> lease watch
-	wg     sync.WaitGroup
+	// builtins are the built-in agents running (namespace holds builtinKey).
+	builtins map[string]*running
+	wg       sync.WaitGroup
 }
 
 // running is a goroutine of the agent for one registration or one lease.
@@ -88,7 +90,8 @@ func New(cfg Config) (*Agent, error) {
 	if managedCfg.UserAgent == "" {
 		managedCfg.UserAgent = userAgent
 	}
-	a := &Agent{cfg: cfg, log: cfg.Logger.WithName("addon"), regs: map[string]map[string]*running{}, leases: map[string]*running{}}
+	a := &Agent{cfg: cfg, log: cfg.Logger.WithName("addon"), regs: map[string]map[string]*running{}, leases: map[string]*running{},
+		builtins: map[string]*running{}}
 	if a.hub, err = client.New(hubCfg, client.Options{Scheme: scheme, Mapper: cfg.HubMapper}); err != nil {
 		return nil, fmt.Errorf("add-on agent: hub client: %w", err)
 	}
@@ -155,6 +158,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		for _, l := range a.leases {
 			l.stop()
 		}
+		for _, b := range a.builtins {
+			b.stop()
+		}
 		a.wg.Wait()
 	}()
 	if !a.addons.WaitForCacheSync(ctx) {
@@ -196,11 +202,13 @@ func (a *Agent) sync(ctx context.Context, name string) error {
 	err := a.addons.Get(ctx, client.ObjectKey{Namespace: a.cfg.ClusterName, Name: name}, mca)
 	if apierrors.IsNotFound(err) {
 		a.stopLease(name)
+		a.syncBuiltin(ctx, name, nil)
 		return a.cleanup(ctx, name, nil)
 	}
 	if err != nil {
 		return fmt.Errorf("reading ManagedClusterAddOn %s/%s: %w", a.cfg.ClusterName, name, err)
 	}
+	a.syncBuiltin(ctx, name, mca)
 	if mca.Status.HealthCheck.Mode == addonv1alpha1.HealthCheckModeCustomized {
 		a.stopLease(name)
 	} else {

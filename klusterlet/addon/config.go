@@ -19,7 +19,10 @@
 //
 // The install namespace is status.namespace, else spec.installNamespace, else
 // open-cluster-management-agent-addon. The agent does not create it: the add-on's manifests
-// do, and the Secret is written once it exists.
+// do, and the Secret is written once it exists. The exception are built-in add-ons
+// (Config.Builtins, builtin.go), whose agents run inside the klusterlet: it creates their
+// namespace, runs each agent with its own hub identity and renews its Lease while it is
+// healthy.
 package addon
 
 import (
@@ -93,6 +96,11 @@ type Config struct {
 	// HubKube, when set, is the hub clientset to use (registration.Session's, which has
 	// HubConfig's identity and user agent). Nil: one built from HubConfig.
 	HubKube kubernetes.Interface
+
+	// Builtins are the add-on agents built into the klusterlet, by add-on name: each runs
+	// while its ManagedClusterAddOn is labelled BuiltinLabel and is no template add-on
+	// (builtin.go). The caller supplies them, so that this package imports none.
+	Builtins map[string]BuiltinAgent
 
 	Logger logr.Logger
 	Clock  clock.Clock

@@ -1,6 +1,7 @@
 package addon
 
 import (
+	"context"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -60,5 +61,52 @@ func TestRegConfig(t *testing.T) {
 	mca.Status.Namespace = "other"
 	if moved := newRegConfig(cfg, mca, addonv1alpha1.RegistrationConfig{SignerName: "kubernetes.io/kube-apiserver-client"}); moved.key == kc.key {
 		t.Errorf("a new install namespace must be a new registration")
+	}
+}
+
+type nopAgent struct{}
+
+func (nopAgent) Run(context.Context, BuiltinEnv) error { return nil }
+
+// A built-in agent runs for a labelled add-on whose namespace the hub decided, unless it is
+// being deleted or is a template add-on (AddOnTemplate or Wasm template), or none is configured.
+func TestBuiltinWanted(t *testing.T) {
+	a := &Agent{cfg: Config{Builtins: map[string]BuiltinAgent{"managed-serviceaccount": nopAgent{}}}}
+	served := func() *addonv1alpha1.ManagedClusterAddOn {
+		return &addonv1alpha1.ManagedClusterAddOn{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "cluster1", Name: "managed-serviceaccount", Labels: map[string]string{BuiltinLabel: "true"}},
+			Status:     addonv1alpha1.ManagedClusterAddOnStatus{Namespace: "open-cluster-management-managed-serviceaccount"},
+		}
+	}
+	templated := func(group, resource string) func(*addonv1alpha1.ManagedClusterAddOn) {
+		return func(m *addonv1alpha1.ManagedClusterAddOn) {
+			m.Status.ConfigReferences = append(m.Status.ConfigReferences, addonv1alpha1.ConfigReference{
+				ConfigGroupResource: addonv1alpha1.ConfigGroupResource{Group: group, Resource: resource}})
+		}
+	}
+	now := metav1.Now()
+	for _, c := range []struct {
+		name string
+		edit func(*addonv1alpha1.ManagedClusterAddOn)
+		want bool
+	}{
+		{"served", func(*addonv1alpha1.ManagedClusterAddOn) {}, true},
+		{"with a deployment config", templated("addon.open-cluster-management.io", "addondeploymentconfigs"), true},
+		{"no label", func(m *addonv1alpha1.ManagedClusterAddOn) { m.Labels = nil }, false},
+		{"label false", func(m *addonv1alpha1.ManagedClusterAddOn) { m.Labels[BuiltinLabel] = "false" }, false},
+		{"no namespace yet", func(m *addonv1alpha1.ManagedClusterAddOn) { m.Status.Namespace = "" }, false},
+		{"deleting", func(m *addonv1alpha1.ManagedClusterAddOn) { m.DeletionTimestamp = &now }, false},
+		{"AddOnTemplate", templated("addon.open-cluster-management.io", "addontemplates"), false},
+		{"Wasm template", templated("flotilla.dev", "wasmplugins"), false},
+		{"no agent for it", func(m *addonv1alpha1.ManagedClusterAddOn) { m.Name = "cluster-proxy" }, false},
+	} {
+		m := served()
+		c.edit(m)
+		if got := a.builtinWanted(m); got != c.want {
+			t.Errorf("%s: wanted %v, want %v", c.name, got, c.want)
+		}
+	}
+	if a.builtinWanted(nil) {
+		t.Error("gone: wanted")
 	}
 }
