@@ -115,6 +115,7 @@ var _ = Describe("The proxy subresource", func() {
 			return err
 		}).WithContext(ctx).WithTimeout(30*time.Second).Should(Succeed(), "GET %s/healthz", clustergatewayv1alpha1.ProxyPath("health1"))
 		Expect(string(body)).To(Equal("ok"))
+		Expect(metricValue(clustergateway.RequestsMetric, map[string]string{"cluster": "health1", "verb": "get", "code": "200"})).To(BeNumerically(">=", 1))
 
 		_, err := rc.Get().AbsPath(clustergatewayv1alpha1.ProxyPath("nope"), "healthz").DoRaw(ctx)
 		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "unknown cluster: %v", err)
@@ -129,6 +130,7 @@ var _ = Describe("The proxy subresource", func() {
 		_, err = rc.Get().AbsPath(clustergatewayv1alpha1.ProxyPath("health1"), "healthz").DoRaw(ctx)
 		Expect(apierrors.IsServiceUnavailable(err)).To(BeTrue(), "tunnel down: %v", err)
 		Expect(err.Error()).To(ContainSubstring("cluster health1: cluster-proxy tunnel not connected (last seen 2026-11-27T08:00:00Z)"))
+		Expect(metricValue(clustergateway.RequestsMetric, map[string]string{"cluster": "health1", "verb": "get", "code": "503"})).To(BeNumerically(">=", 1))
 	})
 
 	It("sends the cluster's token and none of the hub user's identity or impersonation headers", SpecTimeout(2*time.Minute), func(ctx SpecContext) {
@@ -290,6 +292,8 @@ deny contains "never" if {
 		resp = directRequest(ctx, http.MethodGet, clustergatewayv1alpha1.ProxyPath("prod1")+"/api/v1/namespaces/numbers/configmaps/not-a-number", "carol", []string{"system:authenticated"}, "", nil)
 		Expect(resp.code).To(Equal(http.StatusForbidden), resp.body)
 		Expect(status(resp.body).Message).To(And(HavePrefix("policy broken_names: evaluation failed"), HaveSuffix("(denied: policies fail closed)")))
+		Expect(metricValue(clustergateway.PolicyDenialsMetric, map[string]string{"policy": "gateway_team_dev_readonly"})).To(BeNumerically(">=", 2))
+		Expect(metricValue(clustergateway.PolicyDenialsMetric, map[string]string{"policy": "broken_names"})).To(BeNumerically(">=", 1))
 	})
 
 	It("bounds the requests in flight per cluster with 429 naming the cluster", SpecTimeout(2*time.Minute), func(ctx SpecContext) {
