@@ -171,7 +171,8 @@ func (g *Gateway) serveProxy(w http.ResponseWriter, r *http.Request, cluster, in
 	out.Header.Set("Authorization", "Bearer "+token)
 	out.URL.Path, out.URL.RawPath = inner, ""
 
-	location := &url.URL{Scheme: "https", Host: net.JoinHostPort(cluster, "443"), Path: inner}
+	// The query is on the location too: an upgrade (exec's command=...) is sent to it as is.
+	location := &url.URL{Scheme: "https", Host: net.JoinHostPort(cluster, "443"), Path: inner, RawQuery: r.URL.RawQuery}
 	h := utilproxy.NewUpgradeAwareHandler(location, t.rt, false, false, &responder{cluster: cluster})
 	h.UpgradeTransport = t.upgrade
 	h.UseLocationHost = true
