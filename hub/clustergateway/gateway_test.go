@@ -1,9 +1,13 @@
 package clustergateway_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"io/fs"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -335,4 +339,80 @@ deny contains "never" if {
 			return resp.StatusCode
 		}).WithContext(ctx).WithTimeout(30*time.Second).Should(Equal(http.StatusOK), "the slot is free once the watch ends")
 	})
+
+	It("passes SPDY upgrades on with their query and the cluster's token, and bounds them per cluster", SpecTimeout(2*time.Minute), func(ctx SpecContext) {
+		front := startFront(http.HandlerFunc(echoUpgrade))
+		token := managedCluster(ctx, "exec1", nil, gatewaySA)
+		setCredential(ctx, "exec1", token, front.ca)
+		dialer.route("exec1", front.addr)
+		capped, err := clustergateway.New(clustergateway.Options{Reader: cl, Dialer: dialer, Reviews: reviews, MaxUpgrades: 1, Logger: logger.WithName("capped")})
+		Expect(err).NotTo(HaveOccurred())
+		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			capped.ServeHTTP(w, r.WithContext(apirequest.WithUser(r.Context(), &user.DefaultInfo{Name: "admin", Groups: []string{"system:masters"}})))
+		}))
+		DeferCleanup(s.Close)
+		path := clustergatewayv1alpha1.ProxyPath("exec1") + "/api/v1/namespaces/default/pods/p/exec?command=echo&stdout=true"
+
+		conn, br, resp := upgrade(ctx, s.Listener.Addr().String(), path)
+		Expect(resp.StatusCode).To(Equal(http.StatusSwitchingProtocols))
+		DeferCleanup(conn.Close)
+		_, err = io.WriteString(conn, "ping\n")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(conn.SetReadDeadline(time.Now().Add(10 * time.Second))).To(Succeed())
+		line, err := br.ReadString('\n')
+		Expect(err).NotTo(HaveOccurred())
+		Expect(line).To(Equal("ping\n"))
+		seen := front.headers()
+		Expect(seen).To(HaveLen(1))
+		Expect(seen[0].Get("X-Test-Request-Uri")).To(Equal("/api/v1/namespaces/default/pods/p/exec?command=echo&stdout=true"))
+		Expect(seen[0].Get("Authorization")).To(Equal("Bearer " + token))
+
+		By("a second upgraded connection to the cluster is over the bound")
+		_, _, second := upgrade(ctx, s.Listener.Addr().String(), path)
+		Expect(second.StatusCode).To(Equal(http.StatusTooManyRequests))
+		body, _ := io.ReadAll(second.Body)
+		Expect(string(body)).To(ContainSubstring("cluster exec1: too many upgraded connections (exec, attach, port-forward) through the gateway (limit 1)"))
+
+		By("another upgrade protocol is refused")
+		conn2, _, other := upgradeWith(ctx, s.Listener.Addr().String(), path, "h2c")
+		conn2.Close()
+		Expect(other.StatusCode).To(Equal(http.StatusBadRequest))
+	})
 })
+
+// echoUpgrade answers an Upgrade: SPDY/3.1 with 101 and then echoes what it reads.
+func echoUpgrade(w http.ResponseWriter, r *http.Request) {
+	if !strings.EqualFold(r.Header.Get("Upgrade"), "SPDY/3.1") {
+		http.Error(w, "want an SPDY/3.1 upgrade", http.StatusBadRequest)
+		return
+	}
+	conn, rw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	_, _ = rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\n\r\n")
+	if rw.Flush() != nil {
+		return
+	}
+	_, _ = io.Copy(conn, rw.Reader)
+}
+
+// upgrade asks for an SPDY/3.1 upgrade of path at addr (plain HTTP/1.1).
+func upgrade(ctx context.Context, addr, path string) (net.Conn, *bufio.Reader, *http.Response) {
+	GinkgoHelper()
+	return upgradeWith(ctx, addr, path, "SPDY/3.1")
+}
+
+func upgradeWith(ctx context.Context, addr, path, protocol string) (net.Conn, *bufio.Reader, *http.Response) {
+	GinkgoHelper()
+	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+	Expect(err).NotTo(HaveOccurred())
+	_, err = fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nConnection: Upgrade\r\nUpgrade: %s\r\nContent-Length: 0\r\n\r\n", path, addr, protocol)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(conn.SetReadDeadline(time.Now().Add(30 * time.Second))).To(Succeed())
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	Expect(err).NotTo(HaveOccurred(), "reading the answer to the upgrade of %s", path)
+	return conn, br, resp
+}

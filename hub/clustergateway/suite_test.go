@@ -362,6 +362,19 @@ type auditFront struct {
 
 func startAuditFront() *auditFront {
 	GinkgoHelper()
+	target, err := url.Parse(hub.URL)
+	Expect(err).NotTo(HaveOccurred())
+	roots := x509.NewCertPool()
+	Expect(roots.AppendCertsFromPEM(hub.CAData)).To(BeTrue())
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}, ForceAttemptHTTP2: true}
+	rp.FlushInterval = -1
+	return startFront(rp)
+}
+
+// startFront is an auditFront serving next instead of passing requests on.
+func startFront(next http.Handler) *auditFront {
+	GinkgoHelper()
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	Expect(err).NotTo(HaveOccurred())
 	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "audit-front-ca"},
@@ -382,19 +395,14 @@ func startAuditFront() *auditFront {
 	Expect(err).NotTo(HaveOccurred())
 
 	a := &auditFront{ca: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})}
-	target, err := url.Parse(hub.URL)
-	Expect(err).NotTo(HaveOccurred())
-	roots := x509.NewCertPool()
-	Expect(roots.AppendCertsFromPEM(hub.CAData)).To(BeTrue())
-	rp := httputil.NewSingleHostReverseProxy(target)
-	rp.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}, ForceAttemptHTTP2: true}
-	rp.FlushInterval = -1
 	s := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			a.mu.Lock()
-			a.seen = append(a.seen, r.Header.Clone())
+			h := r.Header.Clone()
+			h.Set("X-Test-Request-Uri", r.URL.RequestURI())
+			a.seen = append(a.seen, h)
 			a.mu.Unlock()
-			rp.ServeHTTP(w, r)
+			next.ServeHTTP(w, r)
 		}),
 		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2", "http/1.1"}},
 	}
