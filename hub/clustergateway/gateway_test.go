@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	clusterv1beta2 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta2"
 	clustergatewayv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/clustergateway/v1alpha1"
 	"github.com/flotilla-dev/flotilla/hub/clustergateway"
 	"github.com/flotilla-dev/flotilla/policies"
@@ -242,7 +243,7 @@ var _ = Describe("The proxy subresource", func() {
 		managedCluster(ctx, "dev1", map[string]string{"env": "dev"}, gatewaySA)
 		managedCluster(ctx, "prod1", map[string]string{"env": "prod"}, gatewaySA)
 		grant(ctx, "gateway-policy-readers", []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list"}}}, serviceAccount(gatewaySA))
-		grant(ctx, "gateway-policy-team", []rbacv1.PolicyRule{proxyRule([]string{"get", "delete"})}, hubUser("alice"), hubUser("carol"))
+		grant(ctx, "gateway-policy-team", []rbacv1.PolicyRule{proxyRule([]string{"get", "delete"})}, hubUser("alice"), hubUser("carol"), hubUser("dave"))
 
 		By("the example policy and a broken one, pushed as ConfigMaps")
 		example := map[string]string{}
@@ -258,7 +259,11 @@ deny contains "never" if {
 	to_number(input.request.name) > 0
 }
 `}
-		for name, data := range map[string]map[string]string{"gateway-example": example, "gateway-broken": broken} {
+		sets := map[string]string{"sets.rego": `package flotilla.gateway.sets_echo
+
+deny contains sprintf("sets of %s: %v", [input.cluster.name, input.cluster.clusterSets]) if input.user.username == "dave"
+`}
+		for name, data := range map[string]map[string]string{"gateway-example": example, "gateway-broken": broken, "gateway-sets": sets} {
 			Expect(cl.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: policyNamespace, Name: name,
 				Labels: map[string]string{"flotilla.dev/policy": "true"}}, Data: data})).To(Succeed())
 			DeferCleanup(func(ctx SpecContext) {
@@ -271,7 +276,7 @@ deny contains "never" if {
 		for _, p := range policyH.Policies().GatewayPolicies() {
 			names = append(names, p.Name)
 		}
-		Expect(names).To(ConsistOf("broken_names", "gateway_team_dev_readonly"))
+		Expect(names).To(ConsistOf("broken_names", "gateway_team_dev_readonly", "sets_echo"))
 
 		team := []string{"team-a", "system:authenticated"}
 		list := clustergatewayv1alpha1.ProxyPath("dev1") + "/api/v1/namespaces/default/configmaps"
@@ -296,6 +301,20 @@ deny contains "never" if {
 		resp = directRequest(ctx, http.MethodGet, clustergatewayv1alpha1.ProxyPath("prod1")+"/api/v1/namespaces/numbers/configmaps/not-a-number", "carol", []string{"system:authenticated"}, "", nil)
 		Expect(resp.code).To(Equal(http.StatusForbidden), resp.body)
 		Expect(status(resp.body).Message).To(And(HavePrefix("policy broken_names: evaluation failed"), HaveSuffix("(denied: policies fail closed)")))
+		By("input.cluster.clusterSets are the sets selecting the cluster")
+		for _, set := range []*clusterv1beta2.ManagedClusterSet{
+			{ObjectMeta: metav1.ObjectMeta{Name: "gateway-dev-set"}, Spec: clusterv1beta2.ManagedClusterSetSpec{ClusterSelector: clusterv1beta2.ManagedClusterSelector{
+				SelectorType: clusterv1beta2.LabelSelector, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "dev"}}}}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "gateway-exclusive-set"}, Spec: clusterv1beta2.ManagedClusterSetSpec{ClusterSelector: clusterv1beta2.ManagedClusterSelector{
+				SelectorType: clusterv1beta2.ExclusiveClusterSetLabel}}},
+		} {
+			Expect(cl.Create(ctx, set)).To(Succeed())
+			DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(cl.Delete(ctx, set))).To(Succeed()) }, NodeTimeout(30*time.Second))
+		}
+		resp = directRequest(ctx, http.MethodGet, clustergatewayv1alpha1.ProxyPath("dev1")+"/healthz", "dave", []string{"system:authenticated"}, "", nil)
+		Expect(resp.code).To(Equal(http.StatusForbidden), resp.body)
+		Expect(status(resp.body).Message).To(Equal(`policy sets_echo: sets of dev1: ["gateway-dev-set"]`))
+
 		Expect(metricValue(clustergateway.PolicyDenialsMetric, map[string]string{"policy": "gateway_team_dev_readonly"})).To(BeNumerically(">=", 2))
 		Expect(metricValue(clustergateway.PolicyDenialsMetric, map[string]string{"policy": "broken_names"})).To(BeNumerically(">=", 1))
 	})
