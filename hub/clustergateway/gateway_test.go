@@ -103,8 +103,9 @@ var _ = Describe("ClusterGateways", func() {
 		_, err = rc.Get().AbsPath("/apis", clustergatewayv1alpha1.GroupVersion.Group, clustergatewayv1alpha1.GroupVersion.Version, "clustergateways").
 			Param("watch", "true").DoRaw(ctx)
 		Expect(apierrors.IsMethodNotSupported(err)).To(BeTrue(), "watch: %v", err)
-		_, err = rc.Get().AbsPath("/apis", clustergatewayv1alpha1.GroupVersion.Group, clustergatewayv1alpha1.GroupVersion.Version, "clustergateways", "nope").DoRaw(ctx)
+		err = rc.Get().AbsPath("/apis", clustergatewayv1alpha1.GroupVersion.Group, clustergatewayv1alpha1.GroupVersion.Version, "clustergateways", "nope").Do(ctx).Error()
 		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "GET of an unknown gateway: %v", err)
+		Expect(err.Error()).To(Equal(`clustergateways.cluster.core.oam.dev "nope" not found`))
 	})
 })
 
@@ -122,17 +123,18 @@ var _ = Describe("The proxy subresource", func() {
 		Expect(string(body)).To(Equal("ok"))
 		Expect(metricValue(clustergateway.RequestsMetric, map[string]string{"cluster": "health1", "verb": "get", "code": "200"})).To(BeNumerically(">=", 1))
 
-		_, err := rc.Get().AbsPath(clustergatewayv1alpha1.ProxyPath("nope"), "healthz").DoRaw(ctx)
+		// Error() puts the Status message in the error (DoRaw keeps a generic one).
+		err := rc.Get().AbsPath(clustergatewayv1alpha1.ProxyPath("nope"), "healthz").Do(ctx).Error()
 		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "unknown cluster: %v", err)
 		Expect(err.Error()).To(ContainSubstring(`clustergateways.cluster.core.oam.dev "nope" not found`))
 
-		_, err = rc.Get().AbsPath(clustergatewayv1alpha1.ProxyPath("nocreds1"), "healthz").DoRaw(ctx)
+		err = rc.Get().AbsPath(clustergatewayv1alpha1.ProxyPath("nocreds1"), "healthz").Do(ctx).Error()
 		Expect(apierrors.IsServiceUnavailable(err)).To(BeTrue(), "no credential: %v", err)
 		Expect(err.Error()).To(ContainSubstring("cluster nocreds1: no credentials yet: Secret open-cluster-management-credentials/nocreds1 (from ManagedServiceAccount nocreds1/cluster-gateway) not found"))
 
 		dialer.setDown("health1", true)
 		DeferCleanup(func() { dialer.setDown("health1", false) })
-		_, err = rc.Get().AbsPath(clustergatewayv1alpha1.ProxyPath("health1"), "healthz").DoRaw(ctx)
+		err = rc.Get().AbsPath(clustergatewayv1alpha1.ProxyPath("health1"), "healthz").Do(ctx).Error()
 		Expect(apierrors.IsServiceUnavailable(err)).To(BeTrue(), "tunnel down: %v", err)
 		Expect(err.Error()).To(ContainSubstring("cluster health1: cluster-proxy tunnel not connected (last seen 2026-11-27T08:00:00Z)"))
 		Expect(metricValue(clustergateway.RequestsMetric, map[string]string{"cluster": "health1", "verb": "get", "code": "503"})).To(BeNumerically(">=", 1))
