@@ -83,12 +83,14 @@ func TestCompile(t *testing.T) {
 	defaults := policy.Source{Name: policy.EmbeddedSourceName, Files: files(t, policies.Defaults(), ".", "lib")}
 	examples := policy.Source{Name: policy.ConfigMapSourceName("open-cluster-management-hub", "examples"), Files: files(t, policies.Examples(), ".")}
 	for _, tc := range []struct {
-		sources []policy.Source
-		want    []string
+		sources     []policy.Source
+		want        []string
+		wantGateway []string
 	}{
-		{[]policy.Source{defaults}, []string{"accept", "bind", "execute_as", "join"}},
+		{[]policy.Source{defaults}, []string{"accept", "bind", "execute_as", "join"}, nil},
 		{[]policy.Source{defaults, examples}, []string{"accept", "bind", "execute_as", "join",
-			"no_cluster_admin_executor", "no_clusterrolebindings", "placement_label", "team_executor_namespaces"}},
+			"no_cluster_admin_executor", "no_clusterrolebindings", "placement_label", "team_executor_namespaces"},
+			[]string{"gateway_team_dev_readonly"}},
 	} {
 		set, err := policy.Compile(context.Background(), tc.sources, policy.Options{})
 		if err != nil {
@@ -100,6 +102,13 @@ func TestCompile(t *testing.T) {
 		}
 		if strings.Join(got, " ") != strings.Join(tc.want, " ") {
 			t.Errorf("policies: got %v, want %v", got, tc.want)
+		}
+		got = nil
+		for _, p := range set.GatewayPolicies() {
+			got = append(got, p.Name)
+		}
+		if strings.Join(got, " ") != strings.Join(tc.wantGateway, " ") {
+			t.Errorf("gateway policies: got %v, want %v", got, tc.wantGateway)
 		}
 	}
 }

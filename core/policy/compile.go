@@ -109,9 +109,9 @@ type Match struct {
 	Operations []string `json:"operations"`
 }
 
-// Policy is one compiled policy of a Set.
+// Policy is one compiled policy of a Set: an admission policy, or a gateway policy (no Match).
 type Policy struct {
-	// Name is the package path after flotilla.admission, e.g. execute_as.
+	// Name is the package path after flotilla.admission (flotilla.gateway), e.g. execute_as.
 	Name string
 	// Source is the name of the source that defines it.
 	Source string
@@ -123,6 +123,7 @@ type Policy struct {
 // concurrent use.
 type Set struct {
 	policies []*Policy
+	gateway  []*Policy            // under GatewayPackagePrefix (gateway.go)
 	index    map[string][]*Policy // group/resource/operation
 	compiler *ast.Compiler
 	modules  map[string]*ast.Module
@@ -213,6 +214,9 @@ func Compile(ctx context.Context, sources []Source, opts Options) (*Set, error) 
 	}
 	set := &Set{index: map[string][]*Policy{}, compiler: compiler, modules: modules}
 	if err := set.discover(ctx, modules, origin, opts); err != nil {
+		return nil, err
+	}
+	if err := set.discoverGateway(ctx, modules, origin, opts); err != nil {
 		return nil, err
 	}
 	if !opts.SkipTests {

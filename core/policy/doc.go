@@ -9,6 +9,11 @@
 // The built-in flotilla.authorized asks an Authorizer (SubjectAccessReviews on the hub,
 // cached) whether a user may do something.
 //
+// Gateway policies (gateway.go) are packages under flotilla.gateway with a deny rule and no
+// match: they judge every request the hub's cluster-gateway proxies to a managed cluster
+// (Set.EvaluateGateway, input GatewayInput). They compile into the same Set, from the same
+// sources, with the same sandbox and tests.
+//
 // Policies run in a sandbox: built-ins that reach the network or the process
 // (http.send, net.*, opa.runtime) or allocate without bound in one call (numbers.range,
 // numbers.range_step) are not available, and every evaluation has a deadline.

@@ -88,11 +88,13 @@ func newPolicyCommand() *cobra.Command {
 		Long: `The hub's admission gates are Rego policies (Open Policy Agent): the defaults built into the
 hub and the policies of ConfigMaps labelled flotilla.dev/policy=true in the hub's namespace.
 A policy is a package under flotilla.admission with a constant match rule (the requests it
-sees) and deny and/or warn rules; its tests are test_* rules in *_test.rego files beside it.
-See policies/README.md for the convention and the input document.
+sees) and deny and/or warn rules; a gateway policy, a package under flotilla.gateway with a
+deny rule, judges every request the hub's cluster-gateway proxies to a managed cluster. Tests
+are test_* rules in *_test.rego files beside them. See policies/README.md for the convention
+and the input documents.
 
   flotilla policy test   runs a policy's tests and checks it as the hub would load it
-  flotilla policy eval   shows what the policies decide for one admission request
+  flotilla policy eval   shows what the policies decide for one admission or gateway request
   flotilla policy push   tests a policy, stores it in a ConfigMap and waits for the hub's verdict`,
 	}
 	cmd.AddCommand(newPolicyTestCommand(), newPolicyEvalCommand(), newPolicyPushCommand())
@@ -114,7 +116,8 @@ PASS: n/m or FAIL: k/m. Each argument is one source, as one ConfigMap is on the 
 
 It then compiles the set the way the hub loads it, so that what the hub would refuse
 (a package under flotilla.admission without a match rule, a match on a resource the hub
-does not serve, a package that is already one of the defaults...) is reported here.
+does not serve, a package under flotilla.gateway with a match rule, a package that is
+already one of the defaults...) is reported here.
 
 flotilla.authorized (the hub's SubjectAccessReview built-in) has no answer in tests:
 mock it with "with flotilla.authorized as f" or "with data.flotilla.lib.allowed as f".
@@ -354,13 +357,27 @@ func printPolicies(w io.Writer, set *policy.Set, sources []string) {
 		}
 		lines = append(lines, fmt.Sprintf("  %s (%s): %s", p.Name, p.Source, strings.Join(ms, "; ")))
 	}
-	if len(lines) == 0 {
-		fmt.Fprintln(w, "no policy (package under flotilla.admission) in these files")
+	var gateway []string
+	for _, p := range set.GatewayPolicies() {
+		if slices.Contains(sources, p.Source) {
+			gateway = append(gateway, fmt.Sprintf("  %s (%s)", p.Name, p.Source))
+		}
+	}
+	if len(lines) == 0 && len(gateway) == 0 {
+		fmt.Fprintln(w, "no policy (package under flotilla.admission or flotilla.gateway) in these files")
 		return
 	}
-	fmt.Fprintln(w, "policies:")
-	for _, l := range lines {
-		fmt.Fprintln(w, l)
+	if len(lines) > 0 {
+		fmt.Fprintln(w, "policies:")
+		for _, l := range lines {
+			fmt.Fprintln(w, l)
+		}
+	}
+	if len(gateway) > 0 {
+		fmt.Fprintln(w, "gateway policies:")
+		for _, l := range gateway {
+			fmt.Fprintln(w, l)
+		}
 	}
 }
 
@@ -376,12 +393,17 @@ func newPolicyEvalCommand() *cobra.Command {
 	var o policyEvalOptions
 	cmd := &cobra.Command{
 		Use:   "eval -f REQUEST [DIR|FILE ...]",
-		Short: "Show what the hub's policies decide for one admission request",
+		Short: "Show what the hub's policies decide for one admission or gateway request",
 		Long: `eval reads an admission request and evaluates it with the hub's embedded default policies
 plus the given .rego files and directories (each one source, as one ConfigMap is on the
 hub), as the hub's admission webhook does; tests are not run (see flotilla policy
 test). REQUEST (-f; - for standard input) is an AdmissionReview (admission.k8s.io/v1) or a
 bare AdmissionRequest, in JSON or YAML.
+
+REQUEST may instead be a request of the hub's cluster-gateway (kind: GatewayRequest, with
+the gateway policies' input: user, cluster and request, see policies/README.md); it is
+then judged by the gateway policies (flotilla.gateway.*), as the gateway does.
+--feature-gates and --cluster-namespaces do not apply to it.
 
 It prints ALLOWED or DENIED, then each denial as the user would see it
 ("policy <name> (<source>): <message>"), the warnings, the evaluation errors (a policy
@@ -411,6 +433,9 @@ unreachable).`,
 
   # With a team's policies and the hub answering the authorization questions
   flotilla policy eval -f review.yaml ./team-policies/ --authorize=hub --kubeconfig hub.kubeconfig
+
+  # Would the gateway let alice delete a ConfigMap on cluster1? (kind: GatewayRequest)
+  flotilla policy eval -f gateway-request.yaml ./team-policies/
 
   # With the NilExecutorValidating gate of the hub, in a cluster namespace
   flotilla policy eval -f work-request.yaml --feature-gates NilExecutorValidating=true --cluster-namespaces cluster1 --authorize=allow`,
@@ -489,6 +514,10 @@ type evalRequest struct {
 	Name             string `json:"name,omitempty"`
 	User             string `json:"user"`
 	ClusterNamespace string `json:"clusterNamespace"`
+	// Of a GatewayRequest (Operation is then its verb).
+	Cluster string `json:"cluster,omitempty"`
+	Method  string `json:"method,omitempty"`
+	Path    string `json:"path,omitempty"`
 }
 
 type evalPolicy struct {
@@ -523,7 +552,17 @@ func runPolicyEval(ctx context.Context, stdin io.Reader, stdout io.Writer, args 
 	if err != nil {
 		return err
 	}
-	req, err := readAdmissionRequest(o.file, stdin)
+	data, name, err := readRequestFile(o.file, stdin)
+	if err != nil {
+		return err
+	}
+	if gw, err := parseGatewayRequest(name, data); gw != nil || err != nil {
+		if err != nil {
+			return err
+		}
+		return runGatewayEval(ctx, stdout, gw, args, o)
+	}
+	req, err := parseAdmissionRequest(name, data)
 	if err != nil {
 		return err
 	}
@@ -536,21 +575,9 @@ func runPolicyEval(ctx context.Context, stdin io.Reader, stdout io.Writer, args 
 		return err
 	}
 
-	var hub client.Client
-	var answer policy.Authorizer
-	switch o.authorize {
-	case "deny", "allow":
-		allowed := o.authorize == "allow"
-		answer = policy.AuthorizerFunc(func(context.Context, policy.UserInfo, policy.Attributes) (bool, error) { return allowed, nil })
-	case "hub":
-		c, kube, err := hubClients(o.kubeconfig)
-		if err != nil {
-			return err
-		}
-		hub = c
-		answer = policy.ReviewAuthorizer{Reviews: kube.AuthorizationV1().SubjectAccessReviews()}
-	default:
-		return fmt.Errorf("--authorize %q: want deny, allow or hub", o.authorize)
+	answer, hub, err := evalAuthorizer(o)
+	if err != nil {
+		return err
 	}
 	rec := &recordingAuthorizer{next: answer}
 
@@ -649,6 +676,23 @@ func runPolicyEval(ctx context.Context, stdin io.Reader, stdout io.Writer, args 
 	return nil
 }
 
+// evalAuthorizer is how flotilla.authorized answers (--authorize), and the hub's client with
+// --authorize=hub.
+func evalAuthorizer(o policyEvalOptions) (policy.Authorizer, client.Client, error) {
+	switch o.authorize {
+	case "deny", "allow":
+		allowed := o.authorize == "allow"
+		return policy.AuthorizerFunc(func(context.Context, policy.UserInfo, policy.Attributes) (bool, error) { return allowed, nil }), nil, nil
+	case "hub":
+		c, kube, err := hubClients(o.kubeconfig)
+		if err != nil {
+			return nil, nil, err
+		}
+		return policy.ReviewAuthorizer{Reviews: kube.AuthorizationV1().SubjectAccessReviews()}, c, nil
+	}
+	return nil, nil, fmt.Errorf("--authorize %q: want deny, allow or hub", o.authorize)
+}
+
 func printEvalReport(w io.Writer, rep *evalReport) {
 	if rep.Allowed {
 		fmt.Fprintln(w, "ALLOWED")
@@ -664,7 +708,11 @@ func printEvalReport(w io.Writer, rep *evalReport) {
 	if r.Subresource != "" {
 		resource += "/" + r.Subresource
 	}
-	fmt.Fprintf(w, "request: %s %s/%s %s by %s (clusterNamespace %q)\n", r.Operation, r.Group, resource, object, r.User, r.ClusterNamespace)
+	if r.Cluster != "" {
+		fmt.Fprintf(w, "gateway request: %s %s (verb %s) to cluster %s by %s\n", r.Method, r.Path, r.Operation, r.Cluster, r.User)
+	} else {
+		fmt.Fprintf(w, "request: %s %s/%s %s by %s (clusterNamespace %q)\n", r.Operation, r.Group, resource, object, r.User, r.ClusterNamespace)
+	}
 	if len(rep.Denials) > 0 {
 		fmt.Fprintln(w, "denials:")
 		for _, d := range rep.Denials {
@@ -757,9 +805,16 @@ func parsePolicyFeatureGates(pairs []string) (map[string]bool, error) {
 // readAdmissionRequest reads an AdmissionReview (admission.k8s.io/v1) or a bare
 // AdmissionRequest, JSON or YAML, strictly: an unknown field is an error.
 func readAdmissionRequest(path string, stdin io.Reader) (*admissionv1.AdmissionRequest, error) {
-	var data []byte
-	var err error
-	name := path
+	data, name, err := readRequestFile(path, stdin)
+	if err != nil {
+		return nil, err
+	}
+	return parseAdmissionRequest(name, data)
+}
+
+// readRequestFile reads -f: a file, or standard input for "-"; name is what errors call it.
+func readRequestFile(path string, stdin io.Reader) (data []byte, name string, err error) {
+	name = path
 	if path == "-" {
 		name = "standard input"
 		data, err = io.ReadAll(stdin)
@@ -767,8 +822,13 @@ func readAdmissionRequest(path string, stdin io.Reader) (*admissionv1.AdmissionR
 		data, err = os.ReadFile(path)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading the request: %w", err)
+		return nil, name, fmt.Errorf("reading the request: %w", err)
 	}
+	return data, name, nil
+}
+
+// parseAdmissionRequest parses an AdmissionReview or a bare AdmissionRequest read from name.
+func parseAdmissionRequest(name string, data []byte) (*admissionv1.AdmissionRequest, error) {
 	j, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
