@@ -279,31 +279,32 @@ func sourceOf(file string, origin map[string]string) string {
 	return "policies"
 }
 
-// discover finds the policies: packages under PackagePrefix declared in non-test files. Each
-// must have a constant, valid match rule and a deny or warn rule.
-func (s *Set) discover(ctx context.Context, modules map[string]*ast.Module, origin map[string]string, opts Options) error {
-	type pkgInfo struct {
-		source          string
-		deny, warn, has bool
-		match           bool
-	}
-	pkgs := map[string]*pkgInfo{}
+// pkgRules is what a policy package declares, as found by packagesUnder.
+type pkgRules struct {
+	source            string // where its first module (by file name) came from
+	deny, warn, match bool
+}
+
+// packagesUnder finds the packages under prefix in modules and the rules each declares,
+// returned with their names (relative to prefix) sorted.
+func packagesUnder(modules map[string]*ast.Module, origin map[string]string, prefix string) (map[string]*pkgRules, []string) {
+	pkgs := map[string]*pkgRules{}
 	keys := make([]string, 0, len(modules))
 	for k := range modules {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	prefix := "data." + PackagePrefix + "."
+	path := "data." + prefix + "."
 	for _, k := range keys {
 		m := modules[k]
 		pkg := m.Package.Path.String()
-		if !strings.HasPrefix(pkg, prefix) {
+		if !strings.HasPrefix(pkg, path) {
 			continue
 		}
-		name := strings.TrimPrefix(pkg, prefix)
+		name := strings.TrimPrefix(pkg, path)
 		info := pkgs[name]
 		if info == nil {
-			info = &pkgInfo{source: origin[k]}
+			info = &pkgRules{source: origin[k]}
 			pkgs[name] = info
 		}
 		for _, r := range m.Rules {
@@ -322,6 +323,13 @@ func (s *Set) discover(ctx context.Context, modules map[string]*ast.Module, orig
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	return pkgs, names
+}
+
+// discover finds the policies: packages under PackagePrefix declared in non-test files. Each
+// must have a constant, valid match rule and a deny or warn rule.
+func (s *Set) discover(ctx context.Context, modules map[string]*ast.Module, origin map[string]string, opts Options) error {
+	pkgs, names := packagesUnder(modules, origin, PackagePrefix)
 	authz := opts.Authorizer
 	for _, name := range names {
 		info := pkgs[name]

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
@@ -98,46 +97,14 @@ func (s *Set) EvaluateGateway(ctx context.Context, in *GatewayInput, skip func(*
 // discoverGateway finds the gateway policies: packages under GatewayPackagePrefix declared in
 // non-test files, each with a deny rule and neither match nor warn.
 func (s *Set) discoverGateway(ctx context.Context, modules map[string]*ast.Module, origin map[string]string, opts Options) error {
-	type pkgInfo struct {
-		source             string
-		deny, match, warns bool
-	}
-	pkgs := map[string]*pkgInfo{}
-	prefix := "data." + GatewayPackagePrefix + "."
-	for k, m := range modules {
-		pkg := m.Package.Path.String()
-		if !strings.HasPrefix(pkg, prefix) {
-			continue
-		}
-		name := strings.TrimPrefix(pkg, prefix)
-		info := pkgs[name]
-		if info == nil {
-			info = &pkgInfo{source: origin[k]}
-			pkgs[name] = info
-		}
-		for _, r := range m.Rules {
-			switch r.Head.Name.String() {
-			case "deny":
-				info.deny = true
-			case "match":
-				info.match = true
-			case "warn":
-				info.warns = true
-			}
-		}
-	}
-	names := make([]string, 0, len(pkgs))
-	for n := range pkgs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	pkgs, names := packagesUnder(modules, origin, GatewayPackagePrefix)
 	for _, name := range names {
 		info := pkgs[name]
 		pkg := GatewayPackagePrefix + "." + name
 		switch {
 		case info.match:
 			return &Error{Source: info.source, Err: fmt.Errorf("package %s has a match rule: a gateway policy sees every proxied request (drop match; test input.request instead)", pkg)}
-		case info.warns:
+		case info.warn:
 			return &Error{Source: info.source, Err: fmt.Errorf("package %s has a warn rule: gateway policies only deny", pkg)}
 		case !info.deny:
 			return &Error{Source: info.source, Err: fmt.Errorf("package %s has no deny rule", pkg)}
