@@ -623,9 +623,16 @@ func runPolicyEval(ctx context.Context, stdin io.Reader, stdout io.Writer, args 
 	case privileged:
 		rep.Note = "the user is in system:masters: only the embedded defaults judge its requests, as on the hub"
 	}
+	return judge(ctx, stdout, o, set, matching, privileged, in, rec, &rep)
+}
+
+// judge evaluates policies on in (skipping those the hub skips for a privileged user) one at a
+// time, so the report says which asked what; it prints rep as o asks and returns the exit
+// status: denied, or an evaluation error.
+func judge(ctx context.Context, stdout io.Writer, o policyEvalOptions, set *policy.Set, policies []*policy.Policy, privileged bool, in *policy.Input, rec *recordingAuthorizer, rep *evalReport) error {
 	evalCtx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-	for _, p := range matching {
+	for _, p := range policies {
 		if admission.SkipFor(privileged)(p) {
 			continue
 		}
@@ -655,7 +662,7 @@ func runPolicyEval(ctx context.Context, stdin io.Reader, stdout io.Writer, args 
 		}
 		fmt.Fprintf(stdout, "%s\n", b)
 	} else {
-		printEvalReport(stdout, &rep)
+		printEvalReport(stdout, rep)
 	}
 	switch {
 	case len(rep.Errors) > 0:

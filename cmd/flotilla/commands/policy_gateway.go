@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
-	"strings"
 
 	"sigs.k8s.io/yaml"
 
@@ -121,51 +119,5 @@ func runGatewayEval(ctx context.Context, stdout io.Writer, in *policy.GatewayInp
 	case privileged:
 		rep.Note = "the user is in system:masters: only the embedded defaults judge its requests, as on the hub (they hold no gateway policy)"
 	}
-	evalCtx, cancel := context.WithTimeout(ctx, o.timeout)
-	defer cancel()
-	for _, p := range policies {
-		if admission.SkipFor(privileged)(p) {
-			continue
-		}
-		rec.evaluating(p.Name)
-		d, err := set.EvaluatePolicies(evalCtx, []*policy.Policy{p}, in.Input(), nil)
-		if err != nil {
-			return err
-		}
-		rep.Evaluated = append(rep.Evaluated, evalPolicy{Policy: p.Name, Source: p.Source})
-		for _, dn := range d.Denials {
-			rep.Denials = append(rep.Denials, evalMessage(dn))
-		}
-		for _, e := range d.Errors {
-			rep.Errors = append(rep.Errors, evalError{Policy: e.Policy, Source: e.Source, Timeout: e.Timeout, Error: e.Error()})
-		}
-	}
-	rep.Authorizations = append(rep.Authorizations, rec.questions...)
-	rep.Allowed = len(rep.Denials) == 0 && len(rep.Errors) == 0
-	if o.output == "json" {
-		b, err := json.MarshalIndent(rep, "", "  ")
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "%s\n", b)
-	} else {
-		printEvalReport(stdout, &rep)
-	}
-	switch {
-	case len(rep.Errors) > 0:
-		var msgs []string
-		for _, e := range rep.Errors {
-			msgs = append(msgs, e.Error)
-		}
-		return withStatus(exitError, fmt.Errorf("request denied: %s", strings.Join(msgs, "; ")))
-	case len(rep.Denials) > 0:
-		var names []string
-		for _, d := range rep.Denials {
-			if !slices.Contains(names, d.Policy) {
-				names = append(names, d.Policy)
-			}
-		}
-		return withStatus(exitDenied, fmt.Errorf("request denied by policy %s", strings.Join(names, ", ")))
-	}
-	return nil
+	return judge(ctx, stdout, o, set, policies, privileged, in.Input(), rec, &rep)
 }
