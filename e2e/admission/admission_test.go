@@ -328,9 +328,9 @@ deny contains msg if {
 			files[p] = string(b)
 			return err
 		})).To(Succeed())
-		Expect(files).To(HaveLen(8))
+		Expect(files).To(HaveLen(10))
 		rv := pushPolicy(ctx, "examples", files)
-		Expect(policyEvent(ctx, "examples", rv, "PolicyLoaded")).To(ContainSubstring("loaded 8 file(s)"))
+		Expect(policyEvent(ctx, "examples", rv, "PolicyLoaded")).To(ContainSubstring("loaded 10 file(s)"))
 		// Everyone here may write works and act as any executor: only the examples refuse.
 		grant(ctx, clusterNamespace, "example-writers", "group:example-writers", workWriter, executeAs())
 
