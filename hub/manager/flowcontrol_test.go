@@ -44,7 +44,7 @@ func TestAgentFlowControl(t *testing.T) {
 	}
 	admin := kubernetes.NewForConfigOrDie(cp.Config)
 	uid := map[string]string{}
-	for _, name := range []string{rbac.HeartbeatsName, rbac.AgentsName} {
+	for _, name := range []string{rbac.HeartbeatsName, rbac.AgentsName, rbac.BootstrapName} {
 		fs, err := admin.FlowcontrolV1().FlowSchemas().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatalf("FlowSchema %s: %v", name, err)
@@ -102,6 +102,23 @@ func TestAgentFlowControl(t *testing.T) {
 	}
 	if got := schemaOf("someone", nil, lease); got != "another schema" {
 		t.Errorf("a user outside the agents' group went to %s", got)
+	}
+	// Joining agents: the bootstrap ServiceAccounts and the bootstrap tokens' group.
+	csrs := func(ctx context.Context, k kubernetes.Interface) error {
+		_, err := k.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+		return err
+	}
+	for _, sa := range []string{rbac.BootstrapServiceAccount, rbac.LegacyBootstrapServiceAccount} {
+		user := "system:serviceaccount:" + rbac.BootstrapNamespace + ":" + sa
+		if got := schemaOf(user, []string{"system:serviceaccounts", "system:serviceaccounts:" + rbac.BootstrapNamespace}, csrs); got != rbac.BootstrapName {
+			t.Errorf("a joining agent's request as %s went to %s, want %s", user, got, rbac.BootstrapName)
+		}
+	}
+	if got := schemaOf("system:bootstrap:abcdef", []string{rbac.BootstrapGroup, "system:bootstrappers"}, csrs); got != rbac.BootstrapName {
+		t.Errorf("a joining agent's request with a bootstrap token went to %s, want %s", got, rbac.BootstrapName)
+	}
+	if got := schemaOf("system:serviceaccount:apps:builder", []string{"system:serviceaccounts"}, csrs); got == rbac.BootstrapName {
+		t.Errorf("another ServiceAccount's request went to %s", got)
 	}
 
 	// A hub running as an identity of its own (not system:masters) puts that identity's

@@ -47,7 +47,8 @@ open-cluster-management/agent-registration-bootstrap, the earlier cluster-bootst
 and Kubernetes bootstrap tokens in group system:bootstrappers:managedcluster), the shared agent roles, the
 agents' API Priority and Fairness levels (FlowSchemas and PriorityLevelConfigurations
 flotilla-managed-cluster-heartbeats for their Lease requests and flotilla-managed-cluster-agents
-for the rest, selected by group system:open-cluster-management:managed-clusters), the FlowSchema
+for the rest, selected by group system:open-cluster-management:managed-clusters, and
+flotilla-managed-cluster-bootstrap for joining agents' bootstrap identities), the FlowSchema
 flotilla-hub that puts its own requests in the workload-high level (unless it runs as
 system:masters, which is exempt) and its own Wasm plugins: csr-renewal always, csr-autoapprove when --autoapprove-cluster-patterns is set.
 

@@ -25,6 +25,8 @@ const (
 	HeartbeatsName = "flotilla-managed-cluster-heartbeats"
 	// AgentsName names those of the agents' other requests.
 	AgentsName = "flotilla-managed-cluster-agents"
+	// BootstrapName names those of the bootstrap identities' requests (agents joining).
+	BootstrapName = "flotilla-managed-cluster-bootstrap"
 )
 
 // FlowControl are the PriorityLevelConfigurations and FlowSchemas the hub installs.
@@ -57,21 +59,37 @@ func FlowControl() []client.Object {
 			},
 		}
 	}
+	// Joining agents share one bootstrap identity (a ServiceAccount, or a bootstrap token per
+	// join command), so their requests are one flow, in workload-low with every workload's
+	// ServiceAccount unless placed: 2,000 clusters joining at once had 1,523 of them rejected
+	// there for a full queue (make bench-fleet), each rejection a retry after a backoff. Their
+	// own level queues a whole fleet's join (8 queues of 250 for the one flow).
+	bootstrap := []flowcontrolv1.Subject{
+		{Kind: flowcontrolv1.SubjectKindServiceAccount, ServiceAccount: &flowcontrolv1.ServiceAccountSubject{Namespace: BootstrapNamespace, Name: BootstrapServiceAccount}},
+		{Kind: flowcontrolv1.SubjectKindServiceAccount, ServiceAccount: &flowcontrolv1.ServiceAccountSubject{Namespace: BootstrapNamespace, Name: LegacyBootstrapServiceAccount}},
+		{Kind: flowcontrolv1.SubjectKindGroup, Group: &flowcontrolv1.GroupSubject{Name: BootstrapGroup}},
+	}
+	everything := flowcontrolv1.PolicyRulesWithSubjects{
+		ResourceRules: []flowcontrolv1.ResourcePolicyRule{{
+			Verbs: []string{flowcontrolv1.VerbAll}, APIGroups: []string{flowcontrolv1.APIGroupAll},
+			Resources: []string{flowcontrolv1.ResourceAll}, ClusterScope: true, Namespaces: []string{flowcontrolv1.NamespaceEvery}}},
+		NonResourceRules: []flowcontrolv1.NonResourcePolicyRule{{
+			Verbs: []string{flowcontrolv1.VerbAll}, NonResourceURLs: []string{flowcontrolv1.NonResourceAll}}},
+	}
+	bootstrapRules, agentRules := everything, everything
+	bootstrapRules.Subjects, agentRules.Subjects = bootstrap, agents
 	return []client.Object{
 		// Shares as node-high (40) and workload-low (100) of the built-in levels.
 		level(HeartbeatsName, 40, 64, 6, 50),
 		level(AgentsName, 100, 128, 6, 50),
+		level(BootstrapName, 40, 8, 8, 250),
+		schema(BootstrapName, 820, bootstrapRules),
 		// Matched before the built-in global-default (9900) and service-accounts (9000).
 		schema(HeartbeatsName, 800, flowcontrolv1.PolicyRulesWithSubjects{Subjects: agents,
 			ResourceRules: []flowcontrolv1.ResourcePolicyRule{{
 				Verbs: []string{"get", "create", "update", "patch"}, APIGroups: []string{"coordination.k8s.io"},
 				Resources: []string{"leases"}, Namespaces: []string{flowcontrolv1.NamespaceEvery}}}}),
-		schema(AgentsName, 850, flowcontrolv1.PolicyRulesWithSubjects{Subjects: agents,
-			ResourceRules: []flowcontrolv1.ResourcePolicyRule{{
-				Verbs: []string{flowcontrolv1.VerbAll}, APIGroups: []string{flowcontrolv1.APIGroupAll},
-				Resources: []string{flowcontrolv1.ResourceAll}, ClusterScope: true, Namespaces: []string{flowcontrolv1.NamespaceEvery}}},
-			NonResourceRules: []flowcontrolv1.NonResourcePolicyRule{{
-				Verbs: []string{flowcontrolv1.VerbAll}, NonResourceURLs: []string{flowcontrolv1.NonResourceAll}}}}),
+		schema(AgentsName, 850, agentRules),
 	}
 }
 
