@@ -20,7 +20,7 @@ func KlusterletWorkServiceAccount(name string) string { return name + "-work-sa"
 
 // identityKinds are the kinds of the klusterlet chart that make its agents' identities.
 var identityKinds = map[string]bool{
-	"ServiceAccount": true, "ClusterRole": true, "ClusterRoleBinding": true, "Role": true, "RoleBinding": true,
+	"Namespace": true, "ServiceAccount": true, "ClusterRole": true, "ClusterRoleBinding": true, "Role": true, "RoleBinding": true,
 }
 
 // KlusterletIdentities returns the klusterlet chart's Namespace, ServiceAccounts and RBAC for

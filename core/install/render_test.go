@@ -519,7 +519,8 @@ func TestRenderKlusterlet(t *testing.T) {
 			kinds = append(kinds, k)
 		}
 	}
-	wantKinds := []string{"Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Klusterlet"}
+	// The second Namespace is the built-in managed-serviceaccount agent's.
+	wantKinds := []string{"Namespace", "CustomResourceDefinition", "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Klusterlet"}
 	if !slices.Equal(kinds, wantKinds) {
 		t.Errorf("kinds in order %v, want %v", kinds, wantKinds)
 	}
@@ -585,12 +586,14 @@ func TestRenderKlusterlet(t *testing.T) {
 		kind, role string
 		subject    map[string]any
 	}{
-		"ClusterRoleBinding open-cluster-management:klusterlet-registration:agent":            {"ClusterRole", "open-cluster-management:klusterlet-registration:agent", agent},
-		"ClusterRoleBinding open-cluster-management:klusterlet-registration:addon-management": {"ClusterRole", "open-cluster-management:klusterlet-registration:addon-management", agent},
-		"RoleBinding open-cluster-management:klusterlet-registration:agent":                   {"Role", "open-cluster-management:klusterlet-registration:agent", agent},
-		"ClusterRoleBinding open-cluster-management:klusterlet-work:agent":                    {"ClusterRole", "open-cluster-management:klusterlet-work:agent", workSA},
-		"ClusterRoleBinding open-cluster-management:klusterlet-work:aggregate":                {"ClusterRole", "open-cluster-management:klusterlet-work:aggregate", workSA},
-		"ClusterRoleBinding open-cluster-management:klusterlet-work:execution-admin":          {"ClusterRole", "admin", workSA},
+		"ClusterRoleBinding open-cluster-management:klusterlet-registration:agent":                 {"ClusterRole", "open-cluster-management:klusterlet-registration:agent", agent},
+		"ClusterRoleBinding open-cluster-management:klusterlet-registration:addon-management":      {"ClusterRole", "open-cluster-management:klusterlet-registration:addon-management", agent},
+		"RoleBinding open-cluster-management:klusterlet-registration:agent":                        {"Role", "open-cluster-management:klusterlet-registration:agent", agent},
+		"ClusterRoleBinding open-cluster-management:klusterlet-work:agent":                         {"ClusterRole", "open-cluster-management:klusterlet-work:agent", workSA},
+		"ClusterRoleBinding open-cluster-management:klusterlet-work:aggregate":                     {"ClusterRole", "open-cluster-management:klusterlet-work:aggregate", workSA},
+		"ClusterRoleBinding open-cluster-management:klusterlet-work:execution-admin":               {"ClusterRole", "admin", workSA},
+		"RoleBinding open-cluster-management:klusterlet-managed-serviceaccount:agent":              {"Role", "open-cluster-management:klusterlet-managed-serviceaccount:agent", agent},
+		"ClusterRoleBinding open-cluster-management:klusterlet-managed-serviceaccount:tokenreview": {"ClusterRole", "open-cluster-management:klusterlet-managed-serviceaccount:tokenreview", agent},
 	}
 	seen := 0
 	for _, o := range objs {
@@ -752,7 +755,8 @@ func TestKlusterletNeedsClusterNameAndAgentNamespace(t *testing.T) {
 
 func TestTwoKlusterletsShareNoClusterScopedName(t *testing.T) {
 	a := render(t, install.KlusterletChart, "hub-a", "open-cluster-management-agent", map[string]any{"clusterName": "c1"})
-	b := render(t, install.KlusterletChart, "hub-b", "open-cluster-management-agent-b", map[string]any{"clusterName": "c1", "klusterlet": map[string]any{"name": "klusterlet-b"}})
+	b := render(t, install.KlusterletChart, "hub-b", "open-cluster-management-agent-b", map[string]any{"clusterName": "c1", "klusterlet": map[string]any{"name": "klusterlet-b"},
+		"builtinAddons": map[string]any{"createNamespace": false}})
 	// Cluster-scoped objects other than the CRDs, which both releases install alike, keyed by
 	// kind and name; namespaced ones must differ in namespace.
 	names := func(objs []*unstructured.Unstructured) map[string]bool {

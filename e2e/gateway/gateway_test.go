@@ -1,0 +1,117 @@
+package gateway
+
+import (
+	"net/http"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	authv1beta1 "github.com/flotilla-dev/flotilla/core/apis/authentication/v1beta1"
+	clustergatewayv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/clustergateway/v1alpha1"
+	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
+	"github.com/flotilla-dev/flotilla/hub/addon/builtin"
+)
+
+var _ = Describe("the built-in add-ons", func() {
+	It("become Available on every cluster once enabled", func(ctx SpecContext) {
+		for _, cluster := range []string{cluster1, cluster2} {
+			for _, name := range builtin.Names() {
+				Eventually(mcaAvailable(ctx, cluster, name)).WithContext(ctx).WithTimeout(2*time.Minute).
+					Should(Equal(metav1.ConditionTrue), "ManagedClusterAddOn %s/%s Available", cluster, name)
+			}
+		}
+	}, SpecTimeout(5*time.Minute))
+})
+
+var _ = Describe("the cluster gateway", func() {
+	It("answers the managed cluster's /healthz through the hub API server (seeds: kubectl get --raw .../proxy/healthz)", func(ctx SpecContext) {
+		for _, cluster := range []string{cluster1, cluster2} {
+			Eventually(func() (string, error) { return healthz(ctx, cluster) }).WithContext(ctx).WithTimeout(3*time.Minute).
+				Should(Equal("ok"), "GET %s/healthz through the gateway", cluster)
+		}
+	}, SpecTimeout(7*time.Minute))
+
+	It("acts as the ServiceAccount cluster-gateway: Forbidden until a ManifestWork grants it read on namespaces", func(ctx SpecContext) {
+		// cluster2 only: no other spec grants anything there.
+		const cluster = cluster2
+		Eventually(func() (string, error) { return healthz(ctx, cluster) }).WithContext(ctx).WithTimeout(3*time.Minute).
+			Should(Equal("ok"), "cluster %s reachable through the gateway", cluster)
+		kube := kubernetes.NewForConfigOrDie(gatewayConfig(cluster))
+
+		_, err := kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "listing namespaces as the gateway's ServiceAccount before any grant: %v", err)
+		// The seeds' message (scenarios.txt:982), from the managed API server.
+		Expect(err.Error()).To(Equal(`namespaces is forbidden: User "system:serviceaccount:` + authv1beta1.AgentInstallNamespace + `:` +
+			clustergatewayv1alpha1.ManagedServiceAccountName + `" cannot list resource "namespaces" in API group "" at the cluster scope`))
+
+		By("a ManifestWork binds a ClusterRole reading namespaces to the ServiceAccount")
+		const role = "e2e-gateway-read-namespaces"
+		work := &workv1.ManifestWork{
+			ObjectMeta: metav1.ObjectMeta{Namespace: cluster, Name: "e2e-gateway-rbac"},
+			Spec: workv1.ManifestWorkSpec{Workload: workv1.ManifestsTemplate{Manifests: []workv1.Manifest{
+				{RawExtension: rawJSON(&rbacv1.ClusterRole{
+					TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
+					ObjectMeta: metav1.ObjectMeta{Name: role},
+					Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list"}}},
+				})},
+				{RawExtension: rawJSON(&rbacv1.ClusterRoleBinding{
+					TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
+					ObjectMeta: metav1.ObjectMeta{Name: role},
+					RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role},
+					Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: authv1beta1.AgentInstallNamespace,
+						Name: clustergatewayv1alpha1.ManagedServiceAccountName}},
+				})},
+			}}},
+		}
+		Expect(hubClient.Create(ctx, work)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) {
+			Expect(client.IgnoreNotFound(hubClient.Delete(ctx, work))).To(Succeed())
+			Eventually(func() bool {
+				return apierrors.IsNotFound(hubClient.Get(ctx, client.ObjectKeyFromObject(work), &workv1.ManifestWork{}))
+			}).WithContext(ctx).Should(BeTrue(), "ManifestWork %s/%s deleted", cluster, work.Name)
+		}, NodeTimeout(2*time.Minute))
+
+		Eventually(func() error {
+			_, err := kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+			return err
+		}).WithContext(ctx).WithTimeout(2*time.Minute).Should(Succeed(), "listing namespaces of %s through the gateway after the grant", cluster)
+	}, SpecTimeout(8*time.Minute))
+
+	It("answers 503 naming the cluster while its agent is down, and 200 once it is back", func(ctx SpecContext) {
+		// cluster1 only: the other specs' clusters keep their tunnels.
+		const cluster = cluster1
+		Eventually(func() (string, error) { return healthz(ctx, cluster) }).WithContext(ctx).WithTimeout(3*time.Minute).
+			Should(Equal("ok"), "cluster %s reachable through the gateway", cluster)
+
+		By("stopping the klusterlet of " + cluster)
+		agents[cluster].Stop()
+		restarted := false
+		DeferCleanup(func(ctx SpecContext) {
+			if !restarted {
+				agents[cluster] = env.StartKlusterlet(klusterletOpts[cluster])
+			}
+		}, NodeTimeout(time.Minute))
+		Eventually(func(g Gomega) {
+			_, err := healthz(ctx, cluster)
+			g.Expect(err).To(HaveOccurred())
+			status, ok := err.(apierrors.APIStatus)
+			g.Expect(ok).To(BeTrue(), "an API status, got %v", err)
+			g.Expect(status.Status().Code).To(BeEquivalentTo(http.StatusServiceUnavailable), "%v", err)
+			g.Expect(err.Error()).To(ContainSubstring("cluster " + cluster + ": cluster-proxy tunnel not connected"))
+		}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed(), "GET %s/healthz through the gateway with its agent down", cluster)
+		// The other cluster is unaffected.
+		Expect(healthz(ctx, cluster2)).To(Equal("ok"))
+
+		By("starting it again")
+		agents[cluster] = env.StartKlusterlet(klusterletOpts[cluster])
+		restarted = true
+		Eventually(func() (string, error) { return healthz(ctx, cluster) }).WithContext(ctx).WithTimeout(2*time.Minute).
+			Should(Equal("ok"), "GET %s/healthz through the gateway after the agent restarted", cluster)
+	}, SpecTimeout(8*time.Minute))
+})
