@@ -279,6 +279,7 @@ func TestRenderHubDefaults(t *testing.T) {
 		"--health-probe-bind-address=:8081",
 		"--cluster-manager-name=cluster-manager",
 		// values' flags, sorted, empty ones left out
+		"--gateway-secret-namespace=open-cluster-management-credentials",
 		"--kube-api-burst=400",
 		"--kube-api-qps=200",
 		"--leader-elect-lease-duration=2m17s",
@@ -902,4 +903,39 @@ func TestKlusterletIdentities(t *testing.T) {
 	equalJSON(t, "kinds", kinds, map[string]int{"ServiceAccount": 2, "ClusterRole": 5, "ClusterRoleBinding": 5, "Role": 1, "RoleBinding": 1})
 	find(t, objs, "ServiceAccount", install.KlusterletAgentServiceAccount("k2"))
 	find(t, objs, "ServiceAccount", install.KlusterletWorkServiceAccount("k2"))
+}
+
+// TestRenderHubAddons: addons.* become --addons (and the tunnel server count the replicas),
+// the hub's RBAC for them and the unbound proxy-all ClusterRole; cluster-gateway alone fails.
+func TestRenderHubAddons(t *testing.T) {
+	ns := install.HubNamespace
+	none := render(t, install.HubChart, hubRelease, ns, nil)
+	for _, a := range args(t, find(t, none, "Deployment", "flotilla-hub")) {
+		if strings.HasPrefix(a, "--addons") || strings.HasPrefix(a, "--cluster-proxy-server-count") {
+			t.Errorf("default hub args have %s", a)
+		}
+	}
+	on := map[string]any{"enabled": true}
+	objs := render(t, install.HubChart, hubRelease, ns, map[string]any{"replicas": 2,
+		"addons": map[string]any{"clusterProxy": on, "managedServiceAccount": on, "clusterGateway": on}})
+	got := args(t, find(t, objs, "Deployment", "flotilla-hub"))
+	for _, want := range []string{"--addons=cluster-proxy,managed-serviceaccount,cluster-gateway", "--cluster-proxy-server-count=2"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("hub args %v lack %s", got, want)
+		}
+	}
+	rules, _, _ := unstructured.NestedSlice(find(t, objs, "ClusterRole", "flotilla-hub").Object, "rules")
+	if !strings.Contains(fmt.Sprint(rules), "apiservices") || !strings.Contains(fmt.Sprint(rules), "authentication.open-cluster-management.io") {
+		t.Errorf("hub ClusterRole rules %v lack APIServices or ManagedServiceAccounts", rules)
+	}
+	find(t, objs, "ClusterRole", "open-cluster-management:cluster-gateway:proxy-all")
+	for _, o := range objs {
+		if ref, _, _ := unstructured.NestedString(o.Object, "roleRef", "name"); ref == "open-cluster-management:cluster-gateway:proxy-all" {
+			t.Errorf("%s %s binds proxy-all: it must be bound by an admin", o.GetKind(), o.GetName())
+		}
+	}
+	_, err := install.Render(install.HubChart, hubRelease, ns, map[string]any{"addons": map[string]any{"clusterGateway": on}})
+	if err == nil || !strings.Contains(err.Error(), "addons.clusterGateway.enabled needs addons.clusterProxy.enabled") {
+		t.Errorf("cluster-gateway alone: %v, want the chart to refuse it", err)
+	}
 }
