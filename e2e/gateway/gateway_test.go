@@ -10,12 +10,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/flotilla-dev/flotilla/core/apis/authentication/v1beta1"
 	clustergatewayv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/clustergateway/v1alpha1"
 	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
 	"github.com/flotilla-dev/flotilla/hub/addon/builtin"
+	"github.com/flotilla-dev/flotilla/hub/admin"
 )
 
 var _ = Describe("the built-in add-ons", func() {
@@ -114,4 +116,37 @@ var _ = Describe("the cluster gateway", func() {
 		Eventually(func() (string, error) { return healthz(ctx, cluster) }).WithContext(ctx).WithTimeout(2*time.Minute).
 			Should(Equal("ok"), "GET %s/healthz through the gateway after the agent restarted", cluster)
 	}, SpecTimeout(8*time.Minute))
+})
+
+var _ = Describe("hub RBAC on clustergateways/proxy", func() {
+	It("lets a user with a ClusterRole naming cluster1 reach cluster1 and not cluster2", func(ctx SpecContext) {
+		for _, cluster := range []string{cluster1, cluster2} {
+			Eventually(func() (string, error) { return healthz(ctx, cluster) }).WithContext(ctx).WithTimeout(3*time.Minute).
+				Should(Equal("ok"), "cluster %s reachable through the gateway", cluster)
+		}
+		const user, name = "e2e-gateway-bob", "e2e-gateway-cluster1-only"
+		role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: []rbacv1.PolicyRule{{
+			APIGroups: []string{clustergatewayv1alpha1.GroupVersion.Group}, Resources: []string{"clustergateways/proxy"},
+			ResourceNames: []string{cluster1}, Verbs: []string{"get", "create", "update", "patch", "delete"},
+		}}}
+		binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: name},
+			Subjects: []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: user}}}
+		for _, o := range []client.Object{role, binding} {
+			Expect(hubClient.Create(ctx, o)).To(Succeed())
+			DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(hubClient.Delete(ctx, o))).To(Succeed()) }, NodeTimeout(time.Minute))
+		}
+		cfg := rest.CopyConfig(env.Fleet.Hub.Config)
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
+		bob := kubernetes.NewForConfigOrDie(cfg)
+		get := func(cluster string) error {
+			return bob.Discovery().RESTClient().Get().AbsPath(admin.GatewayPath(cluster) + "/healthz").Do(ctx).Error()
+		}
+		Eventually(func() error { return get(cluster1) }).WithContext(ctx).WithTimeout(time.Minute).
+			Should(Succeed(), "%s reaching cluster1 through the gateway", user)
+		err := get(cluster2)
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%s reaching cluster2: %v", user, err)
+		Expect(err.Error()).To(ContainSubstring(`clustergateways.cluster.core.oam.dev "` + cluster2 + `" is forbidden: User "` + user +
+			`" cannot get resource "clustergateways/proxy" in API group "cluster.core.oam.dev" at the cluster scope`))
+	}, SpecTimeout(6*time.Minute))
 })
