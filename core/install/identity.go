@@ -41,7 +41,9 @@ func KlusterletIdentities(name, namespace string) ([]*unstructured.Unstructured,
 		if !identityKinds[o.GetKind()] {
 			continue
 		}
-		if o.GetNamespace() != "" {
+		// Objects of the release namespace move to the agent namespace; those of another
+		// namespace (the built-in managed-serviceaccount agent's) stay there.
+		if o.GetNamespace() == AgentNamespace {
 			o.SetNamespace(namespace)
 		}
 		if subjects, ok, _ := unstructured.NestedSlice(o.Object, "subjects"); ok {

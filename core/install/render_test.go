@@ -939,3 +939,22 @@ func TestRenderHubAddons(t *testing.T) {
 		t.Errorf("cluster-gateway alone: %v, want the chart to refuse it", err)
 	}
 }
+
+// TestKlusterletIdentitiesKeepOtherNamespaces: the identities of a klusterlet in another agent
+// namespace move there, but the built-in managed-serviceaccount agent's Role stays in its own
+// namespace, which comes with them.
+func TestKlusterletIdentitiesKeepOtherNamespaces(t *testing.T) {
+	objs, err := install.KlusterletIdentities("klusterlet-b", "agent-b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const msaNS = "open-cluster-management-managed-serviceaccount"
+	role := find(t, objs, "Role", "open-cluster-management:klusterlet-b-managed-serviceaccount:agent")
+	if role.GetNamespace() != msaNS {
+		t.Errorf("Role %s in namespace %q, want %s", role.GetName(), role.GetNamespace(), msaNS)
+	}
+	find(t, objs, "Namespace", msaNS)
+	if r := find(t, objs, "Role", "open-cluster-management:klusterlet-b-registration:agent"); r.GetNamespace() != "agent-b" {
+		t.Errorf("the agent's Role in namespace %q, want agent-b", r.GetNamespace())
+	}
+}

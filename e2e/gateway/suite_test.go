@@ -9,6 +9,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -66,6 +68,17 @@ var _ = ReportAfterEach(func(r SpecReport) {
 		for i := range list.Items {
 			b, _ := yaml.Marshal(list.Items[i].Status)
 			AddReportEntry("ManagedClusterAddOn "+list.Items[i].Namespace+"/"+list.Items[i].Name, string(b))
+		}
+	}
+	services := &unstructured.UnstructuredList{}
+	services.SetAPIVersion("apiregistration.k8s.io/v1")
+	services.SetKind("APIServiceList")
+	if err := hubClient.List(suiteCtx, services); err == nil {
+		for _, s := range services.Items {
+			if group, _, _ := unstructured.NestedString(s.Object, "spec", "group"); group != "" && !strings.HasSuffix(group, ".k8s.io") {
+				st, _ := yaml.Marshal(s.Object["status"])
+				AddReportEntry("APIService "+s.GetName(), string(st))
+			}
 		}
 	}
 })
