@@ -143,8 +143,13 @@ func gatewayConfig(cluster string) *rest.Config {
 
 // healthz GETs cluster's /healthz through the hub API server and the gateway, as the seeds'
 // `kubectl get --raw=".../clustergateways/<cluster>/proxy/healthz"`.
+// An error is the Status the server answered (DoRaw would not decode it).
 func healthz(ctx context.Context, cluster string) (string, error) {
-	b, err := hubKube.Discovery().RESTClient().Get().AbsPath(admin.GatewayPath(cluster) + "/healthz").DoRaw(ctx)
+	res := hubKube.Discovery().RESTClient().Get().AbsPath(admin.GatewayPath(cluster) + "/healthz").Do(ctx)
+	if err := res.Error(); err != nil {
+		return "", err
+	}
+	b, err := res.Raw()
 	return string(b), err
 }
 
