@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"net/http"
+	"path/filepath"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -11,8 +12,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/flotilla-dev/flotilla/cmd/flotilla/commands"
 	authv1beta1 "github.com/flotilla-dev/flotilla/core/apis/authentication/v1beta1"
 	clustergatewayv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/clustergateway/v1alpha1"
 	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
@@ -149,4 +152,30 @@ var _ = Describe("hub RBAC on clustergateways/proxy", func() {
 		Expect(err.Error()).To(ContainSubstring(`clustergateways.cluster.core.oam.dev "` + cluster2 + `" is forbidden: User "` + user +
 			`" cannot get resource "clustergateways/proxy" in API group "cluster.core.oam.dev" at the cluster scope`))
 	}, SpecTimeout(6*time.Minute))
+})
+
+var _ = Describe("flotilla kubeconfig --cluster", func() {
+	It("writes a kubeconfig that reaches the cluster through the gateway, and refuses a cluster without one", func(ctx SpecContext) {
+		Eventually(func() (string, error) { return healthz(ctx, cluster2) }).WithContext(ctx).WithTimeout(3*time.Minute).
+			Should(Equal("ok"), "cluster %s reachable through the gateway", cluster2)
+		flotilla := func(args ...string) error {
+			root := commands.NewRoot()
+			root.SetArgs(args)
+			root.SetOut(GinkgoWriter)
+			root.SetErr(GinkgoWriter)
+			return root.ExecuteContext(ctx)
+		}
+		out := filepath.Join(GinkgoT().TempDir(), cluster2+".kubeconfig")
+		Expect(flotilla("kubeconfig", "--kubeconfig", env.Fleet.Hub.KubeconfigPath, "--cluster", cluster2, "-o", out)).To(Succeed())
+		cfg, err := clientcmd.BuildConfigFromFlags("", out)
+		Expect(err).NotTo(HaveOccurred())
+		kube := kubernetes.NewForConfigOrDie(cfg)
+		body, err := kube.Discovery().RESTClient().Get().AbsPath("/healthz").Do(ctx).Raw()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(body)).To(Equal("ok"))
+
+		err = flotilla("kubeconfig", "--kubeconfig", env.Fleet.Hub.KubeconfigPath, "--cluster", "e2e-gateway-nope")
+		Expect(err).To(MatchError("cluster e2e-gateway-nope has no ClusterGateway: enable the add-ons with flotilla addon enable " +
+			"cluster-proxy managed-serviceaccount cluster-gateway --clusters e2e-gateway-nope"))
+	}, SpecTimeout(5*time.Minute))
 })
