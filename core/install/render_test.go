@@ -889,8 +889,11 @@ func TestKlusterletIdentities(t *testing.T) {
 	kinds := map[string]int{}
 	for _, o := range objs[1:] {
 		kinds[o.GetKind()]++
-		switch o.GetKind() {
-		case "ServiceAccount", "Role", "RoleBinding":
+		switch {
+		case (o.GetKind() == "Role" || o.GetKind() == "RoleBinding") && strings.Contains(o.GetName(), "managed-serviceaccount"):
+			// The managed-serviceaccount agent's rights stay in its own namespace.
+			equalJSON(t, o.GetKind()+" "+o.GetName()+" namespace", o.GetNamespace(), "open-cluster-management-managed-serviceaccount")
+		case o.GetKind() == "ServiceAccount" || o.GetKind() == "Role" || o.GetKind() == "RoleBinding":
 			equalJSON(t, o.GetKind()+" "+o.GetName()+" namespace", o.GetNamespace(), "agent-k2")
 		default:
 			equalJSON(t, o.GetKind()+" "+o.GetName()+" namespace", o.GetNamespace(), "")
@@ -900,7 +903,7 @@ func TestKlusterletIdentities(t *testing.T) {
 			equalJSON(t, o.GetName()+" subject namespace", s.(map[string]any)["namespace"], "agent-k2")
 		}
 	}
-	equalJSON(t, "kinds", kinds, map[string]int{"ServiceAccount": 2, "ClusterRole": 5, "ClusterRoleBinding": 5, "Role": 1, "RoleBinding": 1})
+	equalJSON(t, "kinds", kinds, map[string]int{"ServiceAccount": 2, "ClusterRole": 6, "ClusterRoleBinding": 6, "Namespace": 1, "Role": 2, "RoleBinding": 2})
 	find(t, objs, "ServiceAccount", install.KlusterletAgentServiceAccount("k2"))
 	find(t, objs, "ServiceAccount", install.KlusterletWorkServiceAccount("k2"))
 }
