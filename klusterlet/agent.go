@@ -24,9 +24,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	authv1beta1 "github.com/flotilla-dev/flotilla/core/apis/authentication/v1beta1"
+	clustergatewayv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/clustergateway/v1alpha1"
+	proxyv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/proxy/v1alpha1"
 	apischeme "github.com/flotilla-dev/flotilla/core/apis/scheme"
 	"github.com/flotilla-dev/flotilla/core/satoken"
 	"github.com/flotilla-dev/flotilla/klusterlet/addon"
+	"github.com/flotilla-dev/flotilla/klusterlet/addon/clustergateway"
+	"github.com/flotilla-dev/flotilla/klusterlet/addon/clusterproxy"
 	"github.com/flotilla-dev/flotilla/klusterlet/addon/msa"
 	"github.com/flotilla-dev/flotilla/klusterlet/plugins"
 	"github.com/flotilla-dev/flotilla/klusterlet/registration"
@@ -200,7 +204,7 @@ func (a *Agent) session(opts Options, managedMapper meta.RESTMapper) func(ctx co
 					Scheme:               s.Scheme,
 					HubMapper:            s.HubMapper,
 					HubKube:              s.HubKube,
-					Builtins:             map[string]addon.BuiltinAgent{authv1beta1.AddonName: &msa.Agent{}},
+					Builtins:             builtinAgents(),
 					Logger:               s.Logger.WithName("addon"),
 				})
 				if err == nil {
@@ -347,4 +351,16 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	return a.Run(ctx)
+}
+
+// builtinAgents are the add-on agents built into the klusterlet, by add-on name; each runs
+// only while the hub marks the cluster's add-on built-in (klusterlet/addon Config.Builtins).
+// The cluster-gateway agent reports healthy while the cluster-proxy agent holds its tunnel.
+func builtinAgents() map[string]addon.BuiltinAgent {
+	tunnel := &clustergateway.Tap{Agent: &clusterproxy.Agent{}}
+	return map[string]addon.BuiltinAgent{
+		authv1beta1.AddonName:            &msa.Agent{},
+		proxyv1alpha1.AddonName:          tunnel,
+		clustergatewayv1alpha1.AddonName: &clustergateway.Agent{Tunnel: tunnel},
+	}
 }

@@ -20,7 +20,7 @@ func KlusterletWorkServiceAccount(name string) string { return name + "-work-sa"
 
 // identityKinds are the kinds of the klusterlet chart that make its agents' identities.
 var identityKinds = map[string]bool{
-	"ServiceAccount": true, "ClusterRole": true, "ClusterRoleBinding": true, "Role": true, "RoleBinding": true,
+	"Namespace": true, "ServiceAccount": true, "ClusterRole": true, "ClusterRoleBinding": true, "Role": true, "RoleBinding": true,
 }
 
 // KlusterletIdentities returns the klusterlet chart's Namespace, ServiceAccounts and RBAC for
@@ -41,7 +41,9 @@ func KlusterletIdentities(name, namespace string) ([]*unstructured.Unstructured,
 		if !identityKinds[o.GetKind()] {
 			continue
 		}
-		if o.GetNamespace() != "" {
+		// Objects of the release namespace move to the agent namespace; those of another
+		// namespace (the built-in managed-serviceaccount agent's) stay there.
+		if o.GetNamespace() == AgentNamespace {
 			o.SetNamespace(namespace)
 		}
 		if subjects, ok, _ := unstructured.NestedSlice(o.Object, "subjects"); ok {

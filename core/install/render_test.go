@@ -279,6 +279,7 @@ func TestRenderHubDefaults(t *testing.T) {
 		"--health-probe-bind-address=:8081",
 		"--cluster-manager-name=cluster-manager",
 		// values' flags, sorted, empty ones left out
+		"--gateway-secret-namespace=open-cluster-management-credentials",
 		"--kube-api-burst=400",
 		"--kube-api-qps=200",
 		"--leader-elect-lease-duration=2m17s",
@@ -519,7 +520,8 @@ func TestRenderKlusterlet(t *testing.T) {
 			kinds = append(kinds, k)
 		}
 	}
-	wantKinds := []string{"Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Klusterlet"}
+	// The second Namespace is the built-in managed-serviceaccount agent's.
+	wantKinds := []string{"Namespace", "CustomResourceDefinition", "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Klusterlet"}
 	if !slices.Equal(kinds, wantKinds) {
 		t.Errorf("kinds in order %v, want %v", kinds, wantKinds)
 	}
@@ -585,12 +587,14 @@ func TestRenderKlusterlet(t *testing.T) {
 		kind, role string
 		subject    map[string]any
 	}{
-		"ClusterRoleBinding open-cluster-management:klusterlet-registration:agent":            {"ClusterRole", "open-cluster-management:klusterlet-registration:agent", agent},
-		"ClusterRoleBinding open-cluster-management:klusterlet-registration:addon-management": {"ClusterRole", "open-cluster-management:klusterlet-registration:addon-management", agent},
-		"RoleBinding open-cluster-management:klusterlet-registration:agent":                   {"Role", "open-cluster-management:klusterlet-registration:agent", agent},
-		"ClusterRoleBinding open-cluster-management:klusterlet-work:agent":                    {"ClusterRole", "open-cluster-management:klusterlet-work:agent", workSA},
-		"ClusterRoleBinding open-cluster-management:klusterlet-work:aggregate":                {"ClusterRole", "open-cluster-management:klusterlet-work:aggregate", workSA},
-		"ClusterRoleBinding open-cluster-management:klusterlet-work:execution-admin":          {"ClusterRole", "admin", workSA},
+		"ClusterRoleBinding open-cluster-management:klusterlet-registration:agent":                 {"ClusterRole", "open-cluster-management:klusterlet-registration:agent", agent},
+		"ClusterRoleBinding open-cluster-management:klusterlet-registration:addon-management":      {"ClusterRole", "open-cluster-management:klusterlet-registration:addon-management", agent},
+		"RoleBinding open-cluster-management:klusterlet-registration:agent":                        {"Role", "open-cluster-management:klusterlet-registration:agent", agent},
+		"ClusterRoleBinding open-cluster-management:klusterlet-work:agent":                         {"ClusterRole", "open-cluster-management:klusterlet-work:agent", workSA},
+		"ClusterRoleBinding open-cluster-management:klusterlet-work:aggregate":                     {"ClusterRole", "open-cluster-management:klusterlet-work:aggregate", workSA},
+		"ClusterRoleBinding open-cluster-management:klusterlet-work:execution-admin":               {"ClusterRole", "admin", workSA},
+		"RoleBinding open-cluster-management:klusterlet-managed-serviceaccount:agent":              {"Role", "open-cluster-management:klusterlet-managed-serviceaccount:agent", agent},
+		"ClusterRoleBinding open-cluster-management:klusterlet-managed-serviceaccount:tokenreview": {"ClusterRole", "open-cluster-management:klusterlet-managed-serviceaccount:tokenreview", agent},
 	}
 	seen := 0
 	for _, o := range objs {
@@ -752,7 +756,8 @@ func TestKlusterletNeedsClusterNameAndAgentNamespace(t *testing.T) {
 
 func TestTwoKlusterletsShareNoClusterScopedName(t *testing.T) {
 	a := render(t, install.KlusterletChart, "hub-a", "open-cluster-management-agent", map[string]any{"clusterName": "c1"})
-	b := render(t, install.KlusterletChart, "hub-b", "open-cluster-management-agent-b", map[string]any{"clusterName": "c1", "klusterlet": map[string]any{"name": "klusterlet-b"}})
+	b := render(t, install.KlusterletChart, "hub-b", "open-cluster-management-agent-b", map[string]any{"clusterName": "c1", "klusterlet": map[string]any{"name": "klusterlet-b"},
+		"builtinAddons": map[string]any{"createNamespace": false}})
 	// Cluster-scoped objects other than the CRDs, which both releases install alike, keyed by
 	// kind and name; namespaced ones must differ in namespace.
 	names := func(objs []*unstructured.Unstructured) map[string]bool {
@@ -884,8 +889,11 @@ func TestKlusterletIdentities(t *testing.T) {
 	kinds := map[string]int{}
 	for _, o := range objs[1:] {
 		kinds[o.GetKind()]++
-		switch o.GetKind() {
-		case "ServiceAccount", "Role", "RoleBinding":
+		switch {
+		case (o.GetKind() == "Role" || o.GetKind() == "RoleBinding") && strings.Contains(o.GetName(), "managed-serviceaccount"):
+			// The managed-serviceaccount agent's rights stay in its own namespace.
+			equalJSON(t, o.GetKind()+" "+o.GetName()+" namespace", o.GetNamespace(), "open-cluster-management-managed-serviceaccount")
+		case o.GetKind() == "ServiceAccount" || o.GetKind() == "Role" || o.GetKind() == "RoleBinding":
 			equalJSON(t, o.GetKind()+" "+o.GetName()+" namespace", o.GetNamespace(), "agent-k2")
 		default:
 			equalJSON(t, o.GetKind()+" "+o.GetName()+" namespace", o.GetNamespace(), "")
@@ -895,7 +903,61 @@ func TestKlusterletIdentities(t *testing.T) {
 			equalJSON(t, o.GetName()+" subject namespace", s.(map[string]any)["namespace"], "agent-k2")
 		}
 	}
-	equalJSON(t, "kinds", kinds, map[string]int{"ServiceAccount": 2, "ClusterRole": 5, "ClusterRoleBinding": 5, "Role": 1, "RoleBinding": 1})
+	equalJSON(t, "kinds", kinds, map[string]int{"ServiceAccount": 2, "ClusterRole": 6, "ClusterRoleBinding": 6, "Namespace": 1, "Role": 2, "RoleBinding": 2})
 	find(t, objs, "ServiceAccount", install.KlusterletAgentServiceAccount("k2"))
 	find(t, objs, "ServiceAccount", install.KlusterletWorkServiceAccount("k2"))
+}
+
+// TestRenderHubAddons: addons.* become --addons (and the tunnel server count the replicas),
+// the hub's RBAC for them and the unbound proxy-all ClusterRole; cluster-gateway alone fails.
+func TestRenderHubAddons(t *testing.T) {
+	ns := install.HubNamespace
+	none := render(t, install.HubChart, hubRelease, ns, nil)
+	for _, a := range args(t, find(t, none, "Deployment", "flotilla-hub")) {
+		if strings.HasPrefix(a, "--addons") || strings.HasPrefix(a, "--cluster-proxy-server-count") {
+			t.Errorf("default hub args have %s", a)
+		}
+	}
+	on := map[string]any{"enabled": true}
+	objs := render(t, install.HubChart, hubRelease, ns, map[string]any{"replicas": 2,
+		"addons": map[string]any{"clusterProxy": on, "managedServiceAccount": on, "clusterGateway": on}})
+	got := args(t, find(t, objs, "Deployment", "flotilla-hub"))
+	for _, want := range []string{"--addons=cluster-proxy,managed-serviceaccount,cluster-gateway", "--cluster-proxy-server-count=2"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("hub args %v lack %s", got, want)
+		}
+	}
+	rules, _, _ := unstructured.NestedSlice(find(t, objs, "ClusterRole", "flotilla-hub").Object, "rules")
+	if !strings.Contains(fmt.Sprint(rules), "apiservices") || !strings.Contains(fmt.Sprint(rules), "authentication.open-cluster-management.io") {
+		t.Errorf("hub ClusterRole rules %v lack APIServices or ManagedServiceAccounts", rules)
+	}
+	find(t, objs, "ClusterRole", "open-cluster-management:cluster-gateway:proxy-all")
+	for _, o := range objs {
+		if ref, _, _ := unstructured.NestedString(o.Object, "roleRef", "name"); ref == "open-cluster-management:cluster-gateway:proxy-all" {
+			t.Errorf("%s %s binds proxy-all: it must be bound by an admin", o.GetKind(), o.GetName())
+		}
+	}
+	_, err := install.Render(install.HubChart, hubRelease, ns, map[string]any{"addons": map[string]any{"clusterGateway": on}})
+	if err == nil || !strings.Contains(err.Error(), "addons.clusterGateway.enabled needs addons.clusterProxy.enabled") {
+		t.Errorf("cluster-gateway alone: %v, want the chart to refuse it", err)
+	}
+}
+
+// TestKlusterletIdentitiesKeepOtherNamespaces: the identities of a klusterlet in another agent
+// namespace move there, but the built-in managed-serviceaccount agent's Role stays in its own
+// namespace, which comes with them.
+func TestKlusterletIdentitiesKeepOtherNamespaces(t *testing.T) {
+	objs, err := install.KlusterletIdentities("klusterlet-b", "agent-b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const msaNS = "open-cluster-management-managed-serviceaccount"
+	role := find(t, objs, "Role", "open-cluster-management:klusterlet-b-managed-serviceaccount:agent")
+	if role.GetNamespace() != msaNS {
+		t.Errorf("Role %s in namespace %q, want %s", role.GetName(), role.GetNamespace(), msaNS)
+	}
+	find(t, objs, "Namespace", msaNS)
+	if r := find(t, objs, "Role", "open-cluster-management:klusterlet-b-registration:agent"); r.GetNamespace() != "agent-b" {
+		t.Errorf("the agent's Role in namespace %q, want agent-b", r.GetNamespace())
+	}
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/flotilla-dev/flotilla/core/wasmplugin"
 	"github.com/flotilla-dev/flotilla/hub/addon"
 	"github.com/flotilla-dev/flotilla/hub/admission"
+	"github.com/flotilla-dev/flotilla/hub/clusterproxy"
 	"github.com/flotilla-dev/flotilla/hub/mwrs"
 	"github.com/flotilla-dev/flotilla/hub/placement"
 	"github.com/flotilla-dev/flotilla/hub/placement/scheduler"
@@ -96,6 +97,17 @@ type Options struct {
 	// CleanupHooks run when a ManagedCluster is deleted, before its namespace goes (after
 	// the hub's own, which waits for the cluster's ManifestWorks to be cleaned up).
 	CleanupHooks []managedcluster.CleanupHook
+	// Addons names the built-in add-ons the hub serves (hub/addon/builtin.Names():
+	// cluster-proxy, managed-serviceaccount, cluster-gateway; none by default). cluster-gateway
+	// needs the other two; cluster-proxy and cluster-gateway serve aggregated APIs on the
+	// webhook server (Webhook must not be disabled).
+	Addons []string
+	// GatewaySecretNamespace holds the cluster-gateway's credential Secrets; empty means
+	// open-cluster-management-credentials (created when absent).
+	GatewaySecretNamespace string
+	// ClusterProxyServerCount is the number of hub replicas serving cluster-proxy tunnels:
+	// each agent keeps a stream to that many distinct replicas. 0 means 1.
+	ClusterProxyServerCount int
 	// Components are further controllers added to the same manager (the WasmPlugin
 	// controller, the plugin installer, later issues' hub controllers).
 	Components []Component
@@ -150,6 +162,10 @@ type Hub struct {
 	policyLoader *admission.Loader
 	// policyRBAC drops the admission's cached SubjectAccessReview answers when RBAC changes.
 	policyRBAC *sarcache.RBACWatch
+	// addons are the components of the enabled built-in add-ons (setupAddons).
+	addons []Component
+	// clusterProxy is the cluster-proxy server when that add-on is enabled.
+	clusterProxy *clusterproxy.Server
 }
 
 // NewScheme returns a scheme with client-go's types and every Flotilla API group.
@@ -180,6 +196,9 @@ func New(opts Options) (*Hub, error) {
 	}
 	if opts.Registry == nil {
 		opts.Registry = wasm.NewRegistry()
+	}
+	if err := opts.validateAddons(); err != nil {
+		return nil, err
 	}
 	// client-go's defaults (5 requests a second) would throttle a hub deciding thousands of
 	// placements; a config that sets its own rate keeps it.
@@ -278,7 +297,7 @@ func (h *Hub) setup() error {
 		components = append(components, &mwrs.Reconciler{Client: c})
 	}
 	if h.opts.FeatureGates.Enabled(featuregates.AddonManagement) {
-		components = append(components, &addon.Manager{Client: c, Registry: h.registry, MaxWorkSize: h.opts.WorkMaxSize})
+		components = append(components, &addon.Manager{Client: c, Registry: h.registry, MaxWorkSize: h.opts.WorkMaxSize, Builtins: h.opts.Addons})
 	}
 	if h.opts.FeatureGates.Enabled(featuregates.DefaultClusterSet) {
 		components = append(components,
@@ -306,6 +325,7 @@ func (h *Hub) setup() error {
 	if h.webhooks != nil {
 		components = append(components, h.webhooks, h.policyLoader, h.policyRBAC)
 	}
+	components = append(components, h.addons...)
 	components = append(components, h.opts.Components...)
 	for _, comp := range components {
 		if err := comp.SetupWithManager(mgr); err != nil {
@@ -367,7 +387,7 @@ func (h *Hub) Prepare(ctx context.Context) error {
 			return fmt.Errorf("hub: %w", err)
 		}
 	}
-	return nil
+	return h.prepareAddons(ctx, c)
 }
 
 // hubFlowControl puts the hub's own requests in the workload-high priority level
@@ -442,6 +462,9 @@ func (h *Hub) setupWebhooks(kube kubernetes.Interface) error {
 	if err := srv.Register(policies); err != nil {
 		return fmt.Errorf("hub: %w", err)
 	}
+	if h.addons, err = h.setupAddons(kube, srv, policies); err != nil {
+		return err
+	}
 	h.webhooks = srv
 	return nil
 }
@@ -469,6 +492,10 @@ func (h *Hub) setupPolicies(kube kubernetes.Interface, srv *webhook.Server) (*ad
 	h.policyRBAC = &sarcache.RBACWatch{Name: "admission-rbac", Cache: sars}
 	return handler, nil
 }
+
+// ClusterProxy is the cluster-proxy server (the hub's Dialer into its clusters), nil unless
+// the add-on cluster-proxy is enabled.
+func (h *Hub) ClusterProxy() *clusterproxy.Server { return h.clusterProxy }
 
 // Webhooks is the admission webhook server, nil when Options.Webhook.Disabled. Further
 // handlers register with it (before or after Run); Ready says when they are in effect.

@@ -17,6 +17,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	authenticationv1beta1 "github.com/flotilla-dev/flotilla/core/apis/authentication/v1beta1"
+	"github.com/flotilla-dev/flotilla/core/clusterproxy"
 	"github.com/flotilla-dev/flotilla/core/install"
 	"github.com/flotilla-dev/flotilla/klusterlet"
 	"github.com/flotilla-dev/flotilla/klusterlet/addon"
@@ -143,18 +145,24 @@ func Unjoin(ctx context.Context, managed *rest.Config, o UnjoinOptions, progress
 		progress(fmt.Sprintf("kept the add-on namespace and the CRDs: Klusterlets %s remain", strings.Join(others, ", ")))
 		return nil
 	}
-	addonNS := &unstructured.Unstructured{}
-	addonNS.SetAPIVersion("v1")
-	addonNS.SetKind("Namespace")
-	addonNS.SetName(klusterlet.AddOnNamespace)
-	progress("removing the add-on namespace " + klusterlet.AddOnNamespace + " and the klusterlet CRDs (no other Klusterlet remains)")
-	var crds []*unstructured.Unstructured
+	// The add-on namespace, and those the klusterlet created for its built-in add-on agents.
+	var namespaces []*unstructured.Unstructured
+	for _, name := range []string{klusterlet.AddOnNamespace, authenticationv1beta1.AgentInstallNamespace, clusterproxy.DefaultInstallNamespace} {
+		ns := &unstructured.Unstructured{}
+		ns.SetAPIVersion("v1")
+		ns.SetKind("Namespace")
+		ns.SetName(name)
+		namespaces = append(namespaces, ns)
+	}
+	progress("removing the add-on namespaces " + klusterlet.AddOnNamespace + ", " + authenticationv1beta1.AgentInstallNamespace + " and " +
+		clusterproxy.DefaultInstallNamespace + " and the klusterlet CRDs (no other Klusterlet remains)")
+	gone := namespaces
 	for _, obj := range objs {
 		if obj.GetKind() == "CustomResourceDefinition" {
-			crds = append(crds, obj)
+			gone = append(gone, obj)
 		}
 	}
-	if err := install.Delete(ctx, managed, append([]*unstructured.Unstructured{addonNS}, crds...), true); err != nil {
+	if err := install.Delete(ctx, managed, gone, true); err != nil {
 		return fmt.Errorf("unjoin: %w", err)
 	}
 	return nil

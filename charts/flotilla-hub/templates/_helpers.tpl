@@ -72,3 +72,20 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 {{- end }}
 {{- end }}
+
+{{/*
+The built-in add-ons of .Values.addons, as --addons takes them (comma-separated, in the
+hub's order); cluster-gateway needs the other two.
+*/}}
+{{- define "flotilla-hub.addons" -}}
+{{- $a := list -}}
+{{- if .Values.addons.clusterProxy.enabled }}{{ $a = append $a "cluster-proxy" }}{{ end -}}
+{{- if .Values.addons.managedServiceAccount.enabled }}{{ $a = append $a "managed-serviceaccount" }}{{ end -}}
+{{- if .Values.addons.clusterGateway.enabled -}}
+{{- if not (and .Values.addons.clusterProxy.enabled .Values.addons.managedServiceAccount.enabled) -}}
+{{- fail "addons.clusterGateway.enabled needs addons.clusterProxy.enabled and addons.managedServiceAccount.enabled" -}}
+{{- end -}}
+{{- $a = append $a "cluster-gateway" -}}
+{{- end -}}
+{{- join "," $a -}}
+{{- end -}}

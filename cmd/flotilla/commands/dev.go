@@ -20,6 +20,7 @@ import (
 
 	"github.com/flotilla-dev/flotilla/core/environment"
 	"github.com/flotilla-dev/flotilla/core/install"
+	"github.com/flotilla-dev/flotilla/hub/addon/builtin"
 	"github.com/flotilla-dev/flotilla/hub/admin"
 	"github.com/flotilla-dev/flotilla/hub/manager"
 	"github.com/flotilla-dev/flotilla/hub/registration/bootstrap"
@@ -41,8 +42,10 @@ type DevComponent struct {
 type DevSession struct {
 	Fleet *environment.Fleet
 	// Out is the terminal: short progress lines and results for the user, never logs.
-	Out  io.Writer
-	logs *devLogs
+	Out io.Writer
+	// Addons are the built-in add-ons the hub serves and enables on every cluster (--addons).
+	Addons []string
+	logs   *devLogs
 }
 
 // Logger is the logger of what runs for a control plane (environment.HubName or a managed
@@ -64,6 +67,8 @@ func newDevCommand(components ...DevComponent) *cobra.Command {
 		simulatedNodes  int
 		verbose         bool
 		bare            bool
+		addons          []string
+		noAddons        bool
 	)
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -89,6 +94,11 @@ MEMORY in flotilla get clusters). Managed clusters also run kube-scheduler and t
 controllers, so Pods of a Deployment, StatefulSet, DaemonSet or Job are scheduled onto the
 simulated Nodes and KWOK reports them Running and Ready (a Job's Pods succeed): a Deployment
 gets ready replicas and becomes Available, as on a real cluster. No container ever runs.
+
+The hub serves the built-in add-ons of --addons (default all three: cluster-proxy,
+managed-serviceaccount, cluster-gateway; see flotilla hub --help) and enables them on every
+cluster once it joins, so 'kubectl get managedclusteraddons -A' shows them and the clusters
+are reachable through the hub (flotilla proxy). --no-addons serves none.
 
 Admin kubeconfigs are written to <dir>/<cluster>/kubeconfig and printed with a
 ready-to-paste KUBECONFIG line (contexts are named after the clusters). Ctrl-C stops
@@ -130,6 +140,9 @@ The control-plane binaries come from $FLOTILLA_BIN_DIR or the checkout's bin/ di
 			if bare {
 				components = []DevComponent{bareDevComponent()}
 			}
+			if noAddons || bare {
+				addons = nil
+			}
 			return runDev(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), environment.Options{
 				Bare:            bare,
 				ManagedClusters: managed,
@@ -138,7 +151,7 @@ The control-plane binaries come from $FLOTILLA_BIN_DIR or the checkout's bin/ di
 				Dir:             absDir,
 				Keep:            keep,
 				SimulatedNodes:  simulatedNodes,
-			}, verbose, components)
+			}, verbose, addons, components)
 		},
 	}
 	f := cmd.Flags()
@@ -151,6 +164,9 @@ The control-plane binaries come from $FLOTILLA_BIN_DIR or the checkout's bin/ di
 		"Nodes created on each managed cluster, run by KWOK (no kubelet): Pods are scheduled onto them and report Running, and their capacity is reported (0: none, Pods stay Pending)")
 	f.BoolVar(&bare, "bare", false,
 		"start the control planes with nothing of Flotilla on them, to install it as on real clusters (flotilla init, get token, join): the hub and klusterlet Deployments the charts create run here as processes of this binary")
+	f.StringSliceVar(&addons, "addons", builtin.Names(),
+		"built-in add-ons the hub serves and enables on every cluster once it joins (cluster-proxy, managed-serviceaccount, cluster-gateway)")
+	f.BoolVar(&noAddons, "no-addons", false, "serve and enable no built-in add-on (overrides --addons)")
 	f.BoolVarP(&verbose, "verbose", "v", false,
 		"also stream the component logs and the control planes' start-up progress to standard error")
 	return cmd
@@ -159,7 +175,7 @@ The control-plane binaries come from $FLOTILLA_BIN_DIR or the checkout's bin/ di
 // runDev starts the fleet, prints how to reach it, runs the components and tears it all
 // down when ctx ends or a component fails. out gets the concise session (progress, summary,
 // results); errw errors, and with verbose the component logs and control-plane progress.
-func runDev(ctx context.Context, out, errw io.Writer, opts environment.Options, verbose bool, components []DevComponent) (err error) {
+func runDev(ctx context.Context, out, errw io.Writer, opts environment.Options, verbose bool, addons []string, components []DevComponent) (err error) {
 	fmt.Fprintf(out, "Starting a hub and %d managed clusters in %s ...\n", opts.ManagedClusters, opts.Dir)
 	// Per-component start-up progress only matters when the start fails.
 	var progress bytes.Buffer
@@ -190,7 +206,7 @@ func runDev(ctx context.Context, out, errw io.Writer, opts environment.Options, 
 	defer klog.ClearLogger()
 
 	printDevSummary(out, fleet, logs, opts.Keep, opts.Bare)
-	return runComponents(ctx, &DevSession{Fleet: fleet, Out: out, logs: logs}, components)
+	return runComponents(ctx, &DevSession{Fleet: fleet, Out: out, Addons: addons, logs: logs}, components)
 }
 
 // printDevSummary says where everything is: API servers, kubeconfigs and log files.
@@ -280,7 +296,7 @@ func registrationDevComponent() DevComponent {
 func runRegistration(ctx context.Context, s *DevSession) error {
 	fleet := s.Fleet
 	// The fleet already serves every CRD on the hub.
-	h, err := manager.New(manager.Options{Config: fleet.Hub.Config, SkipCRDInstall: true,
+	h, err := manager.New(manager.Options{Config: fleet.Hub.Config, SkipCRDInstall: true, Addons: s.Addons,
 		PluginCacheDir: defaultWasmCacheDir(), Logger: s.Logger(environment.HubName).WithName("hub")})
 	if err != nil {
 		return err
@@ -323,6 +339,10 @@ func runRegistration(ctx context.Context, s *DevSession) error {
 	}
 	if err := acceptAndWait(ctx, fleet, s.Out, names); err != nil && context.Cause(ctx) == nil {
 		cancel(err)
+	} else if err == nil {
+		if err := enableDevAddons(ctx, fleet, s.Out, s.Addons, names); err != nil && context.Cause(ctx) == nil {
+			cancel(err)
+		}
 	}
 	<-ctx.Done()
 	wg.Wait()
@@ -382,4 +402,27 @@ func acceptAndWait(ctx context.Context, fleet *environment.Fleet, w io.Writer, n
 	}
 	fmt.Fprintf(w, "\nManaged clusters joined and accepted:\n")
 	return admin.WriteClusters(w, rows)
+}
+
+// enableDevAddons enables the built-in add-ons on every cluster, as `flotilla addon enable`
+// would, once the hub has created their ClusterManagementAddOns.
+func enableDevAddons(ctx context.Context, fleet *environment.Fleet, w io.Writer, addons, clusters []string) error {
+	if len(addons) == 0 || len(clusters) == 0 {
+		return nil
+	}
+	c, _, err := hubClientsForConfig(fleet.Hub.Config)
+	if err != nil {
+		return err
+	}
+	var lastErr error
+	err = wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, lastErr = admin.EnableAddons(ctx, c, admin.AddonEnable{Names: addons, Clusters: clusters})
+		return lastErr == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("enabling add-ons %v on %v: %w (last attempt: %v)", addons, clusters, err, lastErr)
+	}
+	fmt.Fprintf(w, "\nAdd-ons %s enabled on %s (kubectl --context %s get managedclusteraddons -A)\n",
+		strings.Join(addons, ", "), strings.Join(clusters, ", "), environment.HubName)
+	return nil
 }

@@ -126,7 +126,7 @@ func TestRunDev(t *testing.T) {
 		<-ctx.Done()
 		return nil
 	}}
-	err := runDev(ctx, out, errw, environment.Options{ManagedClusters: 1, Dir: dir, SimulatedNodes: 1}, false,
+	err := runDev(ctx, out, errw, environment.Options{ManagedClusters: 1, Dir: dir, SimulatedNodes: 1}, false, nil,
 		[]DevComponent{registrationDevComponent(), probe})
 	stdout, stderr := string(out.Contents()), string(errw.Contents())
 	if err != nil {

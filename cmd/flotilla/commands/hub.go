@@ -2,14 +2,17 @@ package commands
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	clustergatewayv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/clustergateway/v1alpha1"
 	"github.com/flotilla-dev/flotilla/core/apis/featuregates"
 	operatorv1 "github.com/flotilla-dev/flotilla/core/apis/operator/v1"
 	"github.com/flotilla-dev/flotilla/core/operatorrun"
 	"github.com/flotilla-dev/flotilla/core/policy"
+	"github.com/flotilla-dev/flotilla/hub/addon/builtin"
 	"github.com/flotilla-dev/flotilla/hub/admission"
 	"github.com/flotilla-dev/flotilla/hub/manager"
 	"github.com/flotilla-dev/flotilla/hub/operator"
@@ -34,6 +37,9 @@ func newHubCommand() *cobra.Command {
 		placementDebugAddr                      string
 		leader                                  manager.LeaderElection
 		clusterManagerName                      string
+		addons                                  []string
+		gatewaySecretNamespace                  string
+		proxyServerCount                        int
 	)
 	gate, gateErr := manager.NewFeatureGate()
 	cmd := &cobra.Command{
@@ -69,6 +75,19 @@ and loads the policies. The defaults are OCM's (137 s, 107 s, 26 s).
 synced, the webhook server completes TLS handshakes and the policy ConfigMaps are loaded) on
 every replica, a standby too;
 --metrics-bind-address serves Prometheus metrics at /metrics.
+
+--addons serves built-in add-ons whose agents run inside the klusterlet (none by default):
+  cluster-proxy: agents hold tunnels to the hub through the hub API server (the aggregated
+    API proxy.flotilla.dev/v1alpha1 on the webhook server); the hub creates the
+    ManagedProxyConfiguration cluster-proxy when absent.
+  managed-serviceaccount: ManagedServiceAccounts (authentication.open-cluster-management.io)
+    get a ServiceAccount and its token on their cluster, reported back to the hub.
+  cluster-gateway (needs the other two): the aggregated API cluster.core.oam.dev/v1alpha1;
+    clustergateways/<cluster>/proxy reaches the cluster's API server through its tunnel as
+    the ServiceAccount cluster-gateway, whose token is copied into
+    --gateway-secret-namespace. Who may use it is hub RBAC on clustergateways/proxy.
+Enable an add-on on clusters with 'flotilla addon enable'; the aggregated APIs need the
+webhook server (not --webhook-bind-address 0).
 
 --work-max-size caps the total size of a ManifestWork's manifests (OCM's --manifestLimit).
 
@@ -127,6 +146,9 @@ is in Flotilla
 			if policyTimeout <= 0 || policyTimeout >= admission.TimeoutSeconds*time.Second {
 				return fmt.Errorf("--policy-eval-timeout %s must be positive and under the webhook's %ds timeout", policyTimeout, admission.TimeoutSeconds)
 			}
+			if proxyServerCount < 1 {
+				return fmt.Errorf("--cluster-proxy-server-count %d must be at least 1", proxyServerCount)
+			}
 			if workMaxSize <= 0 {
 				return fmt.Errorf("--work-max-size %d must be positive", workMaxSize)
 			}
@@ -161,6 +183,9 @@ is in Flotilla
 					PolicyEvalTimeout:         policyTimeout,
 					PolicyNamespace:           policyNamespace,
 					LeaderElection:            leader,
+					Addons:                    addons,
+					GatewaySecretNamespace:    gatewaySecretNamespace,
+					ClusterProxyServerCount:   proxyServerCount,
 					Logger:                    logger,
 				}})
 		},
@@ -187,6 +212,12 @@ is in Flotilla
 	f.StringSliceVar(&autoPatterns, "autoapprove-cluster-patterns", nil,
 		"cluster name globs (path.Match) whose first-time CSRs are auto-approved; enables csr-autoapprove")
 	webhookFlags.AddFlags(f)
+	f.StringSliceVar(&addons, "addons", nil,
+		"built-in add-ons to serve: any of "+strings.Join(builtin.Names(), ", ")+" (cluster-gateway needs the other two)")
+	f.StringVar(&gatewaySecretNamespace, "gateway-secret-namespace", clustergatewayv1alpha1.DefaultSecretNamespace,
+		"namespace of the cluster-gateway's credential Secrets (created when absent)")
+	f.IntVar(&proxyServerCount, "cluster-proxy-server-count", 1,
+		"hub replicas serving cluster-proxy tunnels: each agent keeps a tunnel to that many replicas (set it to the replica count)")
 	f.IntVar(&workMaxSize, "work-max-size", manifestwork.DefaultMaxSize,
 		"cap in bytes on the total size of a ManifestWork's manifests (OCM's --manifestLimit)")
 	f.DurationVar(&policyTimeout, "policy-eval-timeout", admission.DefaultEvalTimeout,

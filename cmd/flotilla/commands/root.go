@@ -34,6 +34,8 @@ prioritizers, CSR approval, status feedback, add-on templates) are sandboxed Was
 		newJoinCommand(),
 		newUnjoinCommand(),
 		newSimCommand(),
+		newKubeconfigCommand(),
+		newProxyCommand(),
 	)
 	return root
 }
