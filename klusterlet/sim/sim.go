@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -581,7 +582,9 @@ func (f *Fleet) runAgent(ctx context.Context, c *Cluster, runFor time.Duration, 
 // ManagedCluster the labels drawn for it (Cluster.Labels), as soon as its agent has created
 // it, until all the clusters the fleet had when it started are labelled or ctx ends. It
 // lists once and then watches (a list every few seconds of thousands of clusters would load
-// the hub's API server). hub must be allowed to list, watch and patch ManagedClusters.
+// the hub's API server), and patches up to labelWorkers clusters at once: one patch at a time
+// through the hub's webhooks labelled about 3 clusters a second and bounded a 5,000-cluster
+// join. hub must be allowed to list, watch and patch ManagedClusters.
 func (f *Fleet) LabelOnHub(ctx context.Context, hub client.WithWatch) error {
 	todo := map[string]*Cluster{}
 	for _, c := range f.Clusters() {
@@ -589,69 +592,84 @@ func (f *Fleet) LabelOnHub(ctx context.Context, hub client.WithWatch) error {
 			todo[c.Name] = c
 		}
 	}
-	label := func(mc *clusterv1.ManagedCluster) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(labelWorkers)
+	// label hands a cluster that lacks its labels to a worker; only the watch loop calls it.
+	label := func(mc *clusterv1.ManagedCluster) {
 		c := todo[mc.Name]
 		if c == nil {
-			return nil
+			return
 		}
+		delete(todo, mc.Name)
 		missing := false
 		for k, v := range c.Labels {
 			missing = missing || mc.Labels[k] != v
 		}
-		if missing {
-			orig := mc.DeepCopy()
-			if mc.Labels == nil {
-				mc.Labels = map[string]string{}
-			}
-			maps.Copy(mc.Labels, c.Labels)
-			if err := hub.Patch(ctx, mc, client.MergeFrom(orig)); err != nil {
+		if !missing {
+			return
+		}
+		orig := mc.DeepCopy()
+		if mc.Labels == nil {
+			mc.Labels = map[string]string{}
+		}
+		maps.Copy(mc.Labels, c.Labels)
+		g.Go(func() error {
+			if err := hub.Patch(gctx, mc, client.MergeFrom(orig)); err != nil && gctx.Err() == nil {
 				return fmt.Errorf("fleet simulator: labelling ManagedCluster %s: %w", mc.Name, err)
 			}
-		}
-		delete(todo, mc.Name)
-		return nil
+			return nil
+		})
 	}
-	for len(todo) > 0 && ctx.Err() == nil {
+	watchAll := func() error {
 		list := &clusterv1.ManagedClusterList{}
-		if err := hub.List(ctx, list); err != nil {
-			if ctx.Err() != nil {
+		if err := hub.List(gctx, list); err != nil {
+			if gctx.Err() != nil {
 				return nil
 			}
 			return fmt.Errorf("fleet simulator: listing ManagedClusters to label them: %w", err)
 		}
 		for i := range list.Items {
-			if err := label(&list.Items[i]); err != nil {
-				return err
-			}
+			label(&list.Items[i])
 		}
 		if len(todo) == 0 {
-			break
+			return nil
 		}
-		w, err := hub.Watch(ctx, &clusterv1.ManagedClusterList{}, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
+		w, err := hub.Watch(gctx, &clusterv1.ManagedClusterList{}, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
 		if err != nil {
 			select {
-			case <-ctx.Done():
+			case <-gctx.Done():
 			case <-time.After(2 * time.Second):
 			}
-			continue
+			return nil
 		}
+		defer w.Stop()
 		for ev := range w.ResultChan() {
 			mc, ok := ev.Object.(*clusterv1.ManagedCluster)
 			if !ok || (ev.Type != watch.Added && ev.Type != watch.Modified) {
 				continue
 			}
-			if err := label(mc); err != nil {
-				w.Stop()
-				return err
-			}
+			label(mc)
 			if len(todo) == 0 {
 				break
 			}
 		}
-		w.Stop()
+		return nil
 	}
-	return nil
+	var err error
+	for len(todo) > 0 && gctx.Err() == nil && err == nil {
+		err = watchAll()
+	}
+	if werr := g.Wait(); werr != nil {
+		return werr
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
 }
+
+// labelWorkers is how many ManagedClusters LabelOnHub patches at once.
+const labelWorkers = 32
 
 // Counts are how many of the fleet's agents run now, by behaviour.
 func (f *Fleet) Counts() (running, total int) {
