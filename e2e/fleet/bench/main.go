@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"sort"
@@ -166,6 +167,11 @@ func writeHeap(path string) error {
 		f.Close()
 		return fmt.Errorf("the simulator's heap profile %s: %w", path, err)
 	}
+	// What the heap profile does not show: goroutine stacks and the collector's headroom.
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	fmt.Fprintf(os.Stderr, "simulator memory (%s): heap in use %d MiB, heap from the OS %d MiB, stacks %d MiB, %d goroutines, next GC at %d MiB\n",
+		filepath.Base(path), m.HeapInuse>>20, m.HeapSys>>20, m.StackInuse>>20, runtime.NumGoroutine(), m.NextGC>>20)
 	return f.Close()
 }
 

@@ -333,6 +333,14 @@ func phases(ctx context.Context, c client.WithWatch, f *sim.Fleet, cfg Config, p
 		return res, err
 	}
 	row("works", "%d ManifestWorks applied in %.1f s", cfg.WorksPerCluster*n, time.Since(start).Seconds())
+	if probe.Profile != nil {
+		// The simulator's heap with every cluster's works in it (and the hub's CPU meanwhile).
+		go func() {
+			if err := probe.Profile(ctx, fmt.Sprintf("works-%d", n)); err != nil && ctx.Err() == nil {
+				row("works", "profile: %v", err)
+			}
+		}()
+	}
 	reqs = printRequests(ctx, out, probe, "works", reqs, n)
 	start = time.Now()
 	if err := replicaSet(ctx, c, f); err != nil {

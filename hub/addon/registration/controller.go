@@ -73,6 +73,17 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		_, tmpl := l[AddonTemplateLabelKey]
 		return tmpl && l[addonv1alpha1.AddonLabelKey] != "" && l[addonv1alpha1.AddonNamespaceLabelKey] != ""
 	})
+	// An add-on's RoleBindings by index: a label-selector list scans every RoleBinding of
+	// the fleet (the registration grants two per cluster) on every reconcile.
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &rbacv1.RoleBinding{}, bindingIndex, func(o client.Object) []string {
+		l := o.GetLabels()
+		if v, tmpl := l[AddonTemplateLabelKey]; !tmpl || v != "" || l[addonv1alpha1.AddonLabelKey] == "" || l[addonv1alpha1.AddonNamespaceLabelKey] == "" {
+			return nil
+		}
+		return []string{l[addonv1alpha1.AddonNamespaceLabelKey] + "/" + l[addonv1alpha1.AddonLabelKey]}
+	}); err != nil {
+		return fmt.Errorf("%s: indexing RoleBindings by add-on: %w", ControllerName, err)
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&addonv1alpha1.ManagedClusterAddOn{}).
@@ -226,9 +237,13 @@ func (r *Reconciler) revoke(ctx context.Context, mca *addonv1alpha1.ManagedClust
 }
 
 // bindings lists the RoleBindings granted to mca's add-on, in every namespace.
+// bindingIndex indexes the add-on RoleBindings (bindingLabels) by "<namespace>/<name>" of
+// their ManagedClusterAddOn.
+const bindingIndex = "flotilla.dev/addon-binding"
+
 func (r *Reconciler) bindings(ctx context.Context, mca *addonv1alpha1.ManagedClusterAddOn) ([]rbacv1.RoleBinding, error) {
 	list := &rbacv1.RoleBindingList{}
-	if err := r.Client.List(ctx, list, client.MatchingLabels(bindingLabels(mca))); err != nil {
+	if err := r.Client.List(ctx, list, client.MatchingFields{bindingIndex: mca.Namespace + "/" + mca.Name}); err != nil {
 		return nil, fmt.Errorf("ManagedClusterAddOn %s/%s: listing its RoleBindings: %w", mca.Namespace, mca.Name, err)
 	}
 	return list.Items, nil

@@ -97,6 +97,17 @@ func (s *Signer) SetupWithManager(mgr ctrl.Manager) error {
 	if s.Now == nil {
 		s.Now = time.Now
 	}
+	// The CSRs of one add-on on one cluster by index: a label-selector list scans every CSR
+	// of the fleet (two per cluster and more) on every ManagedClusterAddOn event.
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &certificatesv1.CertificateSigningRequest{}, csrAddonIndex, func(o client.Object) []string {
+		l := o.GetLabels()
+		if l[clusterv1.ClusterNameLabelKey] == "" || l[addonv1alpha1.AddonLabelKey] == "" {
+			return nil
+		}
+		return []string{l[clusterv1.ClusterNameLabelKey] + "/" + l[addonv1alpha1.AddonLabelKey]}
+	}); err != nil {
+		return fmt.Errorf("%s: indexing CertificateSigningRequests by add-on: %w", SignerControllerName, err)
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(SignerControllerName).
 		For(&certificatesv1.CertificateSigningRequest{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
@@ -108,9 +119,12 @@ func (s *Signer) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // addonCSRs lists the signable CSRs of one ManagedClusterAddOn's add-on on its cluster.
+// csrAddonIndex indexes CertificateSigningRequests by "<cluster>/<add-on>" from their labels.
+const csrAddonIndex = "flotilla.dev/addon-csr"
+
 func (s *Signer) addonCSRs(ctx context.Context, o client.Object) []reconcile.Request {
 	list := &certificatesv1.CertificateSigningRequestList{}
-	if err := s.Client.List(ctx, list, client.MatchingLabels{clusterv1.ClusterNameLabelKey: o.GetNamespace(), addonv1alpha1.AddonLabelKey: o.GetName()}); err != nil {
+	if err := s.Client.List(ctx, list, client.MatchingFields{csrAddonIndex: o.GetNamespace() + "/" + o.GetName()}); err != nil {
 		log.FromContext(ctx).Error(err, "listing add-on CSRs to sign")
 		return nil
 	}
