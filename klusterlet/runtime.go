@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/flotilla-dev/flotilla/core/backoff"
 	flotillale "github.com/flotilla-dev/flotilla/core/leaderelection"
 	"github.com/flotilla-dev/flotilla/klusterlet/registration"
 )
@@ -114,7 +115,7 @@ func (l *lifecycle) run(ctx context.Context, agents func(context.Context) error)
 // ensureLeaseNamespace makes sure the Lease's namespace exists, retrying until ctx ends
 // (false).
 func (l *lifecycle) ensureLeaseNamespace(ctx context.Context) bool {
-	b := registration.NewBackoff(l.retryInitial, l.retryMax)
+	b := backoff.New(l.retryInitial, l.retryMax)
 	for {
 		err := l.elector.EnsureNamespace(ctx)
 		if err == nil {

@@ -21,7 +21,7 @@ import (
 	konnectivity "sigs.k8s.io/apiserver-network-proxy/konnectivity-client/proto/client"
 )
 
-// Backoff paces reconnects (klusterlet/registration.Backoff is one).
+// Backoff paces reconnects (core/backoff.Backoff is one).
 type Backoff interface {
 	Next() time.Duration
 	Reset()

@@ -9,7 +9,6 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	konnectivity "sigs.k8s.io/apiserver-network-proxy/konnectivity-client/proto/client"
 )
@@ -186,15 +185,3 @@ func (a addr) Network() string { return "konnectivity" }
 func (a addr) String() string  { return string(a) }
 
 var _ net.Addr = addr("")
-
-// sleep waits d, returning false when ctx ends first.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}

@@ -33,10 +33,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/flotilla-dev/flotilla/core/backoff"
 	"github.com/flotilla-dev/flotilla/core/hash"
 )
 
@@ -549,7 +551,7 @@ func (s *Server) loop(ctx context.Context) {
 		var retry <-chan time.Time
 		if err := s.sync(ctx); err != nil {
 			failures++
-			wait := backoff(failures, s.opts.ResyncPeriod)
+			wait := retryDelay(failures, s.opts.ResyncPeriod)
 			if transient(err) {
 				// The API server picks up a configuration within moments, a handler loads
 				// within moments: look again soon.
@@ -559,7 +561,7 @@ func (s *Server) loop(ctx context.Context) {
 		} else {
 			failures = 0
 		}
-		if s.drifts > 1 && !sleep(ctx, backoff(s.drifts, s.opts.ResyncPeriod)) {
+		if s.drifts > 1 && !backoff.Sleep(ctx, clock.RealClock{}, retryDelay(s.drifts, s.opts.ResyncPeriod)) {
 			// Someone keeps changing the configuration back: do not fight faster than this.
 			return
 		}
@@ -573,21 +575,9 @@ func (s *Server) loop(ctx context.Context) {
 	}
 }
 
-// backoff is 100ms doubling with n, at most limit.
-func backoff(n int, limit time.Duration) time.Duration {
+// retryDelay is 100ms doubling with n, at most limit.
+func retryDelay(n int, limit time.Duration) time.Duration {
 	return min(50*time.Millisecond<<min(n, 16), limit)
-}
-
-// sleep waits d unless ctx ends first; it reports whether it waited.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // sync brings certificates, the configuration and the CRDs' conversion webhooks up to date

@@ -23,6 +23,7 @@ import (
 
 	addonv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/addon/v1alpha1"
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
+	"github.com/flotilla-dev/flotilla/core/backoff"
 	"github.com/flotilla-dev/flotilla/core/hash"
 	"github.com/flotilla-dev/flotilla/klusterlet/registration"
 )
@@ -203,7 +204,7 @@ func (a *Agent) certLoop(ctx context.Context, c *regConfig) {
 		}
 		if err != nil {
 			log.Info("Reading the add-on's client certificate secret failed; retrying", "error", err.Error())
-			if !a.sleep(ctx, b.Next()) {
+			if !backoff.Sleep(ctx, a.cfg.Clock, b.Next()) {
 				return
 			}
 			continue
@@ -219,7 +220,7 @@ func (a *Agent) certLoop(ctx context.Context, c *regConfig) {
 			if now.Before(rotateAt) {
 				if err := c.writeSecret(ctx, a.managed, sec, nil); err != nil {
 					log.Info("Updating the add-on's client certificate secret failed; retrying", "error", err.Error())
-					if !a.sleep(ctx, b.Next()) {
+					if !backoff.Sleep(ctx, a.cfg.Clock, b.Next()) {
 						return
 					}
 					continue
@@ -242,7 +243,7 @@ func (a *Agent) certLoop(ctx context.Context, c *regConfig) {
 				return
 			}
 			log.Info("Add-on client certificate request failed; retrying with a new key", "error", err.Error())
-			if !a.sleep(ctx, b.Next()) {
+			if !backoff.Sleep(ctx, a.cfg.Clock, b.Next()) {
 				return
 			}
 			continue
@@ -263,7 +264,7 @@ func (a *Agent) certLoop(ctx context.Context, c *regConfig) {
 				break
 			}
 			log.Info("Storing the add-on's client certificate failed; retrying", "error", err.Error())
-			if !a.sleep(ctx, b.Next()) {
+			if !backoff.Sleep(ctx, a.cfg.Clock, b.Next()) {
 				return
 			}
 		}
@@ -381,16 +382,4 @@ func deleteSecret(ctx context.Context, kube kubernetes.Interface, ns, name strin
 		return fmt.Errorf("deleting secret %s/%s on the managed cluster: %w", ns, name, err)
 	}
 	return nil
-}
-
-// sleep waits d, reporting false when ctx ends first.
-func (a *Agent) sleep(ctx context.Context, d time.Duration) bool {
-	t := a.cfg.Clock.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C():
-		return true
-	}
 }

@@ -36,6 +36,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
+	"github.com/flotilla-dev/flotilla/core/backoff"
 	"github.com/flotilla-dev/flotilla/klusterlet/registration"
 )
 
@@ -147,6 +148,6 @@ func (c Config) withDefaults() (Config, error) {
 	return c, nil
 }
 
-func (c Config) backoff() *registration.Backoff {
-	return registration.NewBackoff(c.RetryInitial, c.RetryMax)
+func (c Config) backoff() *backoff.Backoff {
+	return backoff.New(c.RetryInitial, c.RetryMax)
 }

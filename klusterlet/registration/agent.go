@@ -19,6 +19,8 @@ import (
 
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1alpha1"
+
+	"github.com/flotilla-dev/flotilla/core/backoff"
 )
 
 // userAgent identifies the agent's requests in API server audit logs.
@@ -153,7 +155,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			break
 		}
 		a.recordError(err)
-		if !sleep(ctx, a.cfg.Clock, b.Next()) {
+		if !backoff.Sleep(ctx, a.cfg.Clock, b.Next()) {
 			return nil
 		}
 	}
@@ -199,7 +201,7 @@ func (a *Agent) recordError(err error) {
 	a.update(func(s *State) { s.LastError, s.LastErrorTime = err.Error(), now })
 }
 
-func (a *Agent) backoff() *Backoff { return NewBackoff(a.cfg.RetryInitial, a.cfg.RetryMax) }
+func (a *Agent) backoff() *backoff.Backoff { return backoff.New(a.cfg.RetryInitial, a.cfg.RetryMax) }
 
 // ensureAgentNamespace creates the namespace holding the agent's secrets.
 func (a *Agent) ensureAgentNamespace(ctx context.Context) error {
@@ -294,7 +296,7 @@ func (a *Agent) connect(ctx context.Context, force bool) (Identity, *HubConnecti
 			}
 		}
 		a.recordError(err)
-		if !sleep(ctx, a.cfg.Clock, b.Next()) {
+		if !backoff.Sleep(ctx, a.cfg.Clock, b.Next()) {
 			break
 		}
 	}

@@ -23,6 +23,8 @@ import (
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/keyutil"
 	"k8s.io/utils/clock"
+
+	"github.com/flotilla-dev/flotilla/core/backoff"
 )
 
 // ErrCSRRejected marks a request the hub will never sign (denied or failed, or signed with a
@@ -121,7 +123,7 @@ func CSRName(prefix string, subject pkix.Name, publicKeyDER []byte) string {
 type CSRWaiter struct {
 	CSRs certificatesv1client.CertificateSigningRequestInterface
 	// Backoff paces retries of failed hub calls and of watches that end without news.
-	Backoff *Backoff
+	Backoff *backoff.Backoff
 	Clock   clock.Clock
 	Log     logr.Logger
 	// OnError receives the hub errors that are retried; nil means they are only logged.
@@ -155,7 +157,7 @@ func (w CSRWaiter) Wait(ctx context.Context, csr *certificatesv1.CertificateSign
 		}
 		if err != nil {
 			onErr(err)
-			if !sleep(ctx, w.Clock, w.Backoff.Next()) {
+			if !backoff.Sleep(ctx, w.Clock, w.Backoff.Next()) {
 				return nil, ctx.Err()
 			}
 			continue
@@ -175,7 +177,7 @@ func (w CSRWaiter) Wait(ctx context.Context, csr *certificatesv1.CertificateSign
 		})
 		if err != nil {
 			onErr(fmt.Errorf("watching CertificateSigningRequest %s on the hub: %w", name, err))
-			if !sleep(ctx, w.Clock, w.Backoff.Next()) {
+			if !backoff.Sleep(ctx, w.Clock, w.Backoff.Next()) {
 				return nil, ctx.Err()
 			}
 			continue
@@ -189,7 +191,7 @@ func (w CSRWaiter) Wait(ctx context.Context, csr *certificatesv1.CertificateSign
 		if done || err != nil {
 			return cert, err
 		}
-		if !sleep(ctx, w.Clock, w.Backoff.Next()) {
+		if !backoff.Sleep(ctx, w.Clock, w.Backoff.Next()) {
 			return nil, ctx.Err()
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
+	"github.com/flotilla-dev/flotilla/core/backoff"
 	"github.com/flotilla-dev/flotilla/klusterlet/registration"
 )
 
@@ -42,7 +43,7 @@ var _ = Describe("CSRWaiter", func() {
 		req, err := registration.NewCertificateRequest(id, key)
 		Expect(err).NotTo(HaveOccurred())
 		w := registration.CSRWaiter{CSRs: kube.CertificatesV1().CertificateSigningRequests(),
-			Backoff: registration.NewBackoff(100*time.Millisecond, time.Second), Clock: clock.RealClock{}, Log: GinkgoLogr}
+			Backoff: backoff.New(100*time.Millisecond, time.Second), Clock: clock.RealClock{}, Log: GinkgoLogr}
 		issued := make(chan []byte, 1)
 		go func() {
 			defer GinkgoRecover()

@@ -39,26 +39,6 @@ func TestSumNodeResources(t *testing.T) {
 	}
 }
 
-func TestBackoffCapped(t *testing.T) {
-	b := NewBackoff(time.Second, 8*time.Second)
-	var last time.Duration
-	for i := range 10 {
-		d := b.Next()
-		base := min(time.Second<<i, 8*time.Second)
-		if d < base || d > base+base/5 {
-			t.Fatalf("attempt %d: %v outside [%v, %v]", i, d, base, base+base/5)
-		}
-		last = d
-	}
-	if last > 8*time.Second+8*time.Second/5 {
-		t.Fatalf("not capped: %v", last)
-	}
-	b.Reset()
-	if d := b.Next(); d > time.Second+time.Second/5 {
-		t.Fatalf("after reset: %v", d)
-	}
-}
-
 func TestHubKubeconfigRoundTrip(t *testing.T) {
 	id := Identity{ClusterName: "c1", AgentName: "a1"}
 	certPEM, keyPEM := selfSigned(t, id, time.Now(), time.Hour)

@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/flotilla-dev/flotilla/core/backoff"
 )
 
 // Session is what an accepted hub session offers the agents that run beside registration.
@@ -61,7 +63,7 @@ func (s *session) runOnAccepted(ctx context.Context) {
 		} else {
 			s.a.recordError(err)
 		}
-		if !sleep(ctx, s.a.cfg.Clock, b.Next()) {
+		if !backoff.Sleep(ctx, s.a.cfg.Clock, b.Next()) {
 			return
 		}
 	}

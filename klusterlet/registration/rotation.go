@@ -7,6 +7,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/flotilla-dev/flotilla/core/backoff"
 )
 
 // rotationLoop renews the client certificate once only RotationThreshold, plus up to a
@@ -22,7 +24,7 @@ func (s *session) rotationLoop(ctx context.Context) {
 		leaf := s.conn.Credentials().Leaf
 		at := s.a.rotation.At(leaf)
 		if d := at.Sub(cfg.Clock.Now()); d > 0 {
-			if !sleep(ctx, cfg.Clock, d) {
+			if !backoff.Sleep(ctx, cfg.Clock, d) {
 				return
 			}
 		}
@@ -42,7 +44,7 @@ func (s *session) rotationLoop(ctx context.Context) {
 			return
 		}
 		s.a.recordError(fmt.Errorf("rotating client certificate of %s: %w", s.id.CommonName(), err))
-		if !sleep(ctx, cfg.Clock, b.Next()) {
+		if !backoff.Sleep(ctx, cfg.Clock, b.Next()) {
 			return
 		}
 	}
@@ -73,7 +75,7 @@ func (s *session) rotate(ctx context.Context, expiry time.Time) (*Credentials, e
 			break
 		}
 		a.recordError(err)
-		if !sleep(ctx, a.cfg.Clock, b.Next()) {
+		if !backoff.Sleep(ctx, a.cfg.Clock, b.Next()) {
 			return nil, ctx.Err()
 		}
 		// Re-read so that a conflicting write does not block us forever.

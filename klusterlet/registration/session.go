@@ -29,6 +29,8 @@ import (
 
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1alpha1"
+
+	"github.com/flotilla-dev/flotilla/core/backoff"
 )
 
 // unauthorizedLimit is how many 401 answers in a row make the agent give up its
@@ -206,7 +208,7 @@ func (s *session) statusLoop(ctx context.Context) {
 		if err := s.syncStatus(ctx); err != nil {
 			s.a.recordError(err)
 			s.hubReadDue = true // a write may have failed on a stale copy
-			if !sleep(ctx, cfg.Clock, b.Next()) {
+			if !backoff.Sleep(ctx, cfg.Clock, b.Next()) {
 				return
 			}
 			continue

@@ -6,6 +6,8 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/clock"
+
+	"github.com/flotilla-dev/flotilla/core/backoff"
 )
 
 // notifier coalesces change notifications: many events between two syncs make
@@ -26,14 +28,14 @@ func (n notifier) notify() {
 // version, so each (re)start replays the current objects as Added events and
 // nothing that happened while disconnected is missed. what names the watched
 // objects in logs.
-func watchForever(ctx context.Context, log logr.Logger, clk clock.Clock, b *Backoff, what string,
+func watchForever(ctx context.Context, log logr.Logger, clk clock.Clock, b *backoff.Backoff, what string,
 	start func(ctx context.Context) (watch.Interface, error), onEvent func(watch.Event)) {
 	for ctx.Err() == nil {
 		w, err := start(ctx)
 		if err != nil {
 			d := b.Next()
 			log.Info("Watch failed, retrying", "objects", what, "error", err.Error(), "retryIn", d.String())
-			if !sleep(ctx, clk, d) {
+			if !backoff.Sleep(ctx, clk, d) {
 				return
 			}
 			continue
@@ -42,7 +44,7 @@ func watchForever(ctx context.Context, log logr.Logger, clk clock.Clock, b *Back
 		w.Stop()
 		if healthy {
 			b.Reset()
-		} else if !sleep(ctx, clk, b.Next()) {
+		} else if !backoff.Sleep(ctx, clk, b.Next()) {
 			return
 		}
 	}

@@ -16,11 +16,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/rest"
 
+	"github.com/flotilla-dev/flotilla/core/backoff"
 	"github.com/flotilla-dev/flotilla/core/clusterproxy"
 	flmetrics "github.com/flotilla-dev/flotilla/core/metrics"
 	"github.com/flotilla-dev/flotilla/core/tunnel"
 	"github.com/flotilla-dev/flotilla/klusterlet/addon"
-	"github.com/flotilla-dev/flotilla/klusterlet/registration"
 )
 
 // Metric names.
@@ -113,7 +113,7 @@ func (a *Agent) Run(ctx context.Context, env addon.BuiltinEnv) error {
 		},
 		Allow:   allow,
 		Limits:  a.Limits,
-		Backoff: registration.NewBackoff(retryInitial, retryMax),
+		Backoff: backoff.New(retryInitial, retryMax),
 		Streams: func(n int) {
 			m.connected.WithLabelValues(cluster).Set(float64(n))
 			healthy(n > 0)

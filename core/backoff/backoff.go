@@ -1,4 +1,6 @@
-package registration
+// Package backoff paces retries of calls to API servers and tunnels that may be away for a
+// long time: a capped exponential delay with jitter, and a sleep that a context ends.
+package backoff
 
 import (
 	"context"
@@ -8,9 +10,8 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// Backoff is a capped exponential delay with jitter for retrying calls to a hub
-// or managed API server that may be away for a long time. The agent never gives
-// up; it only waits longer, up to Max.
+// Backoff is a capped exponential delay with jitter. Its user never gives up; it only waits
+// longer, up to Max. Not safe for concurrent use.
 type Backoff struct {
 	Initial time.Duration
 	Max     time.Duration
@@ -18,8 +19,8 @@ type Backoff struct {
 	next time.Duration
 }
 
-// NewBackoff returns a backoff starting at initial and capped at max.
-func NewBackoff(initial, max time.Duration) *Backoff {
+// New returns a backoff starting at initial (500ms if not positive) and capped at max.
+func New(initial, max time.Duration) *Backoff {
 	if initial <= 0 {
 		initial = 500 * time.Millisecond
 	}
@@ -43,8 +44,8 @@ func (b *Backoff) Next() time.Duration {
 // Reset starts the next failure sequence at Initial again.
 func (b *Backoff) Reset() { b.next = 0 }
 
-// sleep waits d on clk, returning false when ctx ends first.
-func sleep(ctx context.Context, clk clock.Clock, d time.Duration) bool {
+// Sleep waits d on clk (clock.RealClock{} outside tests), returning false when ctx ends first.
+func Sleep(ctx context.Context, clk clock.Clock, d time.Duration) bool {
 	t := clk.NewTimer(d)
 	defer t.Stop()
 	select {
