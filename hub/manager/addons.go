@@ -81,6 +81,7 @@ func (h *Hub) setupAddons(kube kubernetes.Interface, srv *webhook.Server, polici
 		var err error
 		proxy, err = clusterproxy.NewServer(clusterproxy.Options{
 			ServerCount: h.opts.ClusterProxyServerCount,
+			ServiceHost: clusterproxy.ServiceHosts{Reader: h.mgr.GetClient()}.Cluster,
 			Logger:      h.opts.Logger.WithName("cluster-proxy"),
 		})
 		if err != nil {
@@ -89,7 +90,8 @@ func (h *Hub) setupAddons(kube kubernetes.Interface, srv *webhook.Server, polici
 		if err := srv.RegisterAPIService(proxy.APIService()); err != nil {
 			return nil, fmt.Errorf("hub: cluster-proxy tunnel API: %w", err)
 		}
-		comps = append(comps, ComponentFunc(func(mgr ctrl.Manager) error { return mgr.Add(everyReplica{proxy}) }))
+		comps = append(comps, ComponentFunc(func(mgr ctrl.Manager) error { return mgr.Add(everyReplica{proxy}) }),
+			&clusterproxy.ResolverReconciler{}, &clusterproxy.ServicesReconciler{})
 		h.clusterProxy = proxy
 	}
 	if !h.addonEnabled(builtin.ClusterGateway) {
