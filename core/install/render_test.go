@@ -595,6 +595,7 @@ func TestRenderKlusterlet(t *testing.T) {
 		"ClusterRoleBinding open-cluster-management:klusterlet-work:execution-admin":               {"ClusterRole", "admin", workSA},
 		"RoleBinding open-cluster-management:klusterlet-managed-serviceaccount:agent":              {"Role", "open-cluster-management:klusterlet-managed-serviceaccount:agent", agent},
 		"ClusterRoleBinding open-cluster-management:klusterlet-managed-serviceaccount:tokenreview": {"ClusterRole", "open-cluster-management:klusterlet-managed-serviceaccount:tokenreview", agent},
+		"ClusterRoleBinding open-cluster-management:klusterlet-cluster-proxy:services":             {"ClusterRole", "open-cluster-management:klusterlet-cluster-proxy:services", agent},
 	}
 	seen := 0
 	for _, o := range objs {
@@ -903,7 +904,7 @@ func TestKlusterletIdentities(t *testing.T) {
 			equalJSON(t, o.GetName()+" subject namespace", s.(map[string]any)["namespace"], "agent-k2")
 		}
 	}
-	equalJSON(t, "kinds", kinds, map[string]int{"ServiceAccount": 2, "ClusterRole": 6, "ClusterRoleBinding": 6, "Namespace": 1, "Role": 2, "RoleBinding": 2})
+	equalJSON(t, "kinds", kinds, map[string]int{"ServiceAccount": 2, "ClusterRole": 7, "ClusterRoleBinding": 7, "Namespace": 1, "Role": 2, "RoleBinding": 2})
 	find(t, objs, "ServiceAccount", install.KlusterletAgentServiceAccount("k2"))
 	find(t, objs, "ServiceAccount", install.KlusterletWorkServiceAccount("k2"))
 }
