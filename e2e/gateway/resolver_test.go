@@ -104,6 +104,20 @@ var _ = Describe("ManagedProxyServiceResolver", func() {
 	}, SpecTimeout(6*time.Minute))
 })
 
+var _ = Describe("ManagedProxyConfiguration cluster-proxy", func() {
+	It("reports ProxyServerDeployed=True and the generation it observed", func(ctx SpecContext) {
+		Eventually(func(g Gomega) {
+			c := &proxyv1alpha1.ManagedProxyConfiguration{}
+			g.Expect(hubClient.Get(ctx, client.ObjectKey{Name: proxyv1alpha1.DefaultName}, c)).To(Succeed())
+			g.Expect(c.Status.LastObservedGeneration).To(Equal(c.Generation))
+			cond := meta.FindStatusCondition(c.Status.Conditions, proxyv1alpha1.ConditionTypeProxyServerDeployed)
+			g.Expect(cond).NotTo(BeNil(), "condition ProxyServerDeployed")
+			g.Expect(cond.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(cond.Reason).To(Equal(proxyv1alpha1.ReasonSuccessfullyDeployed))
+		}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed(), "ManagedProxyConfiguration %s status", proxyv1alpha1.DefaultName)
+	}, SpecTimeout(2*time.Minute))
+})
+
 var _ = Describe("bad input", func() {
 	It("ManagedProxyServiceResolver without serviceRef is NotLegal naming the field; one on an unknown set is ManagedClusterSetNotExisted", func(ctx SpecContext) {
 		noRef := resolverFor("e2e-resolver-noref", clusterv1beta2.GlobalClusterSetName, nil)

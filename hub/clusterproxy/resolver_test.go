@@ -98,3 +98,10 @@ func TestFrontendRoutesServiceHosts(t *testing.T) {
 		t.Fatalf("a host no resolver exposes: got %v, want a refusal saying so", err)
 	}
 }
+
+func TestConfigCondition(t *testing.T) {
+	c := clusterproxy.ConfigCondition(&proxyv1alpha1.ManagedProxyConfiguration{ObjectMeta: metav1.ObjectMeta{Generation: 2}})
+	if c.Type != "ProxyServerDeployed" || c.Status != metav1.ConditionTrue || c.Reason != "SuccessfullyDeployed" || c.ObservedGeneration != 2 {
+		t.Fatalf("condition %+v, want ProxyServerDeployed True/SuccessfullyDeployed, observedGeneration 2", c)
+	}
+}

@@ -97,7 +97,7 @@ func (h *Hub) setupAddons(kube kubernetes.Interface, srv *webhook.Server, polici
 			return nil, fmt.Errorf("hub: cluster-proxy tunnel API: %w", err)
 		}
 		comps = append(comps, ComponentFunc(func(mgr ctrl.Manager) error { return mgr.Add(everyReplica{proxy}) }),
-			&clusterproxy.ResolverReconciler{}, &clusterproxy.ServicesReconciler{})
+			&clusterproxy.ResolverReconciler{}, &clusterproxy.ServicesReconciler{}, &clusterproxy.ConfigReconciler{})
 		h.clusterProxy = proxy
 		if addr := h.opts.ClusterProxyBindAddress; addr != "" && addr != "0" {
 			frontend, err := h.clusterProxyFrontend(kube, proxy, addr)
