@@ -366,6 +366,9 @@ func (s *Server) clusterForHost(ctx context.Context, host string) (string, error
 	if err == nil || s.opts.ServiceHost == nil {
 		return cluster, err
 	}
+	// Bounded: the lookup may wait for a cache to sync.
+	ctx, cancel := context.WithTimeout(ctx, s.opts.DialTimeout)
+	defer cancel()
 	c, ok, lookupErr := s.opts.ServiceHost(ctx, host)
 	switch {
 	case lookupErr != nil:
