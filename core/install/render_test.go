@@ -279,6 +279,7 @@ func TestRenderHubDefaults(t *testing.T) {
 		"--health-probe-bind-address=:8081",
 		"--cluster-manager-name=cluster-manager",
 		// values' flags, sorted, empty ones left out
+		"--cluster-proxy-bind-address=0",
 		"--gateway-secret-namespace=open-cluster-management-credentials",
 		"--kube-api-burst=400",
 		"--kube-api-qps=200",
