@@ -28,7 +28,9 @@ type exposedServices struct {
 func newExposedServices(hub, managed kubernetes.Interface, cluster string) *exposedServices {
 	lw := cache.NewListWatchFromClient(hub.CoreV1().RESTClient(), "configmaps", cluster,
 		fields.OneTermEqualSelector("metadata.name", clusterproxy.ServicesConfigMapName))
-	store, informer := cache.NewInformerWithOptions(cache.InformerOptions{ListerWatcher: lw, ObjectType: &corev1.ConfigMap{}})
+	// No handler to call: the store is all the agent reads (the informer needs one anyway).
+	store, informer := cache.NewInformerWithOptions(cache.InformerOptions{ListerWatcher: lw, ObjectType: &corev1.ConfigMap{},
+		Handler: cache.ResourceEventHandlerFuncs{}})
 	return &exposedServices{store: store, informer: informer, managed: managed, key: cluster + "/" + clusterproxy.ServicesConfigMapName}
 }
 
