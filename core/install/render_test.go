@@ -279,6 +279,7 @@ func TestRenderHubDefaults(t *testing.T) {
 		"--health-probe-bind-address=:8081",
 		"--cluster-manager-name=cluster-manager",
 		// values' flags, sorted, empty ones left out
+		"--cluster-proxy-bind-address=0",
 		"--gateway-secret-namespace=open-cluster-management-credentials",
 		"--kube-api-burst=400",
 		"--kube-api-qps=200",
@@ -595,6 +596,7 @@ func TestRenderKlusterlet(t *testing.T) {
 		"ClusterRoleBinding open-cluster-management:klusterlet-work:execution-admin":               {"ClusterRole", "admin", workSA},
 		"RoleBinding open-cluster-management:klusterlet-managed-serviceaccount:agent":              {"Role", "open-cluster-management:klusterlet-managed-serviceaccount:agent", agent},
 		"ClusterRoleBinding open-cluster-management:klusterlet-managed-serviceaccount:tokenreview": {"ClusterRole", "open-cluster-management:klusterlet-managed-serviceaccount:tokenreview", agent},
+		"ClusterRoleBinding open-cluster-management:klusterlet-cluster-proxy:services":             {"ClusterRole", "open-cluster-management:klusterlet-cluster-proxy:services", agent},
 	}
 	seen := 0
 	for _, o := range objs {
@@ -903,7 +905,7 @@ func TestKlusterletIdentities(t *testing.T) {
 			equalJSON(t, o.GetName()+" subject namespace", s.(map[string]any)["namespace"], "agent-k2")
 		}
 	}
-	equalJSON(t, "kinds", kinds, map[string]int{"ServiceAccount": 2, "ClusterRole": 6, "ClusterRoleBinding": 6, "Namespace": 1, "Role": 2, "RoleBinding": 2})
+	equalJSON(t, "kinds", kinds, map[string]int{"ServiceAccount": 2, "ClusterRole": 7, "ClusterRoleBinding": 7, "Namespace": 1, "Role": 2, "RoleBinding": 2})
 	find(t, objs, "ServiceAccount", install.KlusterletAgentServiceAccount("k2"))
 	find(t, objs, "ServiceAccount", install.KlusterletWorkServiceAccount("k2"))
 }

@@ -92,7 +92,8 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 
 	env = fleettest.Start(suiteCtx, fleettest.Options{
 		Environment: environment.Options{ManagedClusters: 2},
-		Hub:         manager.Options{Addons: builtin.Names()},
+		// The ProxyService frontend too, for konnectivity clients (resolver_test.go).
+		Hub: manager.Options{Addons: builtin.Names(), ClusterProxyBindAddress: "127.0.0.1:0"},
 	})
 	hubClient, hubKube = env.HubClient, env.HubKube
 	names := []string{}

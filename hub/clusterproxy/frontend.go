@@ -135,7 +135,7 @@ func (f *frontendStream) dial(r *konnectivity.DialRequest) {
 			f.dialResponse(r.Random, 0, "address "+r.Address+": "+err.Error())
 			return
 		}
-		cluster, err := f.s.clusterForHost(host)
+		cluster, err := f.s.clusterForHost(ctx, host)
 		if err != nil {
 			f.s.metrics.dials.WithLabelValues(DialNoTunnel).Inc()
 			f.dialResponse(r.Random, 0, err.Error())

@@ -53,7 +53,11 @@ type Options struct {
 	// MaxStreamsPerCluster caps the agent streams one cluster may hold on this server
 	// (default 4: an agent keeps one per server, more only while it replaces them).
 	MaxStreamsPerCluster int
-	Logger               logr.Logger
+	// ServiceHost, if set, names the cluster exposing a Service at a host that no connected
+	// cluster is named and no agent announced (a ManagedProxyServiceResolver's
+	// cluster-proxy-<hash>, for ProxyService clients).
+	ServiceHost func(ctx context.Context, host string) (cluster string, ok bool, err error)
+	Logger      logr.Logger
 }
 
 // Server holds the agents' streams. It serves AgentService on its Listener (fed by the tunnel
@@ -355,8 +359,27 @@ func (s *Server) DialCluster(ctx context.Context, cluster, address string) (net.
 }
 
 // clusterForHost is the cluster a ProxyService client means by host: the cluster of that
-// name if connected, else the one whose agent announced host.
-func (s *Server) clusterForHost(host string) (string, error) {
+// name if connected, else the one whose agent announced host, else the one exposing a
+// resolved Service there (Options.ServiceHost).
+func (s *Server) clusterForHost(ctx context.Context, host string) (string, error) {
+	cluster, err := s.announcedHost(host)
+	if err == nil || s.opts.ServiceHost == nil {
+		return cluster, err
+	}
+	// Bounded: the lookup may wait for a cache to sync.
+	ctx, cancel := context.WithTimeout(ctx, s.opts.DialTimeout)
+	defer cancel()
+	c, ok, lookupErr := s.opts.ServiceHost(ctx, host)
+	switch {
+	case lookupErr != nil:
+		return "", fmt.Errorf("host %s: %w", host, lookupErr)
+	case !ok:
+		return "", fmt.Errorf("%w, and no ManagedProxyServiceResolver exposes a Service there", err)
+	}
+	return c, nil
+}
+
+func (s *Server) announcedHost(host string) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if ct := s.clusters[host]; ct != nil && len(ct.backends) > 0 {

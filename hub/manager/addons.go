@@ -3,8 +3,11 @@ package manager
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,6 +36,9 @@ const ProxyAgentImage = "ghcr.io/flotilla-dev/flotilla"
 
 // validateAddons checks Options.Addons: known names, no repeats, what each needs.
 func (o *Options) validateAddons() error {
+	if a := o.ClusterProxyBindAddress; a != "" && a != "0" && !slices.Contains(o.Addons, builtin.ClusterProxy) {
+		return fmt.Errorf("hub: the cluster-proxy frontend (ClusterProxyBindAddress %s) needs add-on %s in Options.Addons", a, builtin.ClusterProxy)
+	}
 	if len(o.Addons) == 0 {
 		return nil
 	}
@@ -81,6 +87,7 @@ func (h *Hub) setupAddons(kube kubernetes.Interface, srv *webhook.Server, polici
 		var err error
 		proxy, err = clusterproxy.NewServer(clusterproxy.Options{
 			ServerCount: h.opts.ClusterProxyServerCount,
+			ServiceHost: clusterproxy.ServiceHosts{Reader: h.mgr.GetClient()}.Cluster,
 			Logger:      h.opts.Logger.WithName("cluster-proxy"),
 		})
 		if err != nil {
@@ -89,8 +96,16 @@ func (h *Hub) setupAddons(kube kubernetes.Interface, srv *webhook.Server, polici
 		if err := srv.RegisterAPIService(proxy.APIService()); err != nil {
 			return nil, fmt.Errorf("hub: cluster-proxy tunnel API: %w", err)
 		}
-		comps = append(comps, ComponentFunc(func(mgr ctrl.Manager) error { return mgr.Add(everyReplica{proxy}) }))
+		comps = append(comps, ComponentFunc(func(mgr ctrl.Manager) error { return mgr.Add(everyReplica{proxy}) }),
+			&clusterproxy.ResolverReconciler{}, &clusterproxy.ServicesReconciler{}, &clusterproxy.ConfigReconciler{})
 		h.clusterProxy = proxy
+		if addr := h.opts.ClusterProxyBindAddress; addr != "" && addr != "0" {
+			frontend, err := h.clusterProxyFrontend(kube, proxy, addr)
+			if err != nil {
+				return nil, err
+			}
+			comps = append(comps, frontend)
+		}
 	}
 	if !h.addonEnabled(builtin.ClusterGateway) {
 		return comps, nil
@@ -174,6 +189,36 @@ func DefaultProxyConfiguration() *proxyv1alpha1.ManagedProxyConfiguration {
 		},
 	}
 }
+
+// clusterProxyFrontend listens on addr at once (a taken port fails the hub's construction)
+// and serves the ProxyService there on every replica, with mutual TLS (clusterproxy.FrontendTLS).
+func (h *Hub) clusterProxyFrontend(kube kubernetes.Interface, proxy *clusterproxy.Server, addr string) (Component, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("hub: --cluster-proxy-bind-address %s: %w", addr, err)
+	}
+	h.clusterProxyFrontendAddr = l.Addr()
+	host, _, _ := net.SplitHostPort(l.Addr().String())
+	creds := clusterproxy.FrontendTLS{Kube: kube, Hosts: []string{host}}
+	return ComponentFunc(func(mgr ctrl.Manager) error {
+		return mgr.Add(everyReplica{runnableFunc(func(ctx context.Context) error {
+			defer l.Close()
+			cfg, err := creds.Config(ctx)
+			if err != nil {
+				return fmt.Errorf("hub: %w", err)
+			}
+			return proxy.ServeFrontend(ctx, l, grpc.Creds(credentials.NewTLS(cfg)))
+		})})
+	}), nil
+}
+
+type runnableFunc func(ctx context.Context) error
+
+func (f runnableFunc) Start(ctx context.Context) error { return f(ctx) }
+
+// ClusterProxyFrontendAddr is the address the cluster-proxy ProxyService frontend listens on,
+// nil unless Options.ClusterProxyBindAddress is set.
+func (h *Hub) ClusterProxyFrontendAddr() net.Addr { return h.clusterProxyFrontendAddr }
 
 // everyReplica runs a Runnable on every hub replica, leader or not.
 type everyReplica struct {

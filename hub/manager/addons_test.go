@@ -20,6 +20,7 @@ func TestValidateAddons(t *testing.T) {
 		addons  []string
 		noHooks bool
 		gateOff bool
+		bind    string // ClusterProxyBindAddress
 		want    string // "" = valid
 	}{
 		{name: "none", addons: nil},
@@ -32,6 +33,9 @@ func TestValidateAddons(t *testing.T) {
 		{name: "gateway without msa", addons: []string{builtin.ClusterProxy, builtin.ClusterGateway}, want: "cluster-gateway needs cluster-proxy and managed-serviceaccount"},
 		{name: "webhooks off", addons: []string{builtin.ClusterProxy}, noHooks: true, want: "webhook server, which is disabled"},
 		{name: "msa with webhooks off", addons: []string{builtin.ManagedServiceAccount}, noHooks: true},
+		{name: "frontend with proxy", addons: []string{builtin.ClusterProxy}, bind: "127.0.0.1:0"},
+		{name: "frontend without proxy", addons: []string{builtin.ManagedServiceAccount}, bind: ":8090", want: "needs add-on cluster-proxy"},
+		{name: "frontend off", addons: nil, bind: "0"},
 		{name: "add-on management off", addons: []string{builtin.ManagedServiceAccount}, gateOff: true, want: "feature gate AddonManagement"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -44,7 +48,7 @@ func TestValidateAddons(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			o := Options{Addons: tc.addons, FeatureGates: gate, Webhook: webhook.Options{Disabled: tc.noHooks}}
+			o := Options{Addons: tc.addons, FeatureGates: gate, Webhook: webhook.Options{Disabled: tc.noHooks}, ClusterProxyBindAddress: tc.bind}
 			err = o.validateAddons()
 			switch {
 			case tc.want == "" && err != nil:

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -108,6 +109,10 @@ type Options struct {
 	// ClusterProxyServerCount is the number of hub replicas serving cluster-proxy tunnels:
 	// each agent keeps a stream to that many distinct replicas. 0 means 1.
 	ClusterProxyServerCount int
+	// ClusterProxyBindAddress serves cluster-proxy's ProxyService (konnectivity clients, as
+	// OCM's proxy server's port 8090) with mutual TLS: clients present the proxy-client
+	// certificate (clusterproxy.FrontendTLS). Empty or "0": off. Needs add-on cluster-proxy.
+	ClusterProxyBindAddress string
 	// Components are further controllers added to the same manager (the WasmPlugin
 	// controller, the plugin installer, later issues' hub controllers).
 	Components []Component
@@ -166,6 +171,8 @@ type Hub struct {
 	addons []Component
 	// clusterProxy is the cluster-proxy server when that add-on is enabled.
 	clusterProxy *clusterproxy.Server
+	// clusterProxyFrontendAddr is where the ProxyService frontend listens, if it does.
+	clusterProxyFrontendAddr net.Addr
 }
 
 // NewScheme returns a scheme with client-go's types and every Flotilla API group.

@@ -40,6 +40,7 @@ func newHubCommand() *cobra.Command {
 		addons                                  []string
 		gatewaySecretNamespace                  string
 		proxyServerCount                        int
+		proxyBindAddr                           string
 	)
 	gate, gateErr := manager.NewFeatureGate()
 	cmd := &cobra.Command{
@@ -88,6 +89,13 @@ every replica, a standby too;
     --gateway-secret-namespace. Who may use it is hub RBAC on clustergateways/proxy.
 Enable an add-on on clusters with 'flotilla addon enable'; the aggregated APIs need the
 webhook server (not --webhook-bind-address 0).
+--cluster-proxy-bind-address (off by default; needs cluster-proxy) serves the konnectivity
+ProxyService that OCM's proxy server serves on port 8090: a konnectivity client dials
+<cluster>:443 for a cluster's API server, or the host of a Service that a
+ManagedProxyServiceResolver exposes on it. Clients trust ca.crt of Secret
+open-cluster-management-cluster-proxy/proxy-server-ca, present tls.crt and tls.key of
+proxy-client there and verify the name proxy-entrypoint.open-cluster-management-cluster-proxy
+(the hub creates these Secrets); whoever can read proxy-client can reach every connected cluster.
 
 --work-max-size caps the total size of a ManifestWork's manifests (OCM's --manifestLimit).
 
@@ -186,6 +194,7 @@ is in Flotilla
 					Addons:                    addons,
 					GatewaySecretNamespace:    gatewaySecretNamespace,
 					ClusterProxyServerCount:   proxyServerCount,
+					ClusterProxyBindAddress:   proxyBindAddr,
 					Logger:                    logger,
 				}})
 		},
@@ -218,6 +227,8 @@ is in Flotilla
 		"namespace of the cluster-gateway's credential Secrets (created when absent)")
 	f.IntVar(&proxyServerCount, "cluster-proxy-server-count", 1,
 		"hub replicas serving cluster-proxy tunnels: each agent keeps a tunnel to that many replicas (set it to the replica count)")
+	f.StringVar(&proxyBindAddr, "cluster-proxy-bind-address", "0",
+		"address serving cluster-proxy's ProxyService to konnectivity clients with mutual TLS (Secrets proxy-server-ca and proxy-client in open-cluster-management-cluster-proxy), e.g. :8090 (0 disables)")
 	f.IntVar(&workMaxSize, "work-max-size", manifestwork.DefaultMaxSize,
 		"cap in bytes on the total size of a ManifestWork's manifests (OCM's --manifestLimit)")
 	f.DurationVar(&policyTimeout, "policy-eval-timeout", admission.DefaultEvalTimeout,

@@ -25,6 +25,7 @@ import (
 
 	addonv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/addon/v1alpha1"
 	authv1beta1 "github.com/flotilla-dev/flotilla/core/apis/authentication/v1beta1"
+	"github.com/flotilla-dev/flotilla/core/clusterproxy"
 	addonregistration "github.com/flotilla-dev/flotilla/hub/addon/registration"
 )
 
@@ -77,6 +78,11 @@ func Lookup(name string) (Addon, bool) {
 			ClusterRoles: []*rbacv1.ClusterRole{clusterRole(ClusterProxy, TunnelClusterRole, rbacv1.PolicyRule{
 				APIGroups: []string{"proxy.flotilla.dev"}, Resources: []string{"tunnels/proxy"},
 				ResourceNames: []string{ClusterProxy}, Verbs: []string{"create", "get"},
+			}, rbacv1.PolicyRule{
+				// The Services the hub lists for the cluster (from the
+				// ManagedProxyServiceResolvers): this one ConfigMap, not the resolvers and sets.
+				APIGroups: []string{""}, Resources: []string{"configmaps"},
+				ResourceNames: []string{clusterproxy.ServicesConfigMapName}, Verbs: []string{"get", "list", "watch"},
 			})},
 			SupportedConfigs: []addonv1alpha1.ConfigMeta{
 				{ConfigGroupResource: addonv1alpha1.ConfigGroupResource{Group: "proxy.open-cluster-management.io", Resource: "managedproxyconfigurations"},

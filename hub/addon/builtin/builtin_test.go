@@ -130,7 +130,9 @@ var _ = Describe("built-in add-ons on the hub", func() {
 		cr := &rbacv1.ClusterRole{}
 		Expect(admin.Get(ctx, client.ObjectKey{Name: builtin.TunnelClusterRole}, cr)).To(Succeed())
 		Expect(cr.Rules).To(ConsistOf(rbacv1.PolicyRule{APIGroups: []string{"proxy.flotilla.dev"}, Resources: []string{"tunnels/proxy"},
-			ResourceNames: []string{"cluster-proxy"}, Verbs: []string{"create", "get"}}))
+			ResourceNames: []string{"cluster-proxy"}, Verbs: []string{"create", "get"}},
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"},
+				ResourceNames: []string{"cluster-proxy-services"}, Verbs: []string{"get", "list", "watch"}}))
 	}, SpecTimeout(2*time.Minute))
 
 	It("runs managed-serviceaccount on the cluster (approved registration, own identity, Lease → Available, tokens), and stands down when the seeds' template ClusterManagementAddOn replaces it", func(ctx SpecContext) {

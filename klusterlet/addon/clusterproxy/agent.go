@@ -1,7 +1,8 @@
 // Package clusterproxy is the klusterlet's built-in agent of OCM's cluster-proxy add-on: it
 // keeps konnectivity streams open to the hub through the hub API server's tunnel API (with the
 // add-on's own hub identity, and the hub kubeconfig's proxy-url), and dials for the hub only
-// what it exposes: the managed cluster's API server.
+// what it exposes: the managed cluster's API server and the Services that
+// ManagedProxyServiceResolvers expose on it.
 package clusterproxy
 
 import (
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/flotilla-dev/flotilla/core/backoff"
@@ -39,7 +41,9 @@ type Resolver func(ctx context.Context, host, port string) (target string, ok bo
 
 // Agent is the cluster-proxy built-in agent (addon.BuiltinAgent).
 type Agent struct {
-	// Resolve, if set, serves addresses beyond the API server's. Nil: only the API server.
+	// Resolve, if set, serves addresses beyond the API server's. Nil: the Services the hub
+	// lists for this cluster (clusterproxy.ServicesConfigMapName, from the
+	// ManagedProxyServiceResolvers), read with the add-on's hub identity.
 	Resolve Resolver
 	// RetryInitial and RetryMax pace reconnects (default 1s and 30s).
 	RetryInitial, RetryMax time.Duration
@@ -79,6 +83,23 @@ func (a *Agent) Run(ctx context.Context, env addon.BuiltinEnv) error {
 		healthy = env.Healthy
 	}
 	hosts := clusterproxy.KubeAPIHosts(cluster, ns)
+	resolve := a.Resolve
+	if resolve == nil {
+		hubKube, err := kubernetes.NewForConfig(hubConfig)
+		if err != nil {
+			return fmt.Errorf("cluster-proxy agent: hub client: %w", err)
+		}
+		managedKube, err := kubernetes.NewForConfig(env.ManagedConfig)
+		if err != nil {
+			return fmt.Errorf("cluster-proxy agent: managed cluster client: %w", err)
+		}
+		services := newExposedServices(hubKube, managedKube, cluster)
+		ctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); services.run(ctx) }()
+		defer func() { cancel(); <-done }()
+		resolve = services.resolve
+	}
 	allow := func(ctx context.Context, address string) (string, error) {
 		host, port, err := net.SplitHostPort(address)
 		if err != nil {
@@ -87,8 +108,8 @@ func (a *Agent) Run(ctx context.Context, env addon.BuiltinEnv) error {
 		if port == clusterproxy.KubeAPIPort && (host == hosts[0] || host == hosts[1]) {
 			return apiServer, nil
 		}
-		if a.Resolve != nil {
-			target, ok, err := a.Resolve(ctx, host, port)
+		if resolve != nil {
+			target, ok, err := resolve(ctx, host, port)
 			if err != nil {
 				return "", fmt.Errorf("address %s of cluster %s: %w", address, cluster, err)
 			}
