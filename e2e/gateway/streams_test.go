@@ -56,6 +56,8 @@ var _ = Describe("a watch through the cluster gateway", func() {
 		w, err := kube.CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
 		Expect(err).NotTo(HaveOccurred(), "watching ConfigMaps of %s/%s through the gateway", cluster, ns)
 		DeferCleanup(w.Stop)
+		Expect(gauge(clusterproxy.OpenConnectionsMetric, map[string]string{"cluster": cluster})).To(BeNumerically(">=", 1),
+			"%s{cluster=%q} with a watch open", clusterproxy.OpenConnectionsMetric, cluster)
 
 		msaKey := client.ObjectKey{Namespace: cluster, Name: clustergatewayv1alpha1.ManagedServiceAccountName}
 		credKey := client.ObjectKey{Namespace: clustergatewayv1alpha1.DefaultSecretNamespace, Name: cluster}
