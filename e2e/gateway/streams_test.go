@@ -235,11 +235,11 @@ var _ = Describe("cluster2's tunnel through an HTTP CONNECT proxy", func() {
 		By("closing the proxy and its tunnels")
 		proxy.Close()
 		reopened := false
-		DeferCleanup(func() {
+		DeferCleanup(func(ctx SpecContext) {
 			if !reopened {
 				Expect(proxy.Reopen()).To(Succeed())
 			}
-		})
+		}, NodeTimeout(30*time.Second))
 		Eventually(func(g Gomega) {
 			_, err := healthz(ctx, cluster2)
 			g.Expect(err).To(HaveOccurred())
