@@ -29,6 +29,7 @@ import (
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
 	"github.com/flotilla-dev/flotilla/core/environment"
 	"github.com/flotilla-dev/flotilla/e2e/internal/fleettest"
+	"github.com/flotilla-dev/flotilla/e2e/internal/testproxy"
 	"github.com/flotilla-dev/flotilla/hub/addon/builtin"
 	"github.com/flotilla-dev/flotilla/hub/admin"
 	"github.com/flotilla-dev/flotilla/hub/manager"
@@ -56,6 +57,9 @@ var (
 	agents    = map[string]*fleettest.Klusterlet{}
 	// klusterletOpts are what each klusterlet was started with, to start it again.
 	klusterletOpts = map[string]klusterlet.Options{}
+	// proxy is the HTTP CONNECT proxy cluster2's klusterlet, and so its add-on agents, reach
+	// the hub through (its bootstrap kubeconfig's proxy-url).
+	proxy *testproxy.Proxy
 )
 
 // On a failed spec, the add-ons' status on the hub goes to the report.
@@ -96,12 +100,17 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		Hub: manager.Options{Addons: builtin.Names(), ClusterProxyBindAddress: "127.0.0.1:0"},
 	})
 	hubClient, hubKube = env.HubClient, env.HubKube
+	proxy = testproxy.Start()
+	DeferCleanup(proxy.Close)
 	names := []string{}
 	for i, cp := range env.Fleet.Managed {
 		name := environment.ManagedClusterName(i)
 		opts := klusterlet.Options{
 			Registration: registration.Config{ClusterName: name, ManagedConfig: cp.Config, LeaseDurationSeconds: 2},
 			AddOn:        klusterlet.AddOnOptions{LeaseDurationSeconds: addonLeaseSeconds},
+		}
+		if name == cluster2 {
+			opts.Registration.BootstrapKubeconfig = withProxy(env.BootstrapKubeconfig, proxy.URL)
 		}
 		klusterletOpts[name] = opts
 		agents[name] = env.StartKlusterlet(opts)
@@ -163,6 +172,19 @@ func mcaAvailable(ctx context.Context, cluster, name string) func(g Gomega) meta
 		g.Expect(c).NotTo(BeNil(), "condition Available of %s/%s", cluster, name)
 		return c.Status
 	}
+}
+
+// withProxy is kubeconfig with proxyURL as every cluster's proxy-url.
+func withProxy(kubeconfig []byte, proxyURL string) []byte {
+	GinkgoHelper()
+	cfg, err := clientcmd.Load(kubeconfig)
+	Expect(err).NotTo(HaveOccurred())
+	for _, c := range cfg.Clusters {
+		c.ProxyURL = proxyURL
+	}
+	out, err := clientcmd.Write(*cfg)
+	Expect(err).NotTo(HaveOccurred())
+	return out
 }
 
 // rawJSON marshals o for a ManifestWork's manifests.

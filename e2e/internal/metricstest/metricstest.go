@@ -9,9 +9,21 @@ import (
 
 // Counter is the value of counter name with (at least) labels; 0 when there is none.
 func Counter(name string, labels map[string]string) (float64, error) {
+	m, err := find(name, labels)
+	return m.GetCounter().GetValue(), err
+}
+
+// Gauge is the value of gauge name with (at least) labels; 0 when there is none.
+func Gauge(name string, labels map[string]string) (float64, error) {
+	m, err := find(name, labels)
+	return m.GetGauge().GetValue(), err
+}
+
+// find is the first metric name with (at least) labels; nil when there is none.
+func find(name string, labels map[string]string) (*dto.Metric, error) {
 	families, err := ctrlmetrics.Registry.Gather()
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	for _, f := range families {
 		if f.GetName() != name {
@@ -19,11 +31,11 @@ func Counter(name string, labels map[string]string) (float64, error) {
 		}
 		for _, m := range f.GetMetric() {
 			if hasLabels(m, labels) {
-				return m.GetCounter().GetValue(), nil
+				return m, nil
 			}
 		}
 	}
-	return 0, nil
+	return nil, nil
 }
 
 func hasLabels(m *dto.Metric, want map[string]string) bool {
