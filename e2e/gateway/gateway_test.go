@@ -95,13 +95,7 @@ var _ = Describe("the cluster gateway", func() {
 			Should(Equal("ok"), "cluster %s reachable through the gateway", cluster)
 
 		By("stopping the klusterlet of " + cluster)
-		agents[cluster].Stop()
-		restarted := false
-		DeferCleanup(func(ctx SpecContext) {
-			if !restarted {
-				agents[cluster] = env.StartKlusterlet(klusterletOpts[cluster])
-			}
-		}, NodeTimeout(time.Minute))
+		restart := stopKlusterlet(cluster)
 		Eventually(func(g Gomega) {
 			_, err := healthz(ctx, cluster)
 			g.Expect(err).To(HaveOccurred())
@@ -114,8 +108,7 @@ var _ = Describe("the cluster gateway", func() {
 		Expect(healthz(ctx, cluster2)).To(Equal("ok"))
 
 		By("starting it again")
-		agents[cluster] = env.StartKlusterlet(klusterletOpts[cluster])
-		restarted = true
+		restart()
 		Eventually(func() (string, error) { return healthz(ctx, cluster) }).WithContext(ctx).WithTimeout(2*time.Minute).
 			Should(Equal("ok"), "GET %s/healthz through the gateway after the agent restarted", cluster)
 	}, SpecTimeout(8*time.Minute))

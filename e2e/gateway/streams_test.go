@@ -135,21 +135,14 @@ var _ = Describe("the cluster-proxy tunnel's metrics", func() {
 		before := connects()
 
 		By("stopping the klusterlet of " + cluster)
-		agents[cluster].Stop()
-		restarted := false
-		DeferCleanup(func(ctx SpecContext) {
-			if !restarted {
-				agents[cluster] = env.StartKlusterlet(klusterletOpts[cluster])
-			}
-		}, NodeTimeout(time.Minute))
+		restart := stopKlusterlet(cluster)
 		Eventually(streams).WithContext(ctx).WithTimeout(20*time.Second).Should(BeZero(),
 			"%s{cluster=%q} with its agent stopped", clusterproxy.AgentStreamsMetric, cluster)
 		_, err := healthz(ctx, cluster)
 		Expect(err).To(MatchError(ContainSubstring("cluster "+cluster+": cluster-proxy tunnel not connected")), "GET %s/healthz with its agent stopped", cluster)
 
 		By("starting it again")
-		agents[cluster] = env.StartKlusterlet(klusterletOpts[cluster])
-		restarted = true
+		restart()
 		Eventually(func() (string, error) { return healthz(ctx, cluster) }).WithContext(ctx).WithTimeout(2*time.Minute).
 			Should(Equal("ok"), "GET %s/healthz through the gateway after the agent restarted", cluster)
 		Expect(connects()).To(Equal(before+1), "%s{cluster=%q} after one restart", clusterproxy.AgentConnectsMetric, cluster)

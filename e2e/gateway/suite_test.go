@@ -193,3 +193,20 @@ func rawJSON(o any) runtime.RawExtension {
 	Expect(err).NotTo(HaveOccurred())
 	return runtime.RawExtension{Raw: b}
 }
+
+// stopKlusterlet stops cluster's klusterlet and returns what starts it again; a spec that
+// fails before calling it has the klusterlet started by its cleanup.
+func stopKlusterlet(cluster string) (restart func()) {
+	agents[cluster].Stop()
+	restarted := false
+	restart = func() {
+		agents[cluster] = env.StartKlusterlet(klusterletOpts[cluster])
+		restarted = true
+	}
+	DeferCleanup(func(ctx SpecContext) {
+		if !restarted {
+			restart()
+		}
+	}, NodeTimeout(time.Minute))
+	return restart
+}
