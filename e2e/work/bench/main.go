@@ -146,6 +146,15 @@ func run(ctx context.Context, binary string, sequential, fanout int, verbose boo
 	if err != nil {
 		return "", err
 	}
+	managed := fleet.Managed[0]
+	hubLatBefore, err := readLatencies(ctx, &hubCfg, hubURL)
+	if err != nil {
+		return "", err
+	}
+	managedLatBefore, err := readLatencies(ctx, managed.Config, managed.URL)
+	if err != nil {
+		return "", err
+	}
 	fmt.Fprintf(os.Stderr, "creating %d ManifestWorks one after another\n", sequential)
 	lat := make([]time.Duration, 0, sequential)
 	// The create's own share (the API server, its admission webhooks) of each latency.
@@ -169,6 +178,14 @@ func run(ctx context.Context, binary string, sequential, fanout int, verbose boo
 		return "", err
 	}
 	writesSeq, err := workWrites(ctx, &hubCfg, hubURL)
+	if err != nil {
+		return "", err
+	}
+	hubLat, err := readLatencies(ctx, &hubCfg, hubURL)
+	if err != nil {
+		return "", err
+	}
+	managedLat, err := readLatencies(ctx, managed.Config, managed.URL)
 	if err != nil {
 		return "", err
 	}
@@ -220,6 +237,11 @@ func run(ctx context.Context, binary string, sequential, fanout int, verbose boo
 	fmt.Println("phase       works  hub writes to ManifestWorks (bench creates excluded)  per work")
 	printWrites("sequential", sequential, writesBefore, writesSeq)
 	printWrites("fan-out", fanout, writesSeq, writesFan)
+	fmt.Printf("\nsequential phase: writes on each API server, mean ms (the path of one work: the create\n" +
+		"on the hub, the AppliedManifestWork and the manifest on the managed cluster, the status on the hub)\n")
+	fmt.Printf("%-8s  %-42s  %5s  %7s\n", "server", "request", "count", "mean_ms")
+	printLatencies("hub", hubLatBefore, hubLat)
+	printLatencies("managed", managedLatBefore, managedLat)
 	return fmt.Sprintf("work-apply p50_ms=%.1f p99_ms=%.1f fanout_%d_s=%.2f agent_rss_mib=%.1f",
 		ms(quantile(lat, 0.50)), ms(quantile(lat, 0.99)), fanout, fan.Seconds(), rss), nil
 }
