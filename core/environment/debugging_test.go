@@ -19,13 +19,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/client-go/transport/spdy"
+	"k8s.io/streaming/pkg/httpstream"
 )
 
 // TestPodDebugging: with PodDebugging, logs -f, exec and port-forward of a Pod on a
@@ -180,17 +180,17 @@ func portForwardEcho(ctx context.Context, cfg *rest.Config, cs kubernetes.Interf
 	if err != nil {
 		return err
 	}
-	spdyDialer := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, u)
-	wsDialer, err := portforward.NewSPDYOverWebsocketDialer(u, cfg)
+	spdyDialer := spdy.NewDialerForStreaming(upgrader, &http.Client{Transport: transport}, http.MethodPost, u)
+	wsDialer, err := portforward.NewSPDYOverWebsocketDialerForStreaming(u, cfg)
 	if err != nil {
 		return err
 	}
-	dialer := portforward.NewFallbackDialer(wsDialer, spdyDialer, func(err error) bool {
+	dialer := portforward.NewFallbackDialerForStreaming(wsDialer, spdyDialer, func(err error) bool {
 		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
 	})
 	stop, ready := make(chan struct{}), make(chan struct{})
 	defer close(stop)
-	fw, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"}, []string{fmt.Sprintf("0:%d", port)}, stop, ready, io.Discard, io.Discard)
+	fw, err := portforward.NewOnAddressesForStreaming(dialer, []string{"127.0.0.1"}, []string{fmt.Sprintf("0:%d", port)}, stop, ready, io.Discard, io.Discard)
 	if err != nil {
 		return err
 	}

@@ -20,13 +20,13 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/client-go/transport/spdy"
+	"k8s.io/streaming/pkg/httpstream"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/flotilla-dev/flotilla/core/apis/authentication/v1beta1"
@@ -51,6 +51,18 @@ var _ = Describe("exec, port-forward and logs -f through the cluster gateway", f
 			return err
 		}).WithContext(ctx).WithTimeout(2*time.Minute).Should(Succeed(), "exec echo in %s/%s of %s through the gateway", p.Namespace, p.Pod, cluster1)
 		Expect(stdout).To(Equal("hello through the gateway\n"))
+
+		By("each protocol alone goes through the gateway: WebSocket (kubectl's first choice) and SPDY (its fallback)")
+		req := execRequest(kube, p.Namespace, p.Pod, "echo", "one protocol")
+		ws, err := remotecommand.NewWebSocketExecutor(cfg, http.MethodGet, req.URL().String())
+		Expect(err).NotTo(HaveOccurred())
+		sp, err := remotecommand.NewSPDYExecutor(cfg, http.MethodPost, req.URL())
+		Expect(err).NotTo(HaveOccurred())
+		for name, e := range map[string]remotecommand.Executor{"WebSocket": ws, "SPDY": sp} {
+			var out bytes.Buffer
+			Expect(e.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &out, Stderr: GinkgoWriter})).To(Succeed(), "exec over %s", name)
+			Expect(out.String()).To(Equal("one protocol\n"), "stdout of exec over %s", name)
+		}
 	}, SpecTimeout(4*time.Minute))
 
 	It("port-forward to a Pod port of cluster1 round-trips bytes to the listener KWOK maps it to", func(ctx SpecContext) {
@@ -113,8 +125,10 @@ var _ = Describe("exec, port-forward and logs -f through the cluster gateway", f
 		ws, err := remotecommand.NewWebSocketExecutor(cfg, http.MethodGet, req.URL().String())
 		Expect(err).NotTo(HaveOccurred())
 		err = ws.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: io.Discard, Stderr: io.Discard})
+		var upgradeErr *httpstream.UpgradeFailureError
+		Expect(errors.As(err, &upgradeErr)).To(BeTrue(), "exec as %s on %s: an upgrade failure, got %v", user, cluster1, err)
 		var status *apierrors.StatusError
-		Expect(errors.As(err, &status)).To(BeTrue(), "exec as %s on %s: a Status, got %v", user, cluster1, err)
+		Expect(errors.As(upgradeErr.Cause, &status)).To(BeTrue(), "exec as %s on %s: the Status the hub answered, got %v", user, cluster1, err)
 		Expect(status.ErrStatus.Code).To(BeEquivalentTo(http.StatusForbidden), "%v", err)
 		Expect(status.Error()).To(ContainSubstring(`clustergateways.cluster.core.oam.dev "` + cluster1 + `" is forbidden: User "` + user +
 			`" cannot get resource "clustergateways/proxy" in API group "cluster.core.oam.dev" at the cluster scope`))
@@ -269,17 +283,17 @@ func portForwardEcho(ctx context.Context, cfg *rest.Config, kube kubernetes.Inte
 	if err != nil {
 		return err
 	}
-	spdyDialer := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, u)
-	wsDialer, err := portforward.NewSPDYOverWebsocketDialer(u, cfg)
+	spdyDialer := spdy.NewDialerForStreaming(upgrader, &http.Client{Transport: transport}, http.MethodPost, u)
+	wsDialer, err := portforward.NewSPDYOverWebsocketDialerForStreaming(u, cfg)
 	if err != nil {
 		return err
 	}
-	dialer := portforward.NewFallbackDialer(wsDialer, spdyDialer, func(err error) bool {
+	dialer := portforward.NewFallbackDialerForStreaming(wsDialer, spdyDialer, func(err error) bool {
 		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
 	})
 	stop, ready := make(chan struct{}), make(chan struct{})
 	defer close(stop)
-	fw, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"}, []string{fmt.Sprintf("0:%d", port)}, stop, ready, GinkgoWriter, GinkgoWriter)
+	fw, err := portforward.NewOnAddressesForStreaming(dialer, []string{"127.0.0.1"}, []string{fmt.Sprintf("0:%d", port)}, stop, ready, GinkgoWriter, GinkgoWriter)
 	if err != nil {
 		return err
 	}
