@@ -102,6 +102,13 @@ func InstallNamed(ctx context.Context, cfg *rest.Config, names ...string) error 
 	return apply(ctx, cfg, selected)
 }
 
+// InstallObjects installs CRDs that are not embedded here (e.g. KWOK's, which test clusters
+// install from the version pinned in tools/kwok) as Install does, and waits until each is
+// Established.
+func InstallObjects(ctx context.Context, cfg *rest.Config, objs ...*apiextensionsv1.CustomResourceDefinition) error {
+	return apply(ctx, cfg, objs)
+}
+
 // apply server-side-applies objs and waits until each is Established.
 func apply(ctx context.Context, cfg *rest.Config, objs []*apiextensionsv1.CustomResourceDefinition) error {
 	scheme := runtime.NewScheme()

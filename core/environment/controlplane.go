@@ -90,6 +90,13 @@ type ControlPlaneOptions struct {
 	// SimulatedNodeCapacity is each simulated Node's capacity and allocatable; nil means
 	// DefaultSimulatedNodeCapacity.
 	SimulatedNodeCapacity corev1.ResourceList
+	// PodDebugging makes `kubectl exec`, `logs` (-f) and `port-forward` work against Pods on
+	// simulated Nodes: KWOK runs its debugging server on a loopback port, which the Nodes
+	// advertise as their kubelet's, and kube-apiserver reaches it there. What it answers for
+	// a Pod comes from KWOK's Exec, Logs and PortForward objects (ServePodStreams), whose
+	// CRDs are installed. An Exec runs commands as local processes of the user running the
+	// control plane, so enable it only on test clusters. It needs Workloads.
+	PodDebugging bool
 	// Profiling serves kube-apiserver's Go profiles at /debug/pprof (to users allowed the
 	// nonResourceURL, e.g. the admin), for benchmarks that look for where its time goes.
 	Profiling bool
@@ -174,6 +181,9 @@ func startControlPlane(ctx context.Context, opts ControlPlaneOptions, pickPorts 
 	}
 	if opts.SimulatedNodes > 0 && !opts.Workloads {
 		return nil, fmt.Errorf("control plane %s: SimulatedNodes needs Workloads (KWOK runs simulated Nodes)", opts.Name)
+	}
+	if opts.PodDebugging && !opts.Workloads {
+		return nil, fmt.Errorf("control plane %s: PodDebugging needs Workloads (KWOK serves exec, logs and port-forward)", opts.Name)
 	}
 	if opts.SimulatedNodeCapacity == nil {
 		opts.SimulatedNodeCapacity = DefaultSimulatedNodeCapacity()
@@ -301,6 +311,14 @@ func (cp *ControlPlane) prepare() error {
 			return err
 		}
 	}
+	if cp.opts.PodDebugging {
+		// KWOK's debugging server, reached by kube-apiserver at 127.0.0.1 (kubeletClientArgs).
+		kwokSpec := servingHosts
+		kwokSpec.commonName = "kwok-debugging-server"
+		if files["kwok.crt"], files["kwok.key"], err = cp.ca.issue(kwokSpec); err != nil {
+			return err
+		}
+	}
 	if err := os.MkdirAll(cp.path("pki"), 0o700); err != nil {
 		return fmt.Errorf("control plane %s: %w", cp.Name, err)
 	}
@@ -322,6 +340,9 @@ func (cp *ControlPlane) path(elem ...string) string {
 func (cp *ControlPlane) start(ctx context.Context) error {
 	nPorts := 4
 	if cp.opts.Workloads {
+		nPorts++
+	}
+	if cp.opts.PodDebugging {
 		nPorts++
 	}
 	ports, err := cp.pickPorts(nPorts)
@@ -417,6 +438,9 @@ func (cp *ControlPlane) start(ctx context.Context) error {
 		// and KWOK makes them Ready.
 		apiserverArgs = append(apiserverArgs, "--disable-admission-plugins=TaintNodesByCondition")
 	}
+	if cp.opts.PodDebugging {
+		apiserverArgs = append(apiserverArgs, cp.kubeletClientArgs()...)
+	}
 	apiserver, err := cp.launch(KubeAPIServerBinary, apiserverArgs, nil)
 	if err != nil {
 		return err
@@ -489,7 +513,11 @@ func (cp *ControlPlane) start(ctx context.Context) error {
 	go func() { crdErr <- cp.installCRDs(ctx) }()
 	awaitWorkloads := func() error { return nil }
 	if cp.opts.Workloads {
-		if awaitWorkloads, err = cp.startWorkloads(ctx, ports[4]); err != nil {
+		debuggingPort := 0
+		if cp.opts.PodDebugging {
+			debuggingPort = ports[5]
+		}
+		if awaitWorkloads, err = cp.startWorkloads(ctx, ports[4], debuggingPort); err != nil {
 			return errors.Join(err, <-crdErr)
 		}
 	}
@@ -673,7 +701,8 @@ func (cp *ControlPlane) PIDs() []int {
 }
 
 // Ports returns the loopback TCP ports the components listen on: etcd client and peer,
-// kube-apiserver, kube-controller-manager and (Workloads) kube-scheduler.
+// kube-apiserver, kube-controller-manager, (Workloads) kube-scheduler and (PodDebugging)
+// KWOK's debugging server.
 func (cp *ControlPlane) Ports() []int {
 	cp.mu.Lock()
 	defer cp.mu.Unlock()

@@ -10,7 +10,8 @@
 // them: Nodes are Ready, Pods become Running and Ready with an IP from their Node's Pod
 // CIDR, a Job's Pods succeed and deleted Pods go at once (kwok-stages.yaml). So a
 // Deployment reports ready replicas and Available, a Job completes, and a Pod that fits no
-// Node stays Pending.
+// Node stays Pending. With PodDebugging, KWOK's debugging server also answers exec, logs -f
+// and port-forward of those Pods in the kubelet's place (ServePodStreams says how).
 //
 // Each control plane gets its own certificate authority. The CA key is kept on disk and
 // exposed because Flotilla's behaviour depends on it: kube-controller-manager signs

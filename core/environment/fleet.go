@@ -47,6 +47,9 @@ type Options struct {
 	// SimulatedNodeCapacity is each simulated Node's capacity and allocatable; nil means
 	// DefaultSimulatedNodeCapacity.
 	SimulatedNodeCapacity corev1.ResourceList
+	// PodDebugging makes exec, logs and port-forward work against Pods on the simulated
+	// Nodes of every managed cluster (ControlPlaneOptions.PodDebugging).
+	PodDebugging bool
 	// Log receives progress messages, one line each. Default: discarded.
 	Log io.Writer
 	// Bare starts the control planes without any Flotilla CRD, for installing Flotilla on
@@ -98,7 +101,8 @@ func Start(ctx context.Context, opts Options) (*Fleet, error) {
 	planeOpts = append(planeOpts, ControlPlaneOptions{Name: HubName, AllCRDs: !opts.Bare})
 	for i := range opts.ManagedClusters {
 		planeOpts = append(planeOpts, ControlPlaneOptions{Name: ManagedClusterName(i), CRDs: managedCRDs,
-			Workloads: true, SimulatedNodes: opts.SimulatedNodes, SimulatedNodeCapacity: opts.SimulatedNodeCapacity})
+			Workloads: true, SimulatedNodes: opts.SimulatedNodes, SimulatedNodeCapacity: opts.SimulatedNodeCapacity,
+			PodDebugging: opts.PodDebugging})
 	}
 	for i := range planeOpts {
 		o := &planeOpts[i]

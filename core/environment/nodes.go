@@ -76,6 +76,29 @@ func simulatedNodeNetwork(node *corev1.Node, i int) {
 	}
 }
 
+// kwokAddressType is the type of the Node address kube-apiserver reaches a simulated Node's
+// "kubelet" (KWOK's debugging server) at, with PodDebugging: an ExternalIP, because the
+// InternalIP is kind-like (simulatedNodeNetwork) and not where anything listens.
+const kwokAddressType = corev1.NodeExternalIP
+
+// kwokKubeletEndpoint makes node advertise KWOK's debugging server, on 127.0.0.1:port, as its
+// kubelet (PodDebugging). KWOK's node stages write the same port (--node-port); setting it at
+// creation makes it there as soon as the Node is.
+func kwokKubeletEndpoint(node *corev1.Node, port int) {
+	node.Status.Addresses = append(node.Status.Addresses, corev1.NodeAddress{Type: kwokAddressType, Address: "127.0.0.1"})
+	node.Status.DaemonEndpoints.KubeletEndpoint.Port = int32(port)
+}
+
+// debuggingPort is the port of KWOK's debugging server, 0 without PodDebugging.
+func (cp *ControlPlane) debuggingPort() int {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	if !cp.opts.PodDebugging || len(cp.ports) < 6 {
+		return 0
+	}
+	return cp.ports[5]
+}
+
 // CreateSimulatedNodes creates n more simulated Nodes (SimulatedNode) on cp, named after
 // those created before, and waits until KWOK reports them Ready. cp must have been started
 // with Workloads (KWOK is what makes a simulated Node Ready and runs its Pods).
@@ -114,6 +137,9 @@ func (cp *ControlPlane) createNodes(ctx context.Context, n int, capacity corev1.
 		// A Node keeps the status it is created with (a kubelet registers that way).
 		node := SimulatedNode(SimulatedNodeName(cp.Name, i), capacity)
 		simulatedNodeNetwork(node, i)
+		if port := cp.debuggingPort(); port != 0 {
+			kwokKubeletEndpoint(node, port)
+		}
 		if _, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
 			return nil, fmt.Errorf("control plane %s: creating simulated Node %s: %w", cp.Name, node.Name, err)
 		}

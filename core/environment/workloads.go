@@ -79,7 +79,10 @@ enableProfiling: false
 // binds them, so requests, node selectors, affinity, taints and DaemonSet placement behave
 // as on a real cluster, and a Pod that fits nowhere stays Pending with its
 // FailedScheduling event. It costs about 0.1 s of CPU to start and some 15 MiB of heap.
-func (cp *ControlPlane) startWorkloads(ctx context.Context, schedulerPort int) (wait func() error, err error) {
+//
+// With PodDebugging, KWOK's debugging CRDs are installed first and its debugging server
+// listens on debuggingPort; the returned function also waits for its /healthz.
+func (cp *ControlPlane) startWorkloads(ctx context.Context, schedulerPort, debuggingPort int) (wait func() error, err error) {
 	t := time.Now()
 	pki := func(name string) string { return cp.path("pki", name) }
 
@@ -121,13 +124,20 @@ func (cp *ControlPlane) startWorkloads(ctx context.Context, schedulerPort int) (
 	if err := os.WriteFile(stagesPath, kwokStages, 0o600); err != nil {
 		return nil, fmt.Errorf("writing %s: %w", stagesPath, err)
 	}
-	kwok, err := cp.launch(KWOKBinary, []string{
+	kwokArgs := []string{
 		"--kubeconfig=" + kwokKubeconfig,
 		"--config=" + stagesPath,
 		"--manage-nodes-with-label-selector=" + SimulatedNodeLabel + "=true",
 		"--cidr=" + kwokFallbackPodCIDR,
 		"--node-lease-duration-seconds=" + strconv.Itoa(kwokNodeLeaseSeconds),
-	}, []string{
+	}
+	if cp.opts.PodDebugging {
+		if err := cp.installKWOKCRDs(ctx); err != nil {
+			return nil, err
+		}
+		kwokArgs = append(kwokArgs, cp.kwokDebuggingArgs(debuggingPort)...)
+	}
+	kwok, err := cp.launch(KWOKBinary, kwokArgs, []string{
 		// Without it kwok also loads ~/.kwok/kwok.yaml (kwokctl's), stages and all.
 		"KWOK_WORKDIR=" + cp.path("kwok"),
 	})
@@ -159,7 +169,19 @@ func (cp *ControlPlane) startWorkloads(ctx context.Context, schedulerPort int) (
 			return getOK(ctx, schedHTTP, "https://127.0.0.1:"+strconv.Itoa(schedulerPort)+"/healthz")
 		})
 		nodesErr := cp.awaitNodesReady(ctx, kwok, nodes)
-		if err := errors.Join(schedErr, nodesErr); err != nil {
+		var debuggingErr error
+		if cp.opts.PodDebugging {
+			kwokHTTP := &http.Client{
+				Timeout:   2 * time.Second,
+				Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}},
+			}
+			defer kwokHTTP.CloseIdleConnections()
+			url := "https://127.0.0.1:" + strconv.Itoa(debuggingPort) + "/healthz"
+			debuggingErr = cp.await(ctx, kwok, "KWOK's debugging server "+url, func(ctx context.Context) error {
+				return getOK(ctx, kwokHTTP, url)
+			})
+		}
+		if err := errors.Join(schedErr, nodesErr, debuggingErr); err != nil {
 			return err
 		}
 		cp.logf("kube-scheduler and KWOK (%d Nodes Ready) ready in %s", len(nodes), time.Since(t).Round(10*time.Millisecond))

@@ -95,7 +95,9 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	SetDefaultEventuallyPollingInterval(250 * time.Millisecond)
 
 	env = fleettest.Start(suiteCtx, fleettest.Options{
-		Environment: environment.Options{ManagedClusters: 2},
+		// A simulated Node per cluster, KWOK answering exec, logs and port-forward of its Pods
+		// as a kubelet would (upgrade_test.go).
+		Environment: environment.Options{ManagedClusters: 2, SimulatedNodes: 1, PodDebugging: true},
 		// The ProxyService frontend too, for konnectivity clients (resolver_test.go).
 		Hub: manager.Options{Addons: builtin.Names(), ClusterProxyBindAddress: "127.0.0.1:0"},
 	})
