@@ -101,7 +101,10 @@ var _ = Describe("The ProxyService frontend's certificates", func() {
 		Expect(err).NotTo(HaveOccurred())
 		served := make(chan error, 1)
 		go func() { served <- server.ServeFrontend(runCtx, l, grpc.Creds(credentials.NewTLS(cfg))) }()
-		DeferCleanup(func() { stop(); Eventually(served).WithTimeout(30 * time.Second).Should(Receive(BeNil()), "frontend stopped") })
+		DeferCleanup(func() {
+			stop()
+			Eventually(served).WithTimeout(30*time.Second).Should(Receive(BeNil()), "frontend stopped")
+		})
 		addr := l.Addr().String()
 
 		first, bundle0 := frontendClient(ctx, ns)
