@@ -309,6 +309,10 @@ func (r *frontendRenewer) ensure(ctx context.Context, name string, typ corev1.Se
 	if err != nil {
 		return fmt.Errorf("cluster-proxy frontend: writing Secret %s/%s: %w", ns, name, err)
 	}
-	r.f.Logger.Info("Renewed a cluster-proxy frontend Secret", "secret", ns+"/"+name, "reasons", reasons)
+	msg := "Renewed a cluster-proxy frontend Secret"
+	if s == nil {
+		msg = "Created a cluster-proxy frontend Secret"
+	}
+	r.f.Logger.Info(msg, "secret", ns+"/"+name, "reasons", reasons)
 	return nil
 }
