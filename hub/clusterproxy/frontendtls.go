@@ -14,8 +14,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
 
 	proxyv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/proxy/v1alpha1"
+	"github.com/flotilla-dev/flotilla/core/backoff"
 	"github.com/flotilla-dev/flotilla/core/certs"
 )
 
@@ -69,7 +71,7 @@ type FrontendTLS struct {
 	// CALifetime and CertLifetime default to DefaultFrontendCALifetime and
 	// DefaultFrontendCertLifetime; RenewalFraction, ResyncPeriod and Settle to their
 	// DefaultFrontend values. Settle may be at most RenewalFraction × CertLifetime / 4, and
-	// ResyncPeriod no longer than Settle (when Settle is set).
+	// ResyncPeriod at most Settle.
 	CALifetime, CertLifetime time.Duration
 	RenewalFraction          float64
 	ResyncPeriod, Settle     time.Duration
@@ -172,23 +174,20 @@ type frontendRenewer struct {
 }
 
 func (r *frontendRenewer) loop(ctx context.Context) {
-	failures := 0
+	retry := backoff.New(100*time.Millisecond, r.f.ResyncPeriod)
 	for {
 		wait := r.f.ResyncPeriod
 		if err := r.sync(ctx); err != nil {
 			if ctx.Err() != nil {
 				return
 			}
-			failures++
-			wait = min(50*time.Millisecond<<min(failures, 16), r.f.ResyncPeriod)
+			wait = retry.Next()
 			r.f.Logger.Error(err, "Renewing the cluster-proxy frontend certificates; retrying", "in", wait.String())
 		} else {
-			failures = 0
+			retry.Reset()
 		}
-		select {
-		case <-ctx.Done():
+		if !backoff.Sleep(ctx, clock.RealClock{}, wait) {
 			return
-		case <-time.After(wait):
 		}
 	}
 }

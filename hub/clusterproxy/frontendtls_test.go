@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -169,3 +170,21 @@ var _ = Describe("The ProxyService frontend's certificates", func() {
 		Expect(frontendDial(ctx, addr, last)).To(Succeed(), "a client with the Secrets after the old CA expired")
 	})
 })
+
+// A policy that cannot renew in time is refused before anything is written.
+func TestFrontendTLSRejectsBadPolicy(t *testing.T) {
+	for name, tc := range map[string]struct {
+		f    clusterproxy.FrontendTLS
+		want string
+	}{
+		"settle longer than a quarter of the renewal window": {clusterproxy.FrontendTLS{Settle: 30 * 24 * time.Hour}, "settle time 720h0m0s must be at most"},
+		"certificate outliving the CA":                       {clusterproxy.FrontendTLS{CALifetime: time.Hour}, "need 0 < certificate lifetime"},
+		"fraction 1":                                         {clusterproxy.FrontendTLS{RenewalFraction: 1}, "renewal fraction 1 must be between 0 and 1"},
+		"resync longer than settle":                          {clusterproxy.FrontendTLS{ResyncPeriod: 2 * time.Hour, Settle: time.Hour}, "resync period 2h0m0s must be positive and at most the settle time 1h0m0s"},
+	} {
+		_, err := tc.f.Config(context.Background())
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "cluster-proxy frontend") {
+			t.Errorf("%s: error %v, want one naming the cluster-proxy frontend and %q", name, err, tc.want)
+		}
+	}
+}
