@@ -3,36 +3,49 @@ package clusterproxy
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"errors"
 	"fmt"
-	"math/big"
-	"net"
+	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
 
 	proxyv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/proxy/v1alpha1"
+	"github.com/flotilla-dev/flotilla/core/backoff"
+	"github.com/flotilla-dev/flotilla/core/certs"
 )
 
-// Lifetimes of the frontend's certificates. They are not rotated yet: a Secret whose
-// certificate expired is issued again when a hub replica starts.
+// Defaults of the frontend's certificate policy (FrontendTLS).
 const (
-	frontendCALifetime   = 10 * 365 * 24 * time.Hour
-	frontendCertLifetime = 365 * 24 * time.Hour
+	DefaultFrontendCALifetime   = 10 * 365 * 24 * time.Hour
+	DefaultFrontendCertLifetime = 365 * 24 * time.Hour
+	// DefaultFrontendRenewalFraction: certificates are renewed when a fifth of their
+	// lifetime remains (the serving and client certificates 73 days before they expire, the CA
+	// two years before).
+	DefaultFrontendRenewalFraction = 0.2
+	DefaultFrontendResyncPeriod    = time.Minute
+	// DefaultFrontendSettle is how long a new CA is in proxy-server-ca's ca.crt (and trusted
+	// by every replica) before the certificates it signs replace ones that are merely due.
+	DefaultFrontendSettle = 24 * time.Hour
 )
 
 // ProxyClientCommonName is the subject of the proxy-client certificate.
 const ProxyClientCommonName = "open-cluster-management:cluster-proxy:proxy-client"
+
+// Keys of the frontend's Secrets.
+const (
+	caCertKey = "ca.crt"
+	caKeyKey  = "ca.key"
+	// signerBundleKey of the signer Secret holds every CA the frontend trusts (the current one
+	// first, earlier ones until they expire), as the webhook's Secret does.
+	signerBundleKey = "ca-bundle.crt"
+)
 
 // FrontendTLS is the ProxyService frontend's mutual TLS, laid out as upstream's konnectivity
 // clients read it (cluster-proxy's GetKonnectivityTLSConfig): they trust ca.crt of Secret
@@ -41,6 +54,13 @@ const ProxyClientCommonName = "open-cluster-management:cluster-proxy:proxy-clien
 // ca.crt and ca.key) is created by the first replica and shared by all; each replica issues
 // its own serving certificate in memory. Who may read proxy-client may dial into every
 // connected cluster.
+//
+// Every replica renews what is due each ResyncPeriod (certs.Policy): a certificate when less
+// than RenewalFraction of its lifetime remains, the CA likewise, the old CA staying in both
+// Secrets' ca.crt and in the trusted client CAs until it expires, and certificates of a new CA
+// replacing ones that are merely due only after Settle, so that clients re-reading the
+// Secrets within Settle never see a certificate they cannot verify. The serving certificate
+// and client CAs change without restarting the listener.
 type FrontendTLS struct {
 	Kube kubernetes.Interface
 	// Namespace of the Secrets (default: the ManagedProxyConfiguration default
@@ -48,6 +68,14 @@ type FrontendTLS struct {
 	Namespace string
 	// Hosts are further names or IPs of the serving certificate (the bind address's host).
 	Hosts []string
+	// CALifetime and CertLifetime default to DefaultFrontendCALifetime and
+	// DefaultFrontendCertLifetime; RenewalFraction, ResyncPeriod and Settle to their
+	// DefaultFrontend values. Settle may be at most RenewalFraction × CertLifetime / 4, and
+	// ResyncPeriod at most Settle.
+	CALifetime, CertLifetime time.Duration
+	RenewalFraction          float64
+	ResyncPeriod, Settle     time.Duration
+	Logger                   logr.Logger
 }
 
 func (f FrontendTLS) namespace() string {
@@ -62,212 +90,228 @@ func (f FrontendTLS) ServerName() string {
 	return proxyv1alpha1.DefaultInClusterServiceName + "." + f.namespace()
 }
 
+func (f FrontendTLS) withDefaults() (FrontendTLS, error) {
+	if f.CALifetime == 0 {
+		f.CALifetime = DefaultFrontendCALifetime
+	}
+	if f.CertLifetime == 0 {
+		f.CertLifetime = DefaultFrontendCertLifetime
+	}
+	if f.RenewalFraction == 0 {
+		f.RenewalFraction = DefaultFrontendRenewalFraction
+	}
+	if f.ResyncPeriod == 0 {
+		f.ResyncPeriod = DefaultFrontendResyncPeriod
+	}
+	if f.Settle == 0 {
+		f.Settle = DefaultFrontendSettle
+	}
+	if f.Logger.GetSink() == nil {
+		f.Logger = logr.Discard()
+	}
+	if err := f.policy().Validate(); err != nil {
+		return f, fmt.Errorf("cluster-proxy frontend: %w", err)
+	}
+	if f.ResyncPeriod < 0 || f.ResyncPeriod > f.Settle {
+		return f, fmt.Errorf("cluster-proxy frontend: resync period %s must be positive and at most the settle time %s", f.ResyncPeriod, f.Settle)
+	}
+	return f, nil
+}
+
+func (f FrontendTLS) policy() certs.Policy {
+	return certs.Policy{Name: "cluster-proxy-frontend", CALifetime: f.CALifetime, LeafLifetime: f.CertLifetime,
+		Fraction: f.RenewalFraction, Settle: f.Settle}
+}
+
+func (f FrontendTLS) servingLeaf() certs.Leaf {
+	l := certs.LeafForHosts("frontend serving certificate", append([]string{f.ServerName(), f.ServerName() + ".svc", "localhost"}, f.Hosts...)...)
+	l.CommonName = f.ServerName()
+	return l
+}
+
+var clientLeaf = certs.Leaf{Role: "proxy-client certificate", CommonName: ProxyClientCommonName, Usage: x509.ExtKeyUsageClientAuth}
+
 // Config ensures the Secrets and returns the server's TLS config, requiring client
-// certificates of the CA.
+// certificates of a trusted CA. Until ctx ends it keeps the certificates renewed, and the
+// config serves the current ones.
 func (f FrontendTLS) Config(ctx context.Context) (*tls.Config, error) {
+	f, err := f.withDefaults()
+	if err != nil {
+		return nil, err
+	}
 	ns := f.namespace()
 	if _, err := f.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("cluster-proxy frontend: creating namespace %s: %w", ns, err)
 	}
-	ca, err := f.signer(ctx)
-	if err != nil {
-		return nil, err
-	}
-	caPEM := pemCert(ca.cert)
-	if err := f.ensure(ctx, proxyv1alpha1.ProxyServerCASecretName, corev1.SecretTypeOpaque,
-		func(data map[string][]byte) bool { return bytes.Equal(data["ca.crt"], caPEM) },
-		func() (map[string][]byte, error) { return map[string][]byte{"ca.crt": caPEM}, nil }); err != nil {
-		return nil, err
-	}
-	if err := f.ensure(ctx, proxyv1alpha1.DefaultProxyClientSecretName, corev1.SecretTypeTLS,
-		func(data map[string][]byte) bool { return ca.signed(data[corev1.TLSCertKey]) },
-		func() (map[string][]byte, error) {
-			kp, err := ca.issue(&x509.Certificate{Subject: pkix.Name{CommonName: ProxyClientCommonName},
-				ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}, frontendCertLifetime)
-			if err != nil {
-				return nil, err
-			}
-			key, err := pemKey(kp.key)
-			if err != nil {
-				return nil, err
-			}
-			return map[string][]byte{corev1.TLSCertKey: pemCert(kp.cert), corev1.TLSPrivateKeyKey: key, "ca.crt": caPEM}, nil
-		}); err != nil {
-		return nil, err
-	}
-	tmpl := &x509.Certificate{Subject: pkix.Name{CommonName: f.ServerName()}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames: []string{f.ServerName(), f.ServerName() + ".svc", "localhost"}}
-	for _, h := range f.Hosts {
-		if ip := net.ParseIP(h); ip != nil {
-			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
-		} else if h != "" {
-			tmpl.DNSNames = append(tmpl.DNSNames, h)
+	r := &frontendRenewer{f: f, servingLeaf: f.servingLeaf()}
+	// Replicas starting together race to create the Secrets: the losers read the winner's.
+	for attempt := 0; ; attempt++ {
+		err = r.sync(ctx)
+		if err == nil || attempt == 4 || !(apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)) {
+			break
 		}
 	}
-	serving, err := ca.issue(tmpl, frontendCertLifetime)
 	if err != nil {
-		return nil, fmt.Errorf("cluster-proxy frontend: serving certificate: %w", err)
+		return nil, err
 	}
-	pool := x509.NewCertPool()
-	pool.AddCert(ca.cert)
+	go r.loop(ctx)
 	return &tls.Config{
-		MinVersion:   tls.VersionTLS12,
-		Certificates: []tls.Certificate{{Certificate: [][]byte{serving.cert.Raw}, PrivateKey: serving.key, Leaf: serving.cert}},
-		ClientAuth:   tls.RequireAndVerifyClientCert,
-		ClientCAs:    pool,
-		NextProtos:   []string{"h2"},
+		MinVersion: tls.VersionTLS12,
+		NextProtos: []string{"h2"},
+		ClientAuth: tls.RequireAndVerifyClientCert,
+		// The current serving certificate and client CAs, replaced on renewal without a restart.
+		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) { return r.current.Load(), nil },
 	}, nil
 }
 
-// signer reads the CA, or creates it when absent (another replica may win the race).
-func (f FrontendTLS) signer(ctx context.Context) (*keyPair, error) {
-	secrets := f.Kube.CoreV1().Secrets(f.namespace())
-	name := proxyv1alpha1.SignerSecretName
-	for range 2 {
-		s, err := secrets.Get(ctx, name, metav1.GetOptions{})
-		if err == nil {
-			kp, err := parseKeyPair(s.Data["ca.crt"], s.Data["ca.key"])
-			if err != nil {
-				return nil, fmt.Errorf("cluster-proxy frontend: Secret %s/%s: %w", f.namespace(), name, err)
-			}
-			return kp, nil
-		}
-		if !apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("cluster-proxy frontend: reading Secret %s/%s: %w", f.namespace(), name, err)
-		}
-		ca, err := newCA()
-		if err != nil {
-			return nil, err
-		}
-		key, err := pemKey(ca.key)
-		if err != nil {
-			return nil, err
-		}
-		_, err = secrets.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name},
-			Data: map[string][]byte{"ca.crt": pemCert(ca.cert), "ca.key": key}}, metav1.CreateOptions{})
-		if err == nil {
-			return ca, nil
-		}
-		if !apierrors.IsAlreadyExists(err) {
-			return nil, fmt.Errorf("cluster-proxy frontend: creating Secret %s/%s: %w", f.namespace(), name, err)
-		}
-	}
-	return nil, fmt.Errorf("cluster-proxy frontend: Secret %s/%s neither readable nor creatable", f.namespace(), name)
+// frontendRenewer keeps one replica's certificates renewed.
+type frontendRenewer struct {
+	f           FrontendTLS
+	servingLeaf certs.Leaf
+	current     atomic.Pointer[tls.Config]
+	// loop state
+	serving *certs.KeyPair
 }
 
-// ensure makes Secret name hold data that passes ok, writing fresh data when absent or not ok.
-func (f FrontendTLS) ensure(ctx context.Context, name string, typ corev1.SecretType, ok func(map[string][]byte) bool, fresh func() (map[string][]byte, error)) error {
-	secrets := f.Kube.CoreV1().Secrets(f.namespace())
-	s, err := secrets.Get(ctx, name, metav1.GetOptions{})
-	switch {
-	case err == nil && ok(s.Data):
-		return nil
-	case err != nil && !apierrors.IsNotFound(err):
-		return fmt.Errorf("cluster-proxy frontend: reading Secret %s/%s: %w", f.namespace(), name, err)
-	}
-	data, ferr := fresh()
-	if ferr != nil {
-		return fmt.Errorf("cluster-proxy frontend: Secret %s/%s: %w", f.namespace(), name, ferr)
-	}
-	if err != nil { // not found
-		_, err = secrets.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name}, Type: typ, Data: data}, metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) {
-			return f.ensure(ctx, name, typ, ok, fresh)
+func (r *frontendRenewer) loop(ctx context.Context) {
+	retry := backoff.New(100*time.Millisecond, r.f.ResyncPeriod)
+	for {
+		wait := r.f.ResyncPeriod
+		if err := r.sync(ctx); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			wait = retry.Next()
+			r.f.Logger.Error(err, "Renewing the cluster-proxy frontend certificates; retrying", "in", wait.String())
+		} else {
+			retry.Reset()
 		}
-	} else {
-		s.Data = data
-		_, err = secrets.Update(ctx, s, metav1.UpdateOptions{})
+		if !backoff.Sleep(ctx, clock.RealClock{}, wait) {
+			return
+		}
 	}
+}
+
+// sync renews what is due in the Secrets and in memory, and serves the result.
+func (r *frontendRenewer) sync(ctx context.Context) error {
+	now := time.Now()
+	pol := r.f.policy()
+	a, rotated, err := r.syncSigner(ctx, pol, now)
 	if err != nil {
-		return fmt.Errorf("cluster-proxy frontend: writing Secret %s/%s: %w", f.namespace(), name, err)
+		return err
+	}
+	bundle := a.BundlePEM()
+	if err := r.ensure(ctx, proxyv1alpha1.ProxyServerCASecretName, corev1.SecretTypeOpaque, func(data map[string][]byte) (map[string][]byte, []string, error) {
+		if bytes.Equal(data[caCertKey], bundle) {
+			return nil, nil, nil
+		}
+		return map[string][]byte{caCertKey: bundle}, []string{"ca.crt is not the trusted CAs"}, nil
+	}); err != nil {
+		return err
+	}
+	if err := r.ensure(ctx, proxyv1alpha1.DefaultProxyClientSecretName, corev1.SecretTypeTLS, func(data map[string][]byte) (map[string][]byte, []string, error) {
+		cur, perr := certs.ParseKeyPair(data[corev1.TLSCertKey], data[corev1.TLSPrivateKeyKey])
+		next, reasons, err := pol.RenewLeaf(a, rotated, clientLeaf, cur, now)
+		if err != nil {
+			return nil, nil, err
+		}
+		if perr != nil && len(data) > 0 {
+			reasons = append([]string{"tls.crt/tls.key: " + perr.Error()}, reasons...)
+		}
+		if len(reasons) == 0 && !bytes.Equal(data[caCertKey], bundle) {
+			reasons = []string{"ca.crt is not the trusted CAs"}
+		}
+		if len(reasons) == 0 {
+			return nil, nil, nil
+		}
+		return map[string][]byte{corev1.TLSCertKey: next.CertPEM, corev1.TLSPrivateKeyKey: next.KeyPEM, caCertKey: bundle}, reasons, nil
+	}); err != nil {
+		return err
+	}
+	serving, reasons, err := pol.RenewLeaf(a, rotated, r.servingLeaf, r.serving, now)
+	if err != nil {
+		return fmt.Errorf("cluster-proxy frontend: %w", err)
+	}
+	if len(reasons) > 0 {
+		r.f.Logger.Info("Renewed the cluster-proxy frontend serving certificate", "reasons", reasons, "expires", serving.Cert.NotAfter.UTC().Format(time.RFC3339))
+	}
+	if cfg := r.current.Load(); cfg == nil || serving != r.serving || !cfg.ClientCAs.Equal(a.Pool()) {
+		r.serving = serving
+		r.current.Store(&tls.Config{
+			MinVersion:   tls.VersionTLS12,
+			NextProtos:   []string{"h2"},
+			Certificates: []tls.Certificate{*serving.TLSCertificate()},
+			ClientAuth:   tls.RequireAndVerifyClientCert,
+			ClientCAs:    a.Pool(),
+		})
 	}
 	return nil
 }
 
-type keyPair struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
+// syncSigner reads the CA Secret and renews what is due (a missing or unreadable CA too).
+func (r *frontendRenewer) syncSigner(ctx context.Context, pol certs.Policy, now time.Time) (*certs.Authority, bool, error) {
+	var a *certs.Authority
+	var rotated bool
+	err := r.ensure(ctx, proxyv1alpha1.SignerSecretName, corev1.SecretTypeOpaque, func(data map[string][]byte) (map[string][]byte, []string, error) {
+		cur, perr := certs.ParseAuthority(data[caCertKey], data[caKeyKey], data[signerBundleKey])
+		next, rot, reasons, err := pol.RenewAuthority(cur, now)
+		if err != nil {
+			return nil, nil, err
+		}
+		a, rotated = next, rot
+		if perr != nil && len(data) > 0 {
+			reasons = append([]string{"ca.crt/ca.key: " + perr.Error()}, reasons...)
+		}
+		if len(reasons) == 0 && !bytes.Equal(data[signerBundleKey], next.BundlePEM()) {
+			reasons = []string{"ca-bundle.crt is not the trusted CAs"}
+		}
+		if len(reasons) == 0 {
+			return nil, nil, nil
+		}
+		return map[string][]byte{caCertKey: next.CA.CertPEM, caKeyKey: next.CA.KeyPEM, signerBundleKey: next.BundlePEM()}, reasons, nil
+	})
+	return a, rotated, err
 }
 
-func newCA() (*keyPair, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+// ensure reads Secret name and writes what renew returns (nil: it is fine as it is), creating
+// it when absent. The update is guarded by the resourceVersion read: a replica that loses a
+// race returns the conflict and reads the winner's data next time.
+func (r *frontendRenewer) ensure(ctx context.Context, name string, typ corev1.SecretType,
+	renew func(data map[string][]byte) (map[string][]byte, []string, error)) error {
+	ns := r.f.namespace()
+	secrets := r.f.Kube.CoreV1().Secrets(ns)
+	s, err := secrets.Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		s = nil
+	case err != nil:
+		return fmt.Errorf("cluster-proxy frontend: reading Secret %s/%s: %w", ns, name, err)
+	}
+	var data map[string][]byte
+	if s != nil {
+		data = s.Data
+	}
+	next, reasons, err := renew(data)
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("cluster-proxy frontend: Secret %s/%s: %w", ns, name, err)
 	}
-	tmpl := &x509.Certificate{Subject: pkix.Name{CommonName: "cluster-proxy-frontend-ca"}, IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
-	return sign(tmpl, key, nil, frontendCALifetime)
-}
-
-// issue signs a new key's certificate from tmpl with ca.
-func (ca *keyPair) issue(tmpl *x509.Certificate, lifetime time.Duration) (*keyPair, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if next == nil {
+		return nil
+	}
+	if s == nil {
+		_, err = secrets.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Type: typ, Data: next}, metav1.CreateOptions{})
+	} else {
+		s = s.DeepCopy()
+		s.Data = next
+		_, err = secrets.Update(ctx, s, metav1.UpdateOptions{})
+	}
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("cluster-proxy frontend: writing Secret %s/%s: %w", ns, name, err)
 	}
-	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
-	return sign(tmpl, key, ca, lifetime)
-}
-
-// signed reports whether certPEM is a current certificate of ca.
-func (ca *keyPair) signed(certPEM []byte) bool {
-	b, _ := pem.Decode(certPEM)
-	if b == nil {
-		return false
+	msg := "Renewed a cluster-proxy frontend Secret"
+	if s == nil {
+		msg = "Created a cluster-proxy frontend Secret"
 	}
-	c, err := x509.ParseCertificate(b.Bytes)
-	if err != nil || time.Now().After(c.NotAfter) {
-		return false
-	}
-	return c.CheckSignatureFrom(ca.cert) == nil
-}
-
-func sign(tmpl *x509.Certificate, key *ecdsa.PrivateKey, parent *keyPair, lifetime time.Duration) (*keyPair, error) {
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		return nil, err
-	}
-	now := time.Now()
-	tmpl.SerialNumber, tmpl.NotBefore, tmpl.NotAfter = serial, now.Add(-5*time.Minute), now.Add(lifetime)
-	parentCert, parentKey := tmpl, key
-	if parent != nil {
-		parentCert, parentKey = parent.cert, parent.key
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, parentCert, &key.PublicKey, parentKey)
-	if err != nil {
-		return nil, err
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, err
-	}
-	return &keyPair{cert: cert, key: key}, nil
-}
-
-func parseKeyPair(certPEM, keyPEM []byte) (*keyPair, error) {
-	pair, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		return nil, err
-	}
-	key, ok := pair.PrivateKey.(*ecdsa.PrivateKey)
-	if !ok {
-		return nil, errors.New("ca.key is not an ECDSA key")
-	}
-	cert, err := x509.ParseCertificate(pair.Certificate[0])
-	if err != nil {
-		return nil, err
-	}
-	return &keyPair{cert: cert, key: key}, nil
-}
-
-func pemCert(c *x509.Certificate) []byte {
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})
-}
-
-func pemKey(k *ecdsa.PrivateKey) ([]byte, error) {
-	der, err := x509.MarshalECPrivateKey(k)
-	if err != nil {
-		return nil, err
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), nil
+	r.f.Logger.Info(msg, "secret", ns+"/"+name, "reasons", reasons)
+	return nil
 }

@@ -199,7 +199,7 @@ func (h *Hub) clusterProxyFrontend(kube kubernetes.Interface, proxy *clusterprox
 	}
 	h.clusterProxyFrontendAddr = l.Addr()
 	host, _, _ := net.SplitHostPort(l.Addr().String())
-	creds := clusterproxy.FrontendTLS{Kube: kube, Hosts: []string{host}}
+	creds := clusterproxy.FrontendTLS{Kube: kube, Hosts: []string{host}, Logger: h.opts.Logger.WithName("cluster-proxy-frontend")}
 	return ComponentFunc(func(mgr ctrl.Manager) error {
 		return mgr.Add(everyReplica{runnableFunc(func(ctx context.Context) error {
 			defer l.Close()

@@ -38,19 +38,19 @@ func TestRenewLifecycle(t *testing.T) {
 	p := testPolicy()
 	t0 := time.Now()
 	m, reasons := step(t, p, nil, t0)
-	if len(reasons) == 0 || len(m.trusted) != 1 || !m.trusted[0].Equal(m.ca.cert) {
+	if len(reasons) == 0 || len(m.trusted) != 1 || !m.trusted[0].Equal(m.ca.Cert) {
 		t.Fatalf("first step: reasons %v, %d trusted", reasons, len(m.trusted))
 	}
-	if got := m.serving.cert.NotAfter.Sub(t0); got < time.Hour-time.Second || got > time.Hour {
+	if got := m.serving.Cert.NotAfter.Sub(t0); got < time.Hour-time.Second || got > time.Hour {
 		t.Errorf("serving lifetime %s, want 1h", got)
 	}
-	if m.serving.cert.DNSNames[0] != "hub.example.com" || !m.serving.cert.IPAddresses[0].Equal(net.ParseIP("127.0.0.1")) {
-		t.Errorf("SANs %v %v", m.serving.cert.DNSNames, m.serving.cert.IPAddresses)
+	if m.serving.Cert.DNSNames[0] != "hub.example.com" || !m.serving.Cert.IPAddresses[0].Equal(net.ParseIP("127.0.0.1")) {
+		t.Errorf("SANs %v %v", m.serving.Cert.DNSNames, m.serving.Cert.IPAddresses)
 	}
 
 	// Reused while more than a fifth of the lifetime remains.
 	same, reasons := step(t, p, m, t0.Add(40*time.Minute))
-	if len(reasons) > 0 || !same.serving.cert.Equal(m.serving.cert) {
+	if len(reasons) > 0 || !same.serving.Cert.Equal(m.serving.Cert) {
 		t.Fatalf("valid material replaced: %v", reasons)
 	}
 
@@ -59,7 +59,7 @@ func TestRenewLifecycle(t *testing.T) {
 	if len(reasons) != 1 || !strings.Contains(reasons[0], "serving certificate expires") {
 		t.Fatalf("reasons %v", reasons)
 	}
-	if renewed.serving.cert.Equal(m.serving.cert) || !renewed.ca.cert.Equal(m.ca.cert) {
+	if renewed.serving.Cert.Equal(m.serving.Cert) || !renewed.ca.Cert.Equal(m.ca.Cert) {
 		t.Fatal("serving certificate not replaced, or CA replaced with it")
 	}
 }
@@ -70,11 +70,11 @@ func TestRenewRotatesCAKeepingTheOldOneTrusted(t *testing.T) {
 	m, _ := step(t, p, nil, t0)
 	// Walk forward in serving lifetimes until the CA is due (less than 2h of 10h left).
 	now := t0
-	for !p.dueForRenewal(m.ca.cert, now.Add(50*time.Minute)) {
+	for !p.dueForRenewal(m.ca.Cert, now.Add(50*time.Minute)) {
 		now = now.Add(50 * time.Minute)
 		m, _ = step(t, p, m, now)
 	}
-	oldCA, oldServing := m.ca.cert, m.serving.cert
+	oldCA, oldServing := m.ca.Cert, m.serving.Cert
 	if oldServing.NotAfter.After(oldCA.NotAfter) {
 		t.Fatalf("serving certificate outlives its CA: %s > %s", oldServing.NotAfter, oldCA.NotAfter)
 	}
@@ -84,24 +84,24 @@ func TestRenewRotatesCAKeepingTheOldOneTrusted(t *testing.T) {
 	if !strings.Contains(strings.Join(reasons, ";"), "the CA expires") {
 		t.Fatalf("CA not rotated: %v", reasons)
 	}
-	if rotated.ca.cert.Equal(oldCA) || len(rotated.trusted) != 2 || !rotated.trusted[0].Equal(rotated.ca.cert) || !rotated.trusted[1].Equal(oldCA) {
+	if rotated.ca.Cert.Equal(oldCA) || len(rotated.trusted) != 2 || !rotated.trusted[0].Equal(rotated.ca.Cert) || !rotated.trusted[1].Equal(oldCA) {
 		t.Fatalf("bundle after rotation: %d certificates", len(rotated.trusted))
 	}
-	if !rotated.serving.cert.Equal(oldServing) {
+	if !rotated.serving.Cert.Equal(oldServing) {
 		t.Fatal("serving certificate replaced in the step that rotated the CA")
 	}
 	// It moves to the new CA once that has been in the bundle for the settle time.
 	p.settle = time.Minute
-	if kept, reasons := step(t, p, rotated, now.Add(59*time.Second)); len(reasons) > 0 || !kept.serving.cert.Equal(oldServing) {
+	if kept, reasons := step(t, p, rotated, now.Add(59*time.Second)); len(reasons) > 0 || !kept.serving.Cert.Equal(oldServing) {
 		t.Fatalf("serving certificate moved to a CA younger than the settle time: %v", reasons)
 	}
 	moved, reasons := step(t, p, rotated, now.Add(61*time.Second))
-	if len(reasons) != 1 || moved.serving.cert.CheckSignatureFrom(rotated.ca.cert) != nil {
+	if len(reasons) != 1 || moved.serving.Cert.CheckSignatureFrom(rotated.ca.Cert) != nil {
 		t.Fatalf("serving certificate not re-signed by the new CA: %v", reasons)
 	}
 	// Once the old CA expired it leaves the bundle.
 	pruned, reasons := step(t, p, moved, oldCA.NotAfter.Add(time.Second))
-	if len(pruned.trusted) != 1 || !pruned.trusted[0].Equal(rotated.ca.cert) || !strings.Contains(strings.Join(reasons, ";"), "expired CAs") {
+	if len(pruned.trusted) != 1 || !pruned.trusted[0].Equal(rotated.ca.Cert) || !strings.Contains(strings.Join(reasons, ";"), "expired CAs") {
 		t.Fatalf("bundle after the old CA expired: %d certificates, reasons %v", len(pruned.trusted), reasons)
 	}
 }
@@ -120,17 +120,17 @@ func TestRenewRepairs(t *testing.T) {
 			t.Fatalf("problems %v", problems)
 		}
 		next, _ := step(t, p, cur, t0)
-		if !next.ca.cert.Equal(m.ca.cert) {
+		if !next.ca.Cert.Equal(m.ca.Cert) {
 			t.Error("CA replaced for a broken serving certificate")
 		}
 	})
 	t.Run("serving certificate of another CA", func(t *testing.T) {
 		other, _ := step(t, p, nil, t0)
 		d := clone(data)
-		d[corev1.TLSCertKey], d[corev1.TLSPrivateKeyKey] = other.serving.certPEM, other.serving.keyPEM
+		d[corev1.TLSCertKey], d[corev1.TLSPrivateKeyKey] = other.serving.CertPEM, other.serving.KeyPEM
 		cur, _ := parseMaterial(d)
 		next, reasons := step(t, p, cur, t0)
-		if !strings.Contains(strings.Join(reasons, ";"), "not signed by a trusted CA") || next.serving.cert.CheckSignatureFrom(m.ca.cert) != nil {
+		if !strings.Contains(strings.Join(reasons, ";"), "not signed by a trusted CA") || next.serving.Cert.CheckSignatureFrom(m.ca.Cert) != nil {
 			t.Errorf("reasons %v", reasons)
 		}
 	})
@@ -142,7 +142,7 @@ func TestRenewRepairs(t *testing.T) {
 			t.Fatalf("problems %v", problems)
 		}
 		next, _ := step(t, p, cur, t0)
-		if next.ca.cert.Equal(m.ca.cert) {
+		if next.ca.Cert.Equal(m.ca.Cert) {
 			t.Error("CA kept without its key")
 		}
 	})
@@ -150,12 +150,12 @@ func TestRenewRepairs(t *testing.T) {
 		p2 := p
 		p2.dnsNames = append(p2.dnsNames, "other.example.com")
 		next, reasons := step(t, p2, m, t0)
-		if !strings.Contains(strings.Join(reasons, ";"), "does not cover other.example.com") || !next.ca.cert.Equal(m.ca.cert) {
+		if !strings.Contains(strings.Join(reasons, ";"), "does not cover other.example.com") || !next.ca.Cert.Equal(m.ca.Cert) {
 			t.Errorf("reasons %v", reasons)
 		}
 	})
 	t.Run("expired serving certificate", func(t *testing.T) {
-		_, reasons := step(t, p, m, m.serving.cert.NotAfter)
+		_, reasons := step(t, p, m, m.serving.Cert.NotAfter)
 		if !strings.Contains(strings.Join(reasons, ";"), "expired") {
 			t.Errorf("reasons %v", reasons)
 		}

@@ -653,10 +653,10 @@ func (s *Server) syncCertificates(ctx context.Context) error {
 			return err
 		}
 		s.log.Info("Renewed webhook certificates", "secret", s.opts.Namespace+"/"+s.opts.SecretName,
-			"reasons", append(problems, reasons...), "servingExpires", next.serving.cert.NotAfter.UTC().Format(time.RFC3339),
-			"caExpires", next.ca.cert.NotAfter.UTC().Format(time.RFC3339))
+			"reasons", append(problems, reasons...), "servingExpires", next.serving.Cert.NotAfter.UTC().Format(time.RFC3339),
+			"caExpires", next.ca.Cert.NotAfter.UTC().Format(time.RFC3339))
 	}
-	if cur := s.cert.Load(); cur == nil || !cur.Leaf.Equal(next.serving.cert) {
+	if cur := s.cert.Load(); cur == nil || !cur.Leaf.Equal(next.serving.Cert) {
 		c, err := next.tlsCertificate()
 		if err != nil {
 			return fmt.Errorf("loading serving certificate: %w", err)

@@ -95,7 +95,9 @@ ProxyService that OCM's proxy server serves on port 8090: a konnectivity client 
 ManagedProxyServiceResolver exposes on it. Clients trust ca.crt of Secret
 open-cluster-management-cluster-proxy/proxy-server-ca, present tls.crt and tls.key of
 proxy-client there and verify the name proxy-entrypoint.open-cluster-management-cluster-proxy
-(the hub creates these Secrets); whoever can read proxy-client can reach every connected cluster.
+(the hub creates these Secrets and renews the certificates when a fifth of their lifetime
+remains, keeping the old CA in ca.crt until it expires: clients should re-read both Secrets
+at least daily); whoever can read proxy-client can reach every connected cluster.
 
 --work-max-size caps the total size of a ManifestWork's manifests (OCM's --manifestLimit).
 

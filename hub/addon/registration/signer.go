@@ -3,15 +3,11 @@ package registration
 import (
 	"context"
 	"crypto"
-	"crypto/ecdsa"
-	"crypto/ed25519"
 	"crypto/rand"
-	"crypto/rsa"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"strings"
 	"time"
 
@@ -29,6 +25,7 @@ import (
 	addonv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/addon/v1alpha1"
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
 	"github.com/flotilla-dev/flotilla/core/apply"
+	"github.com/flotilla-dev/flotilla/core/certs"
 )
 
 const (
@@ -230,22 +227,12 @@ type signingCA struct {
 // parseCA reads a CA from PEM: the first certificate of certPEM and its key (PKCS#1,
 // PKCS#8 or SEC 1), which must match it. A CA not valid at now is refused.
 func parseCA(certPEM, keyPEM []byte, now time.Time) (*signingCA, error) {
-	var cert *x509.Certificate
-	for rest := certPEM; cert == nil; {
-		var b *pem.Block
-		if b, rest = pem.Decode(rest); b == nil {
-			return nil, fmt.Errorf("%s: no PEM CERTIFICATE", corev1.TLSCertKey)
-		}
-		if b.Type != "CERTIFICATE" {
-			continue
-		}
-		c, err := x509.ParseCertificate(b.Bytes)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", corev1.TLSCertKey, err)
-		}
-		cert = c
+	cs, err := certs.ParseCertificates(certPEM)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", corev1.TLSCertKey, err)
 	}
-	key, err := parseKey(keyPEM)
+	cert := cs[0]
+	key, err := certs.ParsePrivateKey(keyPEM)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", corev1.TLSPrivateKeyKey, err)
 	}
@@ -261,37 +248,6 @@ func parseCA(certPEM, keyPEM []byte, now time.Time) (*signingCA, error) {
 	}
 	return &signingCA{cert: cert, key: key}, nil
 }
-
-func parseKey(keyPEM []byte) (crypto.Signer, error) {
-	for rest := keyPEM; ; {
-		var b *pem.Block
-		if b, rest = pem.Decode(rest); b == nil {
-			return nil, errors.New("no PEM private key")
-		}
-		var k any
-		var err error
-		switch b.Type {
-		case "RSA PRIVATE KEY":
-			k, err = x509.ParsePKCS1PrivateKey(b.Bytes)
-		case "EC PRIVATE KEY":
-			k, err = x509.ParseECPrivateKey(b.Bytes)
-		case "PRIVATE KEY":
-			k, err = x509.ParsePKCS8PrivateKey(b.Bytes)
-		default:
-			continue // EC PARAMETERS and the like
-		}
-		if err != nil {
-			return nil, err
-		}
-		switch k := k.(type) {
-		case *rsa.PrivateKey, *ecdsa.PrivateKey, ed25519.PrivateKey:
-			return k.(crypto.Signer), nil
-		}
-		return nil, fmt.Errorf("unsupported private key type %T", k)
-	}
-}
-
-var serialLimit = new(big.Int).Lsh(big.NewInt(1), 128)
 
 // signCSR issues the certificate c requests, signed by ca at now: c's subject and SANs, its
 // usages, valid from shortly before now for spec.expirationSeconds (DefaultCertificateLifetime
@@ -323,9 +279,9 @@ func signCSR(c *certificatesv1.CertificateSigningRequest, ca *signingCA, now tim
 	if notAfter.After(ca.cert.NotAfter) {
 		notAfter = ca.cert.NotAfter
 	}
-	serial, err := rand.Int(rand.Reader, serialLimit)
+	serial, err := certs.Serial()
 	if err != nil {
-		return nil, fmt.Errorf("generating a serial number: %w", err)
+		return nil, err
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: serial,
@@ -346,7 +302,7 @@ func signCSR(c *certificatesv1.CertificateSigningRequest, ca *signingCA, now tim
 	if err != nil {
 		return nil, fmt.Errorf("signing: %w", err)
 	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
+	return pem.EncodeToMemory(&pem.Block{Type: certs.CertificateBlock, Bytes: der}), nil
 }
 
 var (
