@@ -50,7 +50,7 @@ var _ = Describe("The hub's ManifestWork finalizer policy", func() {
 				names = append(names, w.Name)
 			}
 			return names
-		}).WithContext(ctx).Should(Not(ContainElement(oldEntry)),
+		}).WithContext(ctx).WithTimeout(30*time.Second).Should(Not(ContainElement(oldEntry)),
 			"waiting for the hub to drop webhook %s from MutatingWebhookConfiguration %s", oldEntry, webhook.DefaultConfigurationName)
 		_, err = kube.AdmissionregistrationV1().MutatingAdmissionPolicyBindings().Get(ctx, manifestwork.FinalizerPolicyName, metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred(), "the hub installed MutatingAdmissionPolicyBinding %s", manifestwork.FinalizerPolicyName)
@@ -63,7 +63,7 @@ var _ = Describe("The hub's ManifestWork finalizer policy", func() {
 		Eventually(func(g Gomega) map[string]string {
 			g.Expect(c.Get(ctx, client.ObjectKey{Name: cluster}, ns)).To(Succeed())
 			return ns.Labels
-		}).WithContext(ctx).Should(HaveKeyWithValue(managedcluster.AgentAvailableLabel, "true"),
+		}).WithContext(ctx).WithTimeout(30*time.Second).Should(HaveKeyWithValue(managedcluster.AgentAvailableLabel, "true"),
 			"waiting for the hub to label namespace %s %s", cluster, managedcluster.AgentAvailableLabel)
 
 		By("a status report that leaves Available True does not write the namespace")
@@ -72,7 +72,7 @@ var _ = Describe("The hub's ManifestWork finalizer policy", func() {
 			g.Expect(c.Get(ctx, client.ObjectKey{Name: cluster}, mc)).To(Succeed())
 			mc.Status.Version.Kubernetes = "v1.36.3"
 			g.Expect(c.Status().Update(ctx, mc)).To(Succeed())
-		}).WithContext(ctx).Should(Succeed(), "reporting ManagedCluster %s's version", cluster)
+		}).WithContext(ctx).WithTimeout(30*time.Second).Should(Succeed(), "reporting ManagedCluster %s's version", cluster)
 		Consistently(func(g Gomega) string {
 			g.Expect(c.Get(ctx, client.ObjectKey{Name: cluster}, ns)).To(Succeed())
 			return ns.ResourceVersion
@@ -96,7 +96,7 @@ var _ = Describe("The hub's ManifestWork finalizer policy", func() {
 		Eventually(func(g Gomega) map[string]string {
 			g.Expect(c.Get(ctx, client.ObjectKey{Name: cluster}, ns)).To(Succeed())
 			return ns.Labels
-		}).WithContext(ctx).Should(And(Not(HaveKey(managedcluster.AgentAvailableLabel)), HaveKeyWithValue(clusterv1.ClusterNameLabelKey, cluster)),
+		}).WithContext(ctx).WithTimeout(30*time.Second).Should(And(Not(HaveKey(managedcluster.AgentAvailableLabel)), HaveKeyWithValue(clusterv1.ClusterNameLabelKey, cluster)),
 			"waiting for the hub to remove %s from namespace %s", managedcluster.AgentAvailableLabel, cluster)
 		Eventually(func(g Gomega) []string {
 			return createWork(ctx, g, c, cluster, "probe", true).Finalizers
@@ -148,7 +148,7 @@ func setAvailable(ctx context.Context, c client.Client, cluster string, status m
 		meta.SetStatusCondition(&mc.Status.Conditions, metav1.Condition{Type: clusterv1.ManagedClusterConditionAvailable,
 			Status: status, Reason: "Test", Message: "set by the spec"})
 		g.Expect(c.Status().Update(ctx, mc)).To(Succeed())
-	}).WithContext(ctx).Should(Succeed(), "setting ManagedCluster %s Available=%s", cluster, status)
+	}).WithContext(ctx).WithTimeout(30*time.Second).Should(Succeed(), "setting ManagedCluster %s Available=%s", cluster, status)
 }
 
 // createWork creates (or dry-runs) a ManifestWork with finalizers in ns and returns it as stored.
