@@ -85,7 +85,8 @@ type Options struct {
 	AutoApprove plugininstall.AutoApprove
 	// Webhook configures the admission webhook server (hub/webhook): the Rego policies
 	// (hub/admission) and the ManifestWork validation; the zero value serves on a free port of
-	// 127.0.0.1. Webhook.Disabled turns it off, and with it every admission gate.
+	// 127.0.0.1. Webhook.Disabled turns it off, and with it every admission gate, the
+	// ManifestWork finalizer policy (manifestwork.InstallFinalizerPolicy) included.
 	Webhook webhook.Options
 	// PolicyEvalTimeout bounds the evaluation of one admission request's policies; 0 means
 	// admission.DefaultEvalTimeout.
@@ -389,12 +390,34 @@ func (h *Hub) Prepare(ctx context.Context) error {
 	if err := admission.RemoveLegacy(ctx, c); err != nil {
 		return fmt.Errorf("hub: %w", err)
 	}
+	if !h.opts.Webhook.Disabled {
+		if err := h.finalizerPolicy(ctx); err != nil {
+			return err
+		}
+	}
 	if !h.opts.SkipPluginInstall {
 		if err := plugininstall.Install(ctx, c, h.opts.AutoApprove); err != nil {
 			return fmt.Errorf("hub: %w", err)
 		}
 	}
 	return h.prepareAddons(ctx, c)
+}
+
+// finalizerPolicy installs the ManifestWork finalizer policy where the API server serves
+// MutatingAdmissionPolicies; elsewhere the agents add the finalizer (manifestwork.InstallFinalizerPolicy).
+func (h *Hub) finalizerPolicy(ctx context.Context) error {
+	kube, err := kubernetes.NewForConfig(h.opts.Config)
+	if err != nil {
+		return fmt.Errorf("hub: clientset: %w", err)
+	}
+	installed, err := manifestwork.InstallFinalizerPolicy(ctx, kube)
+	if err != nil {
+		return fmt.Errorf("hub: ManifestWork finalizer policy: %w", err)
+	}
+	if !installed {
+		h.opts.Logger.Info("The API server serves no admissionregistration.k8s.io/v1 MutatingAdmissionPolicies: the agents add the ManifestWork cleanup finalizer themselves (one hub write per work more)")
+	}
+	return nil
 }
 
 // hubFlowControl puts the hub's own requests in the workload-high priority level
@@ -450,9 +473,6 @@ func (h *Hub) setupWebhooks(kube kubernetes.Interface) error {
 		return fmt.Errorf("hub: %w", err)
 	}
 	if err := srv.Register(manifestwork.New(manifestwork.Options{MaxSize: h.opts.WorkMaxSize})); err != nil {
-		return fmt.Errorf("hub: %w", err)
-	}
-	if err := srv.Register(manifestwork.NewFinalizer(h.mgr.GetClient())); err != nil {
 		return fmt.Errorf("hub: %w", err)
 	}
 	if err := srv.Register(managedclusterwebhook.NewDefaults()); err != nil {
