@@ -37,7 +37,7 @@ func newGetCommand() *cobra.Command {
 		Long: `List every ManagedClusterSet: its selector type, the namespaces it is bound to (those of its
 ManagedClusterSetBindings whose Bound condition is True), the clusters it selects now, the
 names in its spec.managedNamespaces and its ClusterSetEmpty message.`,
-		Args:    cobra.NoArgs,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, _, err := hubClients(kubeconfig)
 			if err != nil {
