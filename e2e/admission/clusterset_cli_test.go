@@ -82,7 +82,7 @@ var _ = Describe("flotilla clusterset, as a user", func() {
 		// RBAC on the objects; the gates' subresources are granted step by step below.
 		grant(ctx, "", "clio-clustersets", user,
 			rule(clusterGroup, "managedclusters", nil, "get", "list", "patch"),
-			rule(clusterGroup, "managedclustersets", nil, "get", "list", "create"),
+			rule(clusterGroup, "managedclustersets", nil, "get", "list", "create", "patch"),
 			rule(clusterGroup, "managedclustersetbindings", nil, "get", "list", "create", "delete"))
 
 		By("create clusterset, twice")
@@ -143,11 +143,13 @@ var _ = Describe("flotilla clusterset, as a user", func() {
 		Expect(binding.Spec.ClusterSet).To(Equal(set))
 		Expect(ok("clusterset", "bind", set, "--namespace", ns)).To(Equal("Clusterset " + set + " is already bound to Namespace " + ns + "\n"))
 
-		By("get clustersets shows the members, the bound namespace and the managed namespaces")
+		By("set --namespaces adds managed namespaces; get clustersets shows them, the members and the bound namespace")
+		Expect(ok("clusterset", "set", set, "--namespaces", managed)).To(Equal("Processing managed namespaces: [" + managed + "]\n\n" +
+			"Successfully updated Clusterset " + set + "\nAdded 1 managed namespace(s): " + managed + "\nTotal managed namespaces in clusterset: 1\n"))
+		Expect(ok("clusterset", "set", set, "--namespaces", managed)).To(HaveSuffix("All specified namespaces already exist in Clusterset " + set + "\n"))
 		s := &clusterv1beta2.ManagedClusterSet{}
 		Expect(admin.Get(ctx, client.ObjectKey{Name: set}, s)).To(Succeed())
-		s.Spec.ManagedNamespaces = []clusterv1.ManagedNamespaceConfig{{Name: managed}}
-		Expect(admin.Update(ctx, s)).To(Succeed())
+		Expect(s.Spec.ManagedNamespaces).To(Equal([]clusterv1.ManagedNamespaceConfig{{Name: managed}}))
 		Eventually(func(g Gomega) {
 			out, err := cli(ctx, "get", "clustersets")
 			g.Expect(err).NotTo(HaveOccurred())

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -188,9 +189,6 @@ func SetClusters(ctx context.Context, c client.Client, set string, clusters []st
 				moves[i] = m
 				return err
 			})
-			if apierrors.IsConflict(err) {
-				err = fmt.Errorf("ManagedCluster %s: setting label %s=%s: %w", name, clusterv1beta2.ClusterSetLabel, set, err)
-			}
 			if err != nil {
 				return i, err
 			}
@@ -231,12 +229,113 @@ func setLabel(ctx context.Context, c client.Client, set, name string, dryRun boo
 		opts = append(opts, client.DryRunAll)
 	}
 	if err := c.Patch(ctx, mc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}), opts...); err != nil {
-		if apierrors.IsConflict(err) {
-			return m, err // unwrapped: RetryOnConflict re-reads and tries again
-		}
+		// RetryOnConflict still sees a wrapped conflict, re-reads and tries again.
 		return m, fmt.Errorf("ManagedCluster %s: setting label %s=%s: %w", name, clusterv1beta2.ClusterSetLabel, set, err)
 	}
 	return m, nil
+}
+
+// MaxManagedNamespaces bounds the namespaces one `clusterset set --namespaces` adds.
+const MaxManagedNamespaces = 100
+
+// ValidateManagedNamespaces checks the names given to `clusterset set --namespaces` and returns
+// them without repeats, in order.
+func ValidateManagedNamespaces(names []string) ([]string, error) {
+	var out []string
+	seen := map[string]bool{}
+	for i, n := range names {
+		n = strings.TrimSpace(n)
+		if n == "" {
+			return nil, fmt.Errorf("namespace %d of %d is an empty name", i+1, len(names))
+		}
+		if err := ValidateNamespaceName(n); err != nil {
+			return nil, err
+		}
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	if len(out) > MaxManagedNamespaces {
+		return nil, fmt.Errorf("%d namespaces given, at most %d at a time", len(out), MaxManagedNamespaces)
+	}
+	return out, nil
+}
+
+// ManagedNamespacesResult is what AddManagedNamespaces did.
+type ManagedNamespacesResult struct {
+	Set string
+	// Requested are the namespaces asked for; Added those appended to spec.managedNamespaces,
+	// Existing those already in it; Total is its length afterwards.
+	Requested, Added, Existing []string
+	Total                      int
+}
+
+// Messages are clusteradm's lines for the result.
+func (r ManagedNamespacesResult) Messages() []string {
+	lines := []string{fmt.Sprintf("Processing managed namespaces: %v", r.Requested)}
+	for _, ns := range r.Existing {
+		lines = append(lines, fmt.Sprintf("Managed namespace %s already exists in Clusterset %s", ns, r.Set))
+	}
+	switch {
+	case len(r.Added) > 0:
+		lines = append(lines, "", fmt.Sprintf("Successfully updated Clusterset %s", r.Set),
+			fmt.Sprintf("Added %d managed namespace(s): %s", len(r.Added), strings.Join(r.Added, ", ")),
+			fmt.Sprintf("Total managed namespaces in clusterset: %d", r.Total))
+	case len(r.Existing) > 0:
+		lines = append(lines, "", fmt.Sprintf("All specified namespaces already exist in Clusterset %s", r.Set))
+	default:
+		lines = append(lines, "", fmt.Sprintf("No changes made to Clusterset %s", r.Set))
+	}
+	return lines
+}
+
+// AddManagedNamespaces appends namespaces to the ManagedClusterSet set's spec.managedNamespaces
+// (those not in it yet), as `clusteradm clusterset set --namespaces` does, with a JSON merge
+// patch guarded by the set's resourceVersion (re-read and retried on a conflict). Flotilla's
+// hub records them but does not act on them yet.
+func AddManagedNamespaces(ctx context.Context, c client.Client, set string, namespaces []string, dryRun bool) (ManagedNamespacesResult, error) {
+	res := ManagedNamespacesResult{Set: set}
+	if err := ValidateClusterSetName(set); err != nil {
+		return res, err
+	}
+	namespaces, err := ValidateManagedNamespaces(namespaces)
+	if err != nil {
+		return res, err
+	}
+	res.Requested = namespaces
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		res.Added, res.Existing = nil, nil
+		s := &clusterv1beta2.ManagedClusterSet{}
+		if err := c.Get(ctx, client.ObjectKey{Name: set}, s); err != nil {
+			if apierrors.IsNotFound(err) {
+				return fmt.Errorf("ManagedClusterSet %s not found (create it with: flotilla create clusterset %s)", set, set)
+			}
+			return fmt.Errorf("reading ManagedClusterSet %s: %w", set, err)
+		}
+		orig := s.DeepCopy()
+		for _, ns := range namespaces {
+			if slices.ContainsFunc(s.Spec.ManagedNamespaces, func(m clusterv1.ManagedNamespaceConfig) bool { return m.Name == ns }) {
+				res.Existing = append(res.Existing, ns)
+				continue
+			}
+			s.Spec.ManagedNamespaces = append(s.Spec.ManagedNamespaces, clusterv1.ManagedNamespaceConfig{Name: ns})
+			res.Added = append(res.Added, ns)
+		}
+		res.Total = len(s.Spec.ManagedNamespaces)
+		if len(res.Added) == 0 {
+			return nil
+		}
+		var opts []client.PatchOption
+		if dryRun {
+			opts = append(opts, client.DryRunAll)
+		}
+		if err := c.Patch(ctx, s, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}), opts...); err != nil {
+			return fmt.Errorf("ManagedClusterSet %s: adding %s to spec.managedNamespaces: %w", set, strings.Join(res.Added, ","), err)
+		}
+		return nil
+	})
+	return res, err
 }
 
 // BindClusterSet creates the ManagedClusterSetBinding named after set in namespace, as

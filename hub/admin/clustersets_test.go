@@ -72,6 +72,41 @@ func TestValidateNamespaceName(t *testing.T) {
 	}
 }
 
+func TestValidateManagedNamespaces(t *testing.T) {
+	got, err := ValidateManagedNamespaces([]string{"b", " a", "b"})
+	if err != nil || !slices.Equal(got, []string{"b", "a"}) {
+		t.Errorf("got %v, %v; want [b a]", got, err)
+	}
+	if _, err := ValidateManagedNamespaces([]string{"a", " "}); err == nil || !strings.Contains(err.Error(), "namespace 2 of 2 is an empty name") {
+		t.Errorf("blank name: %v", err)
+	}
+	many := make([]string, MaxManagedNamespaces+1)
+	for i := range many {
+		many[i] = "n" + strconv.Itoa(i)
+	}
+	if _, err := ValidateManagedNamespaces(many); err == nil || !strings.Contains(err.Error(), "at most 100") {
+		t.Errorf("%d namespaces: %v, want the cap", len(many), err)
+	}
+}
+
+// clusteradm's lines for set --namespaces (pkg/cmd/clusterset/set/exec.go).
+func TestManagedNamespacesMessages(t *testing.T) {
+	for _, tc := range []struct {
+		r    ManagedNamespacesResult
+		want string
+	}{
+		{ManagedNamespacesResult{Set: "s1", Requested: []string{"a", "b"}, Added: []string{"b"}, Existing: []string{"a"}, Total: 2},
+			"Processing managed namespaces: [a b]\nManaged namespace a already exists in Clusterset s1\n\nSuccessfully updated Clusterset s1\n" +
+				"Added 1 managed namespace(s): b\nTotal managed namespaces in clusterset: 2"},
+		{ManagedNamespacesResult{Set: "s1", Requested: []string{"a"}, Existing: []string{"a"}, Total: 1},
+			"Processing managed namespaces: [a]\nManaged namespace a already exists in Clusterset s1\n\nAll specified namespaces already exist in Clusterset s1"},
+	} {
+		if got := strings.Join(tc.r.Messages(), "\n"); got != tc.want {
+			t.Errorf("got\n%s\nwant\n%s", got, tc.want)
+		}
+	}
+}
+
 // The lines are clusteradm's (pkg/cmd/create/clusterset, pkg/cmd/clusterset/{set,bind,unbind}),
 // but for an unbind that found no binding.
 func TestClusterSetMessages(t *testing.T) {

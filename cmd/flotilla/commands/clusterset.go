@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -113,10 +114,10 @@ printed as the hub's message, which names the object and the permission missing.
 
 func newClusterSetSetCommand(kubeconfig *string) *cobra.Command {
 	f := &clusterSetFlags{}
-	var clusters []string
+	var clusters, namespaces []string
 	cmd := &cobra.Command{
-		Use:   "set NAME --clusters c1,c2",
-		Short: "Put clusters into a ManagedClusterSet",
+		Use:   "set NAME (--clusters c1,c2 | --namespaces n1,n2)",
+		Short: "Put clusters or managed namespaces into a ManagedClusterSet",
 		Long: fmt.Sprintf(`Put each cluster of --clusters into the ManagedClusterSet NAME by setting its label
 cluster.open-cluster-management.io/clusterset=NAME; a cluster in another set moves. No other
 cluster leaves NAME. The set must exist and select its members by that label (selectorType
@@ -125,19 +126,45 @@ ExclusiveClusterSetLabel, the default).
 Each label is written with a JSON merge patch guarded by the cluster's resourceVersion. All
 patches are first sent as a server-side dry run, so an unknown cluster or a refusal by the
 hub's join policy (it needs "create" on managedclustersets/join of NAME, and of the set a
-cluster leaves) changes no cluster. At most %d clusters at a time.`, admin.MaxClusterSetClusters),
-		Example: `  flotilla clusterset set clusterset1 --clusters cluster1,cluster2`,
-		Args:    clusterSetArg,
+cluster leaves) changes no cluster. At most %d clusters at a time.
+
+--namespaces appends namespaces to the set's spec.managedNamespaces (those not in it yet),
+after the clusters, with a merge patch guarded by the set's resourceVersion; it needs "patch"
+on the ManagedClusterSet. Flotilla's hub records them but does not act on them yet. At most %d
+namespaces at a time.`, admin.MaxClusterSetClusters, admin.MaxManagedNamespaces),
+		Example: `  flotilla clusterset set clusterset1 --clusters cluster1,cluster2
+  flotilla clusterset set clusterset1 --namespaces app-a,app-b`,
+		Args: clusterSetArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			names, err := admin.ValidateClusterNames(clusters)
-			if err != nil {
-				return fmt.Errorf("--clusters: %w", err)
+			if len(clusters) == 0 && len(namespaces) == 0 {
+				return fmt.Errorf("at least one cluster (--clusters) or namespace (--namespaces) must be specified")
+			}
+			var err error
+			if len(clusters) > 0 {
+				if clusters, err = admin.ValidateClusterNames(clusters); err != nil {
+					return fmt.Errorf("--clusters: %w", err)
+				}
+			}
+			if namespaces, err = admin.ValidateManagedNamespaces(namespaces); err != nil {
+				return fmt.Errorf("--namespaces: %w", err)
 			}
 			f.kubeconfig = *kubeconfig
 			return f.run(cmd, func(ctx context.Context, c client.Client, out io.Writer) error {
-				moves, err := admin.SetClusters(ctx, c, args[0], names, f.dryRun)
-				for _, m := range moves {
-					fmt.Fprintln(out, m.Message())
+				if len(clusters) > 0 {
+					moves, err := admin.SetClusters(ctx, c, args[0], clusters, f.dryRun)
+					for _, m := range moves {
+						fmt.Fprintln(out, m.Message())
+					}
+					if err != nil {
+						return err
+					}
+				}
+				if len(namespaces) == 0 {
+					return nil
+				}
+				res, err := admin.AddManagedNamespaces(ctx, c, args[0], namespaces, f.dryRun)
+				if err == nil {
+					fmt.Fprintln(out, strings.Join(res.Messages(), "\n"))
 				}
 				return err
 			})
@@ -145,6 +172,7 @@ cluster leaves) changes no cluster. At most %d clusters at a time.`, admin.MaxCl
 	}
 	f.add(cmd)
 	cmd.Flags().StringSliceVar(&clusters, "clusters", nil, "names of the managed clusters to put into the clusterset (comma separated)")
+	cmd.Flags().StringSliceVar(&namespaces, "namespaces", nil, "namespaces to add to the clusterset's spec.managedNamespaces (comma separated)")
 	return cmd
 }
 
