@@ -168,5 +168,12 @@ var _ = Describe("flotilla clusterset, as a user", func() {
 		Expect(ok("clusterset", "unbind", set, "--namespace", ns)).To(Equal("Clusterset " + set + " is unbind from namespace " + ns + "\n"))
 		Expect(apierrors.IsNotFound(admin.Get(ctx, bindingKey, binding))).To(BeTrue(), "binding %s still exists after unbind", bindingKey)
 		Expect(ok("clusterset", "unbind", set, "--namespace", ns)).To(Equal("Clusterset " + set + " is not bound to namespace " + ns + "; nothing to unbind\n"))
+
+		By("unbind of a binding whose set does not exist (clusteradm would first need the set)")
+		const gone = "cli-gone"
+		Expect(admin.Create(ctx, &clusterv1beta2.ManagedClusterSetBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: gone},
+			Spec: clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: gone}})).To(Succeed())
+		Expect(ok("clusterset", "unbind", gone, "--namespace", ns)).To(Equal("Clusterset " + gone + " is unbind from namespace " + ns + "\n"))
+		Expect(apierrors.IsNotFound(admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: gone}, binding))).To(BeTrue(), "binding %s/%s still exists", ns, gone)
 	}, SpecTimeout(5*time.Minute))
 })
