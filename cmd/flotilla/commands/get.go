@@ -33,8 +33,11 @@ func newGetCommand() *cobra.Command {
 	cmd.AddCommand(&cobra.Command{
 		Use:     "clustersets",
 		Aliases: []string{"clusterset", "managedclustersets"},
-		Short:   "List managed cluster sets with their bound namespaces and member clusters",
-		Args:    cobra.NoArgs,
+		Short:   "List managed cluster sets with their bound namespaces, member clusters and managed namespaces",
+		Long: `List every ManagedClusterSet: its selector type, the namespaces it is bound to (those of its
+ManagedClusterSetBindings whose Bound condition is True), the clusters it selects now, the
+names in its spec.managedNamespaces and its ClusterSetEmpty message.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, _, err := hubClients(kubeconfig)
 			if err != nil {

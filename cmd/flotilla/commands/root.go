@@ -26,6 +26,7 @@ prioritizers, CSR approval, status feedback, add-on templates) are sandboxed Was
 		newAcceptCommand(),
 		newGetCommand(),
 		newCreateCommand(),
+		newClusterSetCommand(),
 		newPolicyCommand(),
 		newRolloutCommand(),
 		newAddonCommand(),

@@ -15,13 +15,14 @@ func newCreateCommand() *cobra.Command {
 	var kubeconfig string
 	cmd := &cobra.Command{
 		Use:   "create",
-		Short: "Create hub resources (ManifestWorks)",
+		Short: "Create hub resources (ManifestWorks, ManagedClusterSets)",
 		Example: `  flotilla create work hello-work-demo -f hello.yaml --clusters cluster1,cluster2
   flotilla create work hello-work-demo -f hello.yaml --placement default/placement1
-  flotilla get works hello-work-demo --cluster cluster1`,
+  flotilla get works hello-work-demo --cluster cluster1
+  flotilla create clusterset clusterset1`,
 	}
 	cmd.PersistentFlags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the hub API server (default: $KUBECONFIG or ~/.kube/config)")
-	cmd.AddCommand(newCreateWorkCommand(&kubeconfig))
+	cmd.AddCommand(newCreateWorkCommand(&kubeconfig), newCreateClusterSetCommand(&kubeconfig))
 	return cmd
 }
 
