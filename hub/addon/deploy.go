@@ -923,13 +923,10 @@ func (r *DeployReconciler) writeStatus(ctx context.Context, s *deployStatus) err
 		meta.FindStatusCondition(conds, s.validity.Type).ObservedGeneration = mca.Generation
 		if s.validity.Status == metav1.ConditionTrue {
 			applied(addonv1alpha1.ManagedClusterAddOnHostingManifestApplied, hApplied, hNotApplied, s.renderedHosted)
-		} else {
-			meta.RemoveStatusCondition(&conds, addonv1alpha1.ManagedClusterAddOnHostingManifestApplied)
 		}
-	} else {
-		meta.RemoveStatusCondition(&conds, addonv1alpha1.ManagedClusterAddOnHostingClusterValidity)
-		meta.RemoveStatusCondition(&conds, addonv1alpha1.ManagedClusterAddOnHostingManifestApplied)
 	}
+	// Back in default mode, the hosted conditions stay as they were, as in OCM (the
+	// configuration reconciler's apply holds them too: this one could not remove them).
 	mode := addonv1alpha1.HealthCheckModeCustomized
 	if s.health == HealthLease {
 		mode = addonv1alpha1.HealthCheckModeLease
