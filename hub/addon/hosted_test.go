@@ -336,6 +336,50 @@ var _ = Describe("a hosted add-on (addon.open-cluster-management.io/hosting-clus
 		}).WithContext(ctx).Should(BeTrue(), "the ManagedClusterAddOn is gone")
 	}, SpecTimeout(2*time.Minute))
 
+	It("runs a hosting pre-delete hook in the hosting cluster's namespace before letting the add-on go", func(ctx SpecContext) {
+		addon, cluster, hosting := names("hook")
+		createCluster(cluster)
+		createCluster(hosting)
+		var hook workv1.Manifest
+		hook.Raw = []byte(`{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"cleanup","namespace":"` + agentNS + `","annotations":{` +
+			`"` + addonv1alpha1.AddonPreDeleteHookAnnotationKey + `":"","` + addonv1alpha1.HostedManifestLocationAnnotationKey + `":"hosting"}},` +
+			`"spec":{"template":{"spec":{"restartPolicy":"Never","containers":[{"name":"c","image":"quay.io/example/cleanup:v1"}]}}}}`)
+		templateAddOn(addon, cluster, hosting, append(templateManifests(), hook)...)
+		hookName := "addon-" + addon + "-pre-delete-hosting-" + cluster
+		Eventually(work(hosting, hostedWorkName(addon, cluster))).WithContext(ctx).Should(Not(BeNil()))
+		Eventually(func(g Gomega) []string { return getMCA(g, cluster, addon).Finalizers }).WithContext(ctx).Should(
+			ContainElements(addonv1alpha1.AddonHostingPreDeleteHookFinalizer, addonv1alpha1.AddonHostingManifestFinalizer))
+		Expect(gone(hosting, hookName)()).To(BeTrue(), "no hook work before the add-on is deleted")
+
+		m := getMCA(Default, cluster, addon)
+		Expect(admin.Delete(ctx, m)).To(Succeed())
+		Eventually(mcaCondition(cluster, addon, addonv1alpha1.ManagedClusterAddOnHookManifestCompleted)).WithContext(ctx).Should(And(
+			cond(metav1.ConditionFalse, "HookManifestIsNotCompleted"), HaveField("Message", "hook manifestWork "+hookName+" is not completed.")))
+		h := work(hosting, hookName)(Default)
+		Expect(h.Labels).To(HaveKeyWithValue(addonv1alpha1.AddonNamespaceLabelKey, cluster))
+		Expect(manifestNames(h)).To(Equal([]string{"Job/cleanup"}))
+		Expect(work(hosting, hostedWorkName(addon, cluster))(Default)).NotTo(BeNil(), "the hosted works stay while the hook runs")
+
+		By("the hook Job completed on the hosting cluster")
+		Eventually(func(g Gomega) {
+			w := work(hosting, hookName)(g)
+			done := "True"
+			w.Status.ResourceStatus.Manifests = []workv1.ManifestCondition{{
+				ResourceMeta: workv1.ManifestResourceMeta{Group: "batch", Version: "v1", Kind: "Job", Resource: "jobs", Namespace: agentNS, Name: "cleanup"},
+				StatusFeedbacks: workv1.StatusFeedbackResult{Values: []workv1.FeedbackValue{
+					{Name: workv1.WellKnownJobComplete, Value: workv1.FieldValue{Type: workv1.String, String: &done}}}},
+				Conditions: []metav1.Condition{},
+			}}
+			g.Expect(admin.Status().Update(ctx, w)).To(Succeed())
+		}).WithContext(ctx).Should(Succeed())
+		Eventually(gone(hosting, hostedWorkName(addon, cluster))).WithContext(ctx).Should(BeTrue(), "the hosted deploy work is deleted")
+		Eventually(gone(hosting, hookName)).WithContext(ctx).Should(BeTrue(), "the hosted hook work is deleted")
+		Eventually(func() bool {
+			err := admin.Get(ctx, client.ObjectKeyFromObject(m), &addonv1alpha1.ManagedClusterAddOn{})
+			return err != nil && client.IgnoreNotFound(err) == nil
+		}).WithContext(ctx).Should(BeTrue(), "the ManagedClusterAddOn is gone")
+	}, SpecTimeout(2*time.Minute))
+
 	It("places the manifests of a Wasm template by their location too", func(ctx SpecContext) {
 		addon, cluster, hosting := names("wasm")
 		createCluster(cluster)
