@@ -670,10 +670,13 @@ func (r *DeployReconciler) runHooks(ctx context.Context, mca *addonv1alpha1.Mana
 		hook := hooks[f]
 		if hook == nil {
 			why := "the add-on's rendering has no such pre-delete hook any more"
-			if err != nil {
+			switch {
+			case err != nil:
 				why = err.Error()
-			} else if !current {
+			case !current:
 				why = "its configuration changed since it was last deployed"
+			case f == addonv1alpha1.AddonHostingPreDeleteHookFinalizer && hosting == "":
+				why = fmt.Sprintf("its hosting cluster %q is not a managed cluster of the hub, or is being deleted", hostingCluster(mca))
 			}
 			r.Recorder.Eventf(mca, corev1.EventTypeWarning, EventHookSkipped, "pre-delete hook not run: %s", why)
 			if err := apply.RemoveFinalizer(ctx, r.Client, mca, f); err != nil {
