@@ -715,7 +715,7 @@ func TestWorksState(t *testing.T) {
 		want     result
 	}{
 		{"not rendered", "", 1, []workv1.ManifestWork{ready("w0")}, result{}},
-		{"rendered nothing", cur, 0, nil, result{}},
+		{"rendered nothing: nothing to wait for (writeStatus wants one work rendered)", cur, 0, nil, result{done: true, applied: true}},
 		{"a work not in the cache yet", cur, 2, []workv1.ManifestWork{ready("w0")}, result{}},
 		{"a work more than rendered", cur, 1, []workv1.ManifestWork{ready("w0"), ready("w1")}, result{}},
 		{"all applied and available", cur, 2, []workv1.ManifestWork{ready("w0"), ready("w1")}, result{done: true, applied: true}},
@@ -737,7 +737,7 @@ func TestWorksState(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := &deployStatus{hashes: tt.hashes, rendered: tt.rendered, works: tt.works}
 			var got result
-			got.done, got.applied, got.notApplied = s.worksState()
+			got.done, got.applied, got.notApplied = s.worksState(s.works, s.rendered)
 			if got != tt.want {
 				t.Errorf("worksState() = %+v, want %+v", got, tt.want)
 			}

@@ -9,9 +9,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -19,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -64,16 +68,29 @@ type DeployReconciler struct {
 // SetupWithManager watches ManagedClusterAddOns, their works, ClusterManagementAddOns and
 // clusters (a Wasm template reads the cluster).
 func (r *DeployReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &addonv1alpha1.ManagedClusterAddOn{}, mcaHostingIndex, func(o client.Object) []string {
+		if h := hostingCluster(o.(*addonv1alpha1.ManagedClusterAddOn)); h != "" {
+			return []string{h}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("addon deploy: indexing ManagedClusterAddOns by hosting cluster: %w", err)
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(DeployControllerName).
 		// Each reconcile is one cluster's add-on, independent of the others, and mostly waits
 		// on API round trips: with 8 at once, 5,000 clusters installing a template add-on
 		// went at 3 a second with kube-apiserver's CPU to spare (make bench-fleet).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 32}).
-		For(&addonv1alpha1.ManagedClusterAddOn{}, builder.WithPredicates(mcaDeployChanged())).
+		For(&addonv1alpha1.ManagedClusterAddOn{}, builder.WithPredicates(predicate.Or(mcaDeployChanged(), hostingChanged()))).
 		Watches(&workv1.ManifestWork{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			if name := o.GetLabels()[addonv1alpha1.AddonLabelKey]; name != "" {
-				return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+				// A hosted work is in its hosting cluster's namespace; its add-on's is its label.
+				ns := o.GetNamespace()
+				if addonNS := o.GetLabels()[addonv1alpha1.AddonNamespaceLabelKey]; addonNS != "" {
+					ns = addonNS
+				}
+				return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
 			}
 			return nil
 		})).
@@ -106,17 +123,43 @@ func (r *DeployReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return out
 		})).
 		Watches(&clusterv1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-			list := &addonv1alpha1.ManagedClusterAddOnList{}
-			if err := r.Client.List(ctx, list, client.InNamespace(o.GetName())); err != nil {
-				return nil
-			}
-			out := make([]reconcile.Request, 0, len(list.Items))
-			for i := range list.Items {
-				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+			// Its own add-ons, and those it hosts (it came, went or is being deleted).
+			var out []reconcile.Request
+			for _, opt := range []client.ListOption{client.InNamespace(o.GetName()), client.MatchingFields{mcaHostingIndex: o.GetName()}} {
+				list := &addonv1alpha1.ManagedClusterAddOnList{}
+				if err := r.Client.List(ctx, list, opt); err != nil {
+					continue
+				}
+				for i := range list.Items {
+					out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+				}
 			}
 			return out
-		}), builder.WithPredicates(clusterRenderInputChanged())).
+		}), builder.WithPredicates(predicate.Or(clusterRenderInputChanged(), deletionChanged()))).
 		Complete(apply.Quiet(r))
+}
+
+// mcaHostingIndex indexes ManagedClusterAddOns by their hosting cluster (hosted mode).
+const mcaHostingIndex = "addon.hostingCluster"
+
+// hostingCluster is the hosting cluster of an add-on in hosted mode (OCM's
+// addon.open-cluster-management.io/hosting-cluster-name annotation), "" in default mode.
+func hostingCluster(mca *addonv1alpha1.ManagedClusterAddOn) string {
+	return mca.Annotations[addonv1alpha1.HostingClusterNameAnnotationKey]
+}
+
+// hostingChanged passes an add-on whose hosting cluster annotation changed.
+func hostingChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectOld.GetAnnotations()[addonv1alpha1.HostingClusterNameAnnotationKey] != e.ObjectNew.GetAnnotations()[addonv1alpha1.HostingClusterNameAnnotationKey]
+	}}
+}
+
+// deletionChanged passes an object whose deletion started.
+func deletionChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		return !e.ObjectOld.GetDeletionTimestamp().Equal(e.ObjectNew.GetDeletionTimestamp())
+	}}
 }
 
 // Reconcile renders, applies and reports one ManagedClusterAddOn of a template add-on.
@@ -150,7 +193,25 @@ func (r *DeployReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	hosted, err := r.listHostedWorks(ctx, mca)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
 	st := &deployStatus{mca: mca, works: works, health: healthMode(cma)}
+
+	// Hosted mode: the hosting cluster gets the hosted works only while it is a ManagedCluster
+	// of the hub; otherwise, and in default mode, no hosted work stays.
+	hosting, err := r.hosting(ctx, mca, st)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if hosting == "" {
+		if err := r.cleanupHosted(ctx, mca, hosted); err != nil {
+			return reconcile.Result{}, err
+		}
+	} else {
+		st.hosted = withoutWork(hosted, render.PreDeleteHookHostingWorkName(mca.Name, mca.Namespace))
+	}
 
 	// Not configured (yet, or waiting for its turn in a rollout): nothing is rendered, but
 	// the health of what runs is still reported.
@@ -174,30 +235,35 @@ func (r *DeployReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	case current:
 		st.namespace = rendered.rendered.InstallNamespace
 		st.registrations = rendered.registrations
-		ws, err := render.Works(mca.Name, mca.Namespace, rendered.rendered, r.MaxWorkSize)
+		ws, hws, err := r.works(mca, rendered.rendered, st.hostedMode, hosting)
 		if err != nil {
+			st.buildErr = err
 			st.renderErr = fmt.Errorf("ManagedClusterAddOn %s/%s: %w", mca.Namespace, mca.Name, err)
 			break
 		}
-		// The pre-delete hook work is applied only when the add-on is deleted (finalize); an
-		// add-on with one keeps OCM's finalizer until it has run.
-		deploy, hook := ws[:0], false
-		for _, w := range ws {
-			if w.Name == render.PreDeleteHookWorkName(mca.Name) {
-				hook = true
-				continue
-			}
-			deploy = append(deploy, w)
-		}
-		ws = deploy
-		if err := r.hookFinalizer(ctx, mca, hook); err != nil {
+		// Pre-delete hook works are applied only when the add-on is deleted (finalize); an
+		// add-on with one keeps OCM's finalizer for it until it has run, and one with hosted
+		// works OCM's finalizer that removes them (they cannot be owned across namespaces).
+		var hook, hostingHook bool
+		ws, hook = cutWork(ws, render.PreDeleteHookWorkName(mca.Name))
+		hws, hostingHook = cutWork(hws, render.PreDeleteHookHostingWorkName(mca.Name, mca.Namespace))
+		if err := r.setFinalizers(ctx, mca, map[string]bool{
+			addonv1alpha1.AddonPreDeleteHookFinalizer:        hook,
+			addonv1alpha1.AddonHostingPreDeleteHookFinalizer: hostingHook,
+			addonv1alpha1.AddonHostingManifestFinalizer:      hosting != "",
+		}); err != nil {
 			return reconcile.Result{}, err
 		}
 		if err := r.applyWorks(ctx, mca, ws, hashes, works); err != nil {
 			return reconcile.Result{}, err
 		}
+		if hosting != "" {
+			if err := r.applyWorks(ctx, mca, hws, hashes, st.hosted); err != nil {
+				return reconcile.Result{}, err
+			}
+		}
 		st.hashes = hashes
-		st.rendered = len(ws)
+		st.rendered, st.renderedHosted = len(ws), len(hws)
 	}
 	if err := r.writeStatus(ctx, st); err != nil {
 		return reconcile.Result{}, err
@@ -339,29 +405,130 @@ func (r *DeployReconciler) pluginReady(ctx context.Context, name string) (bool, 
 	return ok && m.Digest() == wp.Status.Digest, nil
 }
 
+// listWorks lists the add-on's deploy works in its cluster's namespace (not the works there
+// of the add-ons the cluster hosts).
 func (r *DeployReconciler) listWorks(ctx context.Context, mca *addonv1alpha1.ManagedClusterAddOn) ([]workv1.ManifestWork, error) {
+	own, err := labels.NewRequirement(addonv1alpha1.AddonNamespaceLabelKey, selection.DoesNotExist, nil)
+	if err != nil {
+		return nil, err
+	}
+	sel := labels.SelectorFromSet(labels.Set{addonv1alpha1.AddonLabelKey: mca.Name}).Add(*own)
 	list := &workv1.ManifestWorkList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(mca.Namespace), client.MatchingLabels{addonv1alpha1.AddonLabelKey: mca.Name}); err != nil {
+	if err := r.Client.List(ctx, list, client.InNamespace(mca.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
 		return nil, fmt.Errorf("ManagedClusterAddOn %s/%s: listing works: %w", mca.Namespace, mca.Name, err)
 	}
-	out := list.Items[:0]
-	for _, w := range list.Items {
-		if w.Name != render.PreDeleteHookWorkName(mca.Name) {
-			out = append(out, w)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
+	return sortedWorks(withoutWork(list.Items, render.PreDeleteHookWorkName(mca.Name))), nil
 }
 
-// applyWorks applies the rendered works, owned by the ManagedClusterAddOn, and deletes the
-// add-on's works no longer rendered.
+// listHostedWorks lists the add-on's works in any hosting cluster's namespace (its current
+// hosting cluster's, and those a former one kept), its hosted pre-delete hook included.
+func (r *DeployReconciler) listHostedWorks(ctx context.Context, mca *addonv1alpha1.ManagedClusterAddOn) ([]workv1.ManifestWork, error) {
+	list := &workv1.ManifestWorkList{}
+	if err := r.Client.List(ctx, list, client.MatchingLabels{addonv1alpha1.AddonLabelKey: mca.Name, addonv1alpha1.AddonNamespaceLabelKey: mca.Namespace}); err != nil {
+		return nil, fmt.Errorf("ManagedClusterAddOn %s/%s: listing hosted works: %w", mca.Namespace, mca.Name, err)
+	}
+	return sortedWorks(list.Items), nil
+}
+
+func sortedWorks(ws []workv1.ManifestWork) []workv1.ManifestWork {
+	sort.Slice(ws, func(i, j int) bool { return ws[i].Namespace+"/"+ws[i].Name < ws[j].Namespace+"/"+ws[j].Name })
+	return ws
+}
+
+// withoutWork is ws without work name (a copy).
+func withoutWork(ws []workv1.ManifestWork, name string) []workv1.ManifestWork {
+	out, _ := cutWork(append([]workv1.ManifestWork(nil), ws...), name)
+	return out
+}
+
+// cutWork removes work name from ws (in place) and says whether it was there.
+func cutWork(ws []workv1.ManifestWork, name string) ([]workv1.ManifestWork, bool) {
+	out, found := ws[:0], false
+	for _, w := range ws {
+		if w.Name == name {
+			found = true
+			continue
+		}
+		out = append(out, w)
+	}
+	return out, found
+}
+
+// works puts a rendered add-on into its works: in default mode all in the cluster's
+// namespace; in hosted mode the manifests located on the managed cluster there and, when the
+// hosting cluster is valid (hosting is not ""), the hosting ones in hosting's namespace.
+func (r *DeployReconciler) works(mca *addonv1alpha1.ManagedClusterAddOn, rendered render.Rendered, hostedMode bool, hosting string) (ws, hws []workv1.ManifestWork, err error) {
+	managedPart, hostingPart := rendered, render.Rendered{}
+	if hostedMode {
+		if managedPart, hostingPart, err = render.SplitHosted(rendered); err != nil {
+			return nil, nil, err
+		}
+	}
+	if ws, err = render.Works(mca.Name, mca.Namespace, managedPart, r.MaxWorkSize); err != nil {
+		return nil, nil, err
+	}
+	if hosting != "" {
+		if hws, err = render.HostingWorks(mca.Name, mca.Namespace, hosting, hostingPart, r.MaxWorkSize); err != nil {
+			return nil, nil, err
+		}
+	}
+	return ws, hws, nil
+}
+
+// hosting checks the hosting cluster of an add-on in hosted mode and records it in st: it
+// returns the cluster to deploy hosted works to, "" in default mode and when the hosting
+// cluster is not a ManagedCluster of the hub (HostingClusterValidity False, as OCM) or is
+// being deleted (its works are being removed with it).
+func (r *DeployReconciler) hosting(ctx context.Context, mca *addonv1alpha1.ManagedClusterAddOn, st *deployStatus) (string, error) {
+	name := hostingCluster(mca)
+	if name == "" {
+		return "", nil
+	}
+	st.hostedMode = true
+	hc := &clusterv1.ManagedCluster{}
+	err := r.Client.Get(ctx, client.ObjectKey{Name: name}, hc)
+	if apierrors.IsNotFound(err) {
+		st.validity = &metav1.Condition{Type: addonv1alpha1.ManagedClusterAddOnHostingClusterValidity, Status: metav1.ConditionFalse,
+			Reason: addonv1alpha1.HostingClusterValidityReasonInvalid, Message: fmt.Sprintf("hosting cluster %s is not a managed cluster of the hub", name)}
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("ManagedClusterAddOn %s/%s: reading its hosting cluster %s: %w", mca.Namespace, mca.Name, name, err)
+	}
+	st.validity = &metav1.Condition{Type: addonv1alpha1.ManagedClusterAddOnHostingClusterValidity, Status: metav1.ConditionTrue,
+		Reason: addonv1alpha1.HostingClusterValidityReasonValid, Message: fmt.Sprintf("hosting cluster %s is a managed cluster of the hub", name)}
+	if !hc.DeletionTimestamp.IsZero() {
+		return "", nil
+	}
+	return name, nil
+}
+
+// cleanupHosted deletes the add-on's hosted works, hooks included, and then lets go of the
+// finalizers that waited for them.
+func (r *DeployReconciler) cleanupHosted(ctx context.Context, mca *addonv1alpha1.ManagedClusterAddOn, hosted []workv1.ManifestWork) error {
+	for i := range hosted {
+		if err := r.Client.Delete(ctx, &hosted[i]); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("ManagedClusterAddOn %s/%s: deleting hosted ManifestWork %s/%s: %w", mca.Namespace, mca.Name, hosted[i].Namespace, hosted[i].Name, err)
+		}
+	}
+	for _, f := range []string{addonv1alpha1.AddonHostingPreDeleteHookFinalizer, addonv1alpha1.AddonHostingManifestFinalizer} {
+		if err := apply.RemoveFinalizer(ctx, r.Client, mca, f); err != nil {
+			return fmt.Errorf("ManagedClusterAddOn %s/%s: %w", mca.Namespace, mca.Name, err)
+		}
+	}
+	return nil
+}
+
+// applyWorks applies the rendered works, owned by the ManagedClusterAddOn when in its
+// namespace (a hosted work in another namespace cannot be: the add-on's finalizer removes
+// those), and deletes the existing works no longer rendered.
 func (r *DeployReconciler) applyWorks(ctx context.Context, mca *addonv1alpha1.ManagedClusterAddOn, ws []workv1.ManifestWork, hashes string, existing []workv1.ManifestWork) error {
 	keep := map[string]bool{}
 	t := true
 	for i := range ws {
 		w := &ws[i]
-		keep[w.Name] = true
+		keep[w.Namespace+"/"+w.Name] = true
+		owned := w.Namespace == mca.Namespace
 		spec, err := jsonMap(w.Spec)
 		if err != nil {
 			return err
@@ -369,29 +536,27 @@ func (r *DeployReconciler) applyWorks(ctx context.Context, mca *addonv1alpha1.Ma
 		// The API server defaults fields of the spec, so what was applied is recognised by
 		// the hash of what was rendered, not by comparing specs.
 		renderedHash := hash.MustJSON(spec)
-		if cur := findWork(existing, w.Name); cur != nil && cur.Annotations[ConfigSpecHashAnnotation] == hashes &&
-			cur.Annotations[renderedSpecAnnotation] == renderedHash && ownedByMCA(cur, mca) {
+		if cur := findWork(existing, w.Namespace, w.Name); cur != nil && cur.Annotations[ConfigSpecHashAnnotation] == hashes &&
+			cur.Annotations[renderedSpecAnnotation] == renderedHash && (!owned || ownedByMCA(cur, mca)) {
 			continue
 		}
-		labels := map[string]any{}
+		lbls := map[string]any{}
 		for k, v := range w.Labels {
-			labels[k] = v
+			lbls[k] = v
 		}
-		labels[addonv1alpha1.AddonLabelKey] = mca.Name
-		owner := map[string]any{"apiVersion": addonv1alpha1.GroupVersion.String(), "kind": "ManagedClusterAddOn", "name": mca.Name, "uid": string(mca.UID), "blockOwnerDeletion": t}
-		w.Namespace = mca.Namespace
-		if err := apply.Fields(ctx, r.Client, w, apply.FieldManagerPrefix+DeployControllerName, false, map[string]any{
-			"metadata": map[string]any{"labels": labels, "ownerReferences": []any{owner},
-				"annotations": map[string]any{ConfigSpecHashAnnotation: hashes, renderedSpecAnnotation: renderedHash}},
-			"spec": spec,
-		}); err != nil {
-			return fmt.Errorf("ManagedClusterAddOn %s/%s: applying ManifestWork %s: %w", mca.Namespace, mca.Name, w.Name, err)
+		lbls[addonv1alpha1.AddonLabelKey] = mca.Name
+		md := map[string]any{"labels": lbls, "annotations": map[string]any{ConfigSpecHashAnnotation: hashes, renderedSpecAnnotation: renderedHash}}
+		if owned {
+			md["ownerReferences"] = []any{map[string]any{"apiVersion": addonv1alpha1.GroupVersion.String(), "kind": "ManagedClusterAddOn", "name": mca.Name, "uid": string(mca.UID), "blockOwnerDeletion": t}}
+		}
+		if err := apply.Fields(ctx, r.Client, w, apply.FieldManagerPrefix+DeployControllerName, false, map[string]any{"metadata": md, "spec": spec}); err != nil {
+			return fmt.Errorf("ManagedClusterAddOn %s/%s: applying ManifestWork %s/%s: %w", mca.Namespace, mca.Name, w.Namespace, w.Name, err)
 		}
 	}
 	for i := range existing {
-		if !keep[existing[i].Name] {
+		if !keep[existing[i].Namespace+"/"+existing[i].Name] {
 			if err := r.Client.Delete(ctx, &existing[i]); client.IgnoreNotFound(err) != nil {
-				return fmt.Errorf("ManagedClusterAddOn %s/%s: deleting ManifestWork %s: %w", mca.Namespace, mca.Name, existing[i].Name, err)
+				return fmt.Errorf("ManagedClusterAddOn %s/%s: deleting ManifestWork %s/%s: %w", mca.Namespace, mca.Name, existing[i].Namespace, existing[i].Name, err)
 			}
 		}
 	}
@@ -407,89 +572,174 @@ const (
 	EventHookSkipped = "AddOnPreDeleteHookSkipped"
 )
 
-// hookFinalizer keeps OCM's pre-delete finalizer on an add-on whose rendering has a
-// pre-delete hook, and only then.
-func (r *DeployReconciler) hookFinalizer(ctx context.Context, mca *addonv1alpha1.ManagedClusterAddOn, hook bool) error {
-	has := controllerutil.ContainsFinalizer(mca, addonv1alpha1.AddonPreDeleteHookFinalizer)
-	switch {
-	case hook && !has:
-		if err := apply.Finalizer(ctx, r.Client, mca, apply.FieldManagerPrefix+DeployControllerName, addonv1alpha1.AddonPreDeleteHookFinalizer); err != nil {
-			return fmt.Errorf("ManagedClusterAddOn %s/%s: adding the pre-delete finalizer: %w", mca.Namespace, mca.Name, err)
+// deployFinalizers are the finalizers the deploy reconciler keeps on an add-on, all applied
+// together (an apply of some would drop the others it holds).
+var deployFinalizers = []string{
+	addonv1alpha1.AddonPreDeleteHookFinalizer,
+	addonv1alpha1.AddonHostingPreDeleteHookFinalizer,
+	addonv1alpha1.AddonHostingManifestFinalizer,
+}
+
+// setFinalizers keeps OCM's finalizers on an add-on as want says: the pre-delete ones while
+// its rendering has a pre-delete hook (managed, hosting), the hosting-manifests one while it
+// has hosted works.
+func (r *DeployReconciler) setFinalizers(ctx context.Context, mca *addonv1alpha1.ManagedClusterAddOn, want map[string]bool) error {
+	var keep []any
+	missing := false
+	for _, f := range deployFinalizers {
+		if want[f] {
+			keep = append(keep, f)
+			missing = missing || !controllerutil.ContainsFinalizer(mca, f)
 		}
-	case !hook && has:
-		return apply.RemoveFinalizer(ctx, r.Client, mca, addonv1alpha1.AddonPreDeleteHookFinalizer)
+	}
+	if missing {
+		if err := apply.Fields(ctx, r.Client, mca, apply.FieldManagerPrefix+DeployControllerName, false, map[string]any{
+			"metadata": map[string]any{"finalizers": keep},
+		}); err != nil {
+			return fmt.Errorf("ManagedClusterAddOn %s/%s: adding finalizers: %w", mca.Namespace, mca.Name, err)
+		}
+	}
+	for _, f := range deployFinalizers {
+		if !want[f] {
+			if err := apply.RemoveFinalizer(ctx, r.Client, mca, f); err != nil {
+				return fmt.Errorf("ManagedClusterAddOn %s/%s: %w", mca.Namespace, mca.Name, err)
+			}
+		}
 	}
 	return nil
 }
 
-// finalize runs a deleted add-on's pre-delete hook: it applies the hook work, waits until
-// every hook Job completed (or Pod succeeded), as the work agent's feedback reports, then
-// sets HookManifestCompleted and lets the add-on go. A hook that cannot be rendered any more
-// (its template or cluster gone) is skipped with an Event rather than holding the add-on
-// forever.
+// finalize lets a deleted add-on go: its pre-delete hooks run first (runHooks), then its
+// hosted works are deleted (its managed works go with it, by their owner references).
 func (r *DeployReconciler) finalize(ctx context.Context, mca *addonv1alpha1.ManagedClusterAddOn) error {
-	if !controllerutil.ContainsFinalizer(mca, addonv1alpha1.AddonPreDeleteHookFinalizer) {
+	if controllerutil.ContainsFinalizer(mca, addonv1alpha1.AddonPreDeleteHookFinalizer) || controllerutil.ContainsFinalizer(mca, addonv1alpha1.AddonHostingPreDeleteHookFinalizer) {
+		if done, err := r.runHooks(ctx, mca); err != nil || !done {
+			return err
+		}
+	}
+	if !controllerutil.ContainsFinalizer(mca, addonv1alpha1.AddonHostingManifestFinalizer) {
 		return nil
 	}
+	hosted, err := r.listHostedWorks(ctx, mca)
+	if err != nil {
+		return err
+	}
+	return r.cleanupHosted(ctx, mca, hosted)
+}
+
+// runHooks runs a deleted add-on's pre-delete hooks, each whose finalizer it holds: it
+// applies the hook work (in the cluster's namespace; in hosted mode the hosting one in the
+// hosting cluster's), waits until every hook Job completed (or Pod succeeded), as the work
+// agent's feedback reports, then sets HookManifestCompleted and removes the finalizers. A
+// hook that cannot be rendered any more (its template or cluster gone, the hosting cluster
+// invalid) is skipped with an Event rather than holding the add-on forever.
+func (r *DeployReconciler) runHooks(ctx context.Context, mca *addonv1alpha1.ManagedClusterAddOn) (bool, error) {
 	var kind addonv1alpha1.ConfigGroupResource
 	for _, ref := range mca.Status.ConfigReferences {
 		if ref.ConfigGroupResource == AddOnTemplateResource || ref.ConfigGroupResource == WasmPluginResource {
 			kind = ref.ConfigGroupResource
 		}
 	}
-	var hook *workv1.ManifestWork
+	st := &deployStatus{}
+	hosting, herr := r.hosting(ctx, mca, st)
+	hooks := map[string]*workv1.ManifestWork{}
 	rendered, hashes, err, current := r.render(ctx, mca, kind)
+	if err == nil && herr != nil {
+		err = herr
+	}
 	if err == nil && current {
-		ws, werr := render.Works(mca.Name, mca.Namespace, rendered.rendered, r.MaxWorkSize)
+		ws, hws, werr := r.works(mca, rendered.rendered, st.hostedMode, hosting)
 		err = werr
 		for i := range ws {
 			if ws[i].Name == render.PreDeleteHookWorkName(mca.Name) {
-				hook = &ws[i]
+				hooks[addonv1alpha1.AddonPreDeleteHookFinalizer] = &ws[i]
+			}
+		}
+		for i := range hws {
+			if hws[i].Name == render.PreDeleteHookHostingWorkName(mca.Name, mca.Namespace) {
+				hooks[addonv1alpha1.AddonHostingPreDeleteHookFinalizer] = &hws[i]
 			}
 		}
 	}
-	if hook == nil {
-		why := "the add-on's rendering has no pre-delete hook any more"
-		if err != nil {
-			why = err.Error()
-		} else if !current {
-			why = "its configuration changed since it was last deployed"
+	done := true
+	var pending, completed *workv1.ManifestWork
+	for _, f := range deployFinalizers[:2] {
+		if !controllerutil.ContainsFinalizer(mca, f) {
+			continue
 		}
-		r.Recorder.Eventf(mca, corev1.EventTypeWarning, EventHookSkipped, "pre-delete hook not run: %s", why)
-		return apply.RemoveFinalizer(ctx, r.Client, mca, addonv1alpha1.AddonPreDeleteHookFinalizer)
+		hook := hooks[f]
+		if hook == nil {
+			why := "the add-on's rendering has no such pre-delete hook any more"
+			switch {
+			case err != nil:
+				why = err.Error()
+			case !current:
+				why = "its configuration changed since it was last deployed"
+			case f == addonv1alpha1.AddonHostingPreDeleteHookFinalizer && hosting == "":
+				why = fmt.Sprintf("its hosting cluster %q is not a managed cluster of the hub, or is being deleted", hostingCluster(mca))
+			}
+			r.Recorder.Eventf(mca, corev1.EventTypeWarning, EventHookSkipped, "pre-delete hook not run: %s", why)
+			if err := apply.RemoveFinalizer(ctx, r.Client, mca, f); err != nil {
+				return false, err
+			}
+			continue
+		}
+		ok, err := r.runHook(ctx, mca, hook, hashes)
+		if err != nil {
+			return false, err
+		}
+		if ok {
+			completed = hook
+		} else if pending == nil {
+			pending = hook
+		}
+		done = done && ok
 	}
+	if completed != nil || pending != nil {
+		conds := append([]metav1.Condition(nil), mca.Status.Conditions...)
+		c := metav1.Condition{Type: addonv1alpha1.ManagedClusterAddOnHookManifestCompleted, Status: metav1.ConditionTrue,
+			Reason: ReasonHookCompleted, ObservedGeneration: mca.Generation}
+		if pending != nil {
+			c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonHookNotCompleted, fmt.Sprintf("hook manifestWork %s is not completed.", pending.Name)
+		} else {
+			c.Message = fmt.Sprintf("hook manifestWork %s is completed.", completed.Name)
+		}
+		if meta.SetStatusCondition(&conds, c) {
+			v, err := jsonMap(conds)
+			if err != nil {
+				return false, err
+			}
+			if err := apply.Guarded(ctx, r.Client, mca, apply.FieldManagerPrefix+DeployControllerName, true, map[string]any{"status": map[string]any{"conditions": v}}); err != nil {
+				return false, client.IgnoreNotFound(fmt.Errorf("ManagedClusterAddOn %s/%s: writing status: %w", mca.Namespace, mca.Name, err))
+			}
+		}
+	}
+	if !done {
+		return false, nil // the hook works' status changes bring the add-on back
+	}
+	for _, f := range deployFinalizers[:2] {
+		if err := apply.RemoveFinalizer(ctx, r.Client, mca, f); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// runHook applies one pre-delete hook work and reports whether it completed.
+func (r *DeployReconciler) runHook(ctx context.Context, mca *addonv1alpha1.ManagedClusterAddOn, hook *workv1.ManifestWork, hashes string) (bool, error) {
 	cur := &workv1.ManifestWork{}
-	err = r.Client.Get(ctx, client.ObjectKey{Namespace: mca.Namespace, Name: hook.Name}, cur)
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: hook.Namespace, Name: hook.Name}, cur)
 	if client.IgnoreNotFound(err) != nil {
-		return err
+		return false, err
 	}
 	var existing []workv1.ManifestWork
 	if err == nil {
 		existing = append(existing, *cur)
 	}
 	if err := r.applyWorks(ctx, mca, []workv1.ManifestWork{*hook}, hashes, existing); err != nil {
-		return err
+		return false, err
 	}
-	done := err == nil && hookCompleted(cur, hook)
-	conds := append([]metav1.Condition(nil), mca.Status.Conditions...)
-	c := metav1.Condition{Type: addonv1alpha1.ManagedClusterAddOnHookManifestCompleted, Status: metav1.ConditionFalse,
-		Reason: ReasonHookNotCompleted, Message: fmt.Sprintf("hook manifestWork %s is not completed.", hook.Name), ObservedGeneration: mca.Generation}
-	if done {
-		c.Status, c.Reason, c.Message = metav1.ConditionTrue, ReasonHookCompleted, fmt.Sprintf("hook manifestWork %s is completed.", hook.Name)
-	}
-	if meta.SetStatusCondition(&conds, c) {
-		v, err := jsonMap(conds)
-		if err != nil {
-			return err
-		}
-		if err := apply.Guarded(ctx, r.Client, mca, apply.FieldManagerPrefix+DeployControllerName, true, map[string]any{"status": map[string]any{"conditions": v}}); err != nil {
-			return client.IgnoreNotFound(fmt.Errorf("ManagedClusterAddOn %s/%s: writing status: %w", mca.Namespace, mca.Name, err))
-		}
-	}
-	if !done {
-		return nil // the hook work's status changes bring the add-on back
-	}
-	return apply.RemoveFinalizer(ctx, r.Client, mca, addonv1alpha1.AddonPreDeleteHookFinalizer)
+	return err == nil && hookCompleted(cur, hook), nil
 }
 
 // hookCompleted reports whether the hook work (as read) ran its current rendering to the
@@ -531,9 +781,9 @@ func hashJSONSpec(spec workv1.ManifestWorkSpec) string {
 // work, so an unchanged rendering is not applied again.
 const renderedSpecAnnotation = "addon.flotilla.dev/rendered-spec-hash"
 
-func findWork(ws []workv1.ManifestWork, name string) *workv1.ManifestWork {
+func findWork(ws []workv1.ManifestWork, namespace, name string) *workv1.ManifestWork {
 	for i := range ws {
-		if ws[i].Name == name {
+		if ws[i].Namespace == namespace && ws[i].Name == name {
 			return &ws[i]
 		}
 	}
@@ -551,26 +801,34 @@ func ownedByMCA(w *workv1.ManifestWork, mca *addonv1alpha1.ManagedClusterAddOn) 
 
 // deployStatus is what one reconcile learned about a ManagedClusterAddOn's deployment.
 type deployStatus struct {
-	mca    *addonv1alpha1.ManagedClusterAddOn
-	works  []workv1.ManifestWork // as cached before this reconcile's applies
-	health string
+	mca *addonv1alpha1.ManagedClusterAddOn
+	// works and hosted are the deploy works in the cluster's namespace and in the hosting
+	// cluster's (hosted mode, valid hosting cluster), as cached before this reconcile's applies.
+	works, hosted []workv1.ManifestWork
+	health        string
 	// hashes is the config-spec-hash the works were rendered with now ("" when not rendered).
-	hashes        string
-	rendered      int
-	renderErr     error
+	hashes                   string
+	rendered, renderedHosted int
+	renderErr                error
+	// buildErr: the rendering could not be put into works (renderErr says it too).
+	buildErr      error
 	namespace     string
 	registrations []addonv1alpha1.RegistrationConfig
+	// hostedMode: the add-on names a hosting cluster; validity is its HostingClusterValidity.
+	hostedMode bool
+	validity   *metav1.Condition
 }
 
-// worksState sums up the cached works of the current rendering: all there and applied and
-// available for their current generation (done), and the first message of a work not applied.
-func (s *deployStatus) worksState() (done bool, applied bool, notApplied string) {
-	if s.hashes == "" || len(s.works) != s.rendered || s.rendered == 0 {
+// worksState sums up cached works of the current rendering (n of them rendered): all there
+// and applied and available for their current generation (done), and the first message of a
+// work not applied. No work rendered is done.
+func (s *deployStatus) worksState(works []workv1.ManifestWork, n int) (done bool, applied bool, notApplied string) {
+	if s.hashes == "" || len(works) != n {
 		return false, false, ""
 	}
 	applied, done = true, true
-	for i := range s.works {
-		w := &s.works[i]
+	for i := range works {
+		w := &works[i]
 		if w.Annotations[ConfigSpecHashAnnotation] != s.hashes {
 			return false, false, ""
 		}
@@ -613,7 +871,14 @@ func (r *DeployReconciler) writeStatus(ctx context.Context, s *deployStatus) err
 	if upgrade {
 		failed, succeed, running, verb = addonv1alpha1.ProgressingReasonUpgradeFailed, addonv1alpha1.ProgressingReasonUpgradeSucceed, addonv1alpha1.ProgressingReasonUpgrading, "upgrade"
 	}
-	done, workApplied, notApplied := s.worksState()
+	done, workApplied, mNotApplied := s.worksState(s.works, s.rendered)
+	hDone, hApplied, hNotApplied := s.worksState(s.hosted, s.renderedHosted)
+	// Progress counts the hosted works too; nothing rendered at all is not done.
+	done = done && hDone && s.rendered+s.renderedHosted > 0
+	notApplied := mNotApplied
+	if notApplied == "" {
+		notApplied = hNotApplied
+	}
 	switch {
 	case s.renderErr != nil && pending:
 		set(addonv1alpha1.ManagedClusterAddOnConditionProgressing, metav1.ConditionFalse, failed, s.renderErr.Error())
@@ -637,19 +902,39 @@ func (r *DeployReconciler) writeStatus(ctx context.Context, s *deployStatus) err
 		}
 		set(addonv1alpha1.ManagedClusterAddOnConditionProgressing, metav1.ConditionTrue, running, msg)
 	}
-	if s.hashes != "" {
+	// ManifestApplied is of the works in the cluster's namespace, HostingManifestApplied of
+	// the hosted ones, as OCM reports them; a rendering that cannot be put into works fails
+	// both.
+	applied := func(t string, ok bool, msg string, n int) {
 		switch {
-		case workApplied:
-			set(addonv1alpha1.ManagedClusterAddOnManifestApplied, metav1.ConditionTrue, addonv1alpha1.AddonManifestAppliedReasonManifestsApplied, "manifests of addon are applied successfully")
-		case notApplied != "":
-			set(addonv1alpha1.ManagedClusterAddOnManifestApplied, metav1.ConditionFalse, addonv1alpha1.AddonManifestAppliedReasonWorkApplyFailed, notApplied)
+		case s.buildErr != nil:
+			set(t, metav1.ConditionFalse, addonv1alpha1.AddonManifestAppliedReasonWorkApplyFailed, "failed to build manifestwork: "+s.buildErr.Error())
+		case s.hashes == "":
+		case ok && n == 0:
+			set(t, metav1.ConditionTrue, addonv1alpha1.AddonManifestAppliedReasonManifestsApplied, "no manifest need to apply")
+		case ok:
+			set(t, metav1.ConditionTrue, addonv1alpha1.AddonManifestAppliedReasonManifestsApplied, "manifests of addon are applied successfully")
+		case msg != "":
+			set(t, metav1.ConditionFalse, addonv1alpha1.AddonManifestAppliedReasonWorkApplyFailed, msg)
 		}
 	}
+	if s.rendered > 0 || s.hostedMode || s.buildErr != nil {
+		applied(addonv1alpha1.ManagedClusterAddOnManifestApplied, workApplied, mNotApplied, s.rendered)
+	}
+	if s.hostedMode {
+		meta.SetStatusCondition(&conds, *s.validity)
+		meta.FindStatusCondition(conds, s.validity.Type).ObservedGeneration = mca.Generation
+		if s.validity.Status == metav1.ConditionTrue {
+			applied(addonv1alpha1.ManagedClusterAddOnHostingManifestApplied, hApplied, hNotApplied, s.renderedHosted)
+		}
+	}
+	// Back in default mode, the hosted conditions stay as they were, as in OCM (the
+	// configuration reconciler's apply holds them too: this one could not remove them).
 	mode := addonv1alpha1.HealthCheckModeCustomized
 	if s.health == HealthLease {
 		mode = addonv1alpha1.HealthCheckModeLease
-	} else if s.health != HealthNone && len(s.works) > 0 {
-		status, reason, msg := render.Availability(s.health, s.works)
+	} else if all := append(append([]workv1.ManifestWork(nil), s.works...), s.hosted...); s.health != HealthNone && len(all) > 0 {
+		status, reason, msg := render.Availability(s.health, all)
 		set(addonv1alpha1.ManagedClusterAddOnConditionAvailable, status, reason, msg)
 	}
 	namespace := mca.Status.Namespace

@@ -21,7 +21,9 @@
 //     defaultconfigReferences and installProgressions.
 //   - DeployReconciler (per ManagedClusterAddOn of a template add-on): renders the
 //     AddOnTemplate or Wasm template (hub/addon/render) with the desired configurations into
-//     ManifestWorks in the cluster namespace, and reports ManifestApplied, Progressing
+//     ManifestWorks in the cluster namespace (in hosted mode, the manifests located on the
+//     hosting cluster in works in its namespace, removed by the add-on's finalizer), and
+//     reports ManifestApplied, HostingClusterValidity, HostingManifestApplied, Progressing
 //     (Installing, InstallSucceed, Upgrading, UpgradeSucceed, InstallFailed, UpgradeFailed),
 //     lastAppliedConfig once the works are applied and available, and Available from the
 //     works' health (WorkloadAvailability) unless the add-on reports a Lease, which the

@@ -26,6 +26,94 @@ func DeployWorkName(addonName string, i int) string {
 // PreDeleteHookWorkName is the name of an add-on's pre-delete hook ManifestWork.
 func PreDeleteHookWorkName(addonName string) string { return "addon-" + addonName + "-pre-delete" }
 
+// DeployHostingWorkNamePrefix is the name prefix of the deploy ManifestWorks, in its hosting
+// cluster's namespace, of cluster clusterName's add-on in hosted mode (OCM's
+// "addon-<addon>-deploy-hosting-<cluster>").
+func DeployHostingWorkNamePrefix(addonName, clusterName string) string {
+	return DeployWorkNamePrefix(addonName) + "-hosting-" + clusterName
+}
+
+// PreDeleteHookHostingWorkName is the name of the pre-delete hook ManifestWork, in its hosting
+// cluster's namespace, of cluster clusterName's add-on in hosted mode (OCM's
+// "addon-<addon>-pre-delete-hosting-<cluster>").
+func PreDeleteHookHostingWorkName(addonName, clusterName string) string {
+	return PreDeleteHookWorkName(addonName) + "-hosting-" + clusterName
+}
+
+// ManifestLocation is where a manifest goes when its add-on is hosted: its
+// addon.open-cluster-management.io/hosted-manifest-location annotation, else the label of
+// that name (OCM's deprecated form), else managed. Another value is an error naming it.
+func ManifestLocation(m workv1.Manifest) (string, error) {
+	o, err := decodeObject(m.Raw)
+	if err != nil {
+		return "", err
+	}
+	return manifestLocation(o)
+}
+
+func manifestLocation(o object) (string, error) {
+	field := "annotation"
+	loc, _ := o.annotations()[addonv1alpha1.HostedManifestLocationAnnotationKey].(string)
+	if loc == "" {
+		field = "label"
+		loc, _ = o.labels()[addonv1alpha1.HostedManifestLocationLabelKey].(string)
+	}
+	switch loc {
+	case "":
+		return addonv1alpha1.HostedManifestLocationManagedValue, nil
+	case addonv1alpha1.HostedManifestLocationManagedValue, addonv1alpha1.HostedManifestLocationHostingValue, addonv1alpha1.HostedManifestLocationNoneValue:
+		return loc, nil
+	}
+	return "", fmt.Errorf("%s %s: not supported manifest location: %s", field, addonv1alpha1.HostedManifestLocationAnnotationKey, loc)
+}
+
+// SplitHosted splits an add-on rendered for hosted mode by each manifest's location
+// (ManifestLocation), as OCM's add-on manager does: managed manifests (the default) stay on
+// the managed cluster, hosting ones go to the hosting cluster, none go nowhere; a manifest
+// with another location is an error naming it and the value. A manifestConfig goes with the
+// manifests it matches, to both sides if it matches on both, else to the managed side (the
+// hosting side when all manifests are hosting). DeleteOption and Executor go to both.
+func SplitHosted(r Rendered) (managed, hosting Rendered, err error) {
+	managed = Rendered{DeleteOption: r.DeleteOption, Executor: r.Executor, InstallNamespace: r.InstallNamespace}
+	hosting = managed
+	var managedObjs, hostingObjs []sized
+	for i, m := range r.Manifests {
+		o, err := decodeObject(m.Raw)
+		if err == nil {
+			err = o.checkIdentity()
+		}
+		if err != nil {
+			return Rendered{}, Rendered{}, fmt.Errorf("manifest %d: %w", i, err)
+		}
+		loc, err := manifestLocation(o)
+		if err != nil {
+			return Rendered{}, Rendered{}, fmt.Errorf("manifest %d (%s): %w", i, o.describe(), err)
+		}
+		switch loc {
+		case addonv1alpha1.HostedManifestLocationManagedValue:
+			managed.Manifests = append(managed.Manifests, m)
+			managedObjs = append(managedObjs, sized{obj: o})
+		case addonv1alpha1.HostedManifestLocationHostingValue:
+			hosting.Manifests = append(hosting.Manifests, m)
+			hostingObjs = append(hostingObjs, sized{obj: o})
+		}
+	}
+	for _, mc := range r.ManifestConfigs {
+		inManaged, inHosting := holds(managedObjs, mc.ResourceIdentifier), holds(hostingObjs, mc.ResourceIdentifier)
+		if !inManaged && !inHosting {
+			inManaged = len(managedObjs) > 0 || len(hostingObjs) == 0
+			inHosting = !inManaged
+		}
+		if inManaged {
+			managed.ManifestConfigs = append(managed.ManifestConfigs, mc)
+		}
+		if inHosting {
+			hosting.ManifestConfigs = append(hosting.ManifestConfigs, mc)
+		}
+	}
+	return managed, hosting, nil
+}
+
 // IsPreDeleteHook reports whether a manifest is a pre-delete hook, as OCM decides:
 // a Job or Pod labelled open-cluster-management.io/addon-pre-delete or annotated
 // addon.open-cluster-management.io/addon-pre-delete.
@@ -73,6 +161,23 @@ type sized struct {
 // output only depends on the arguments. Unlike OCM, manifests keep their rendered
 // order instead of being sorted by size and packed around the existing works.
 func Works(addonName, clusterName string, r Rendered, maxSize int) ([]workv1.ManifestWork, error) {
+	return buildWorks(addonName, r, maxSize, clusterName, map[string]string{addonv1alpha1.AddonLabelKey: addonName},
+		DeployWorkNamePrefix(addonName), PreDeleteHookWorkName(addonName))
+}
+
+// HostingWorks puts the hosting part of cluster clusterName's add-on in hosted mode (see
+// SplitHosted) into ManifestWorks in hosting cluster hostingCluster's namespace, as Works
+// does, named as OCM names them (DeployHostingWorkNamePrefix(addon, cluster)-<i>,
+// PreDeleteHookHostingWorkName) and labelled open-cluster-management.io/addon-name=<addon>
+// and open-cluster-management.io/addon-namespace=<cluster>. The caller sets no owner
+// reference (the add-on is in another namespace): the add-on's finalizer removes them.
+func HostingWorks(addonName, clusterName, hostingCluster string, r Rendered, maxSize int) ([]workv1.ManifestWork, error) {
+	return buildWorks(addonName, r, maxSize, hostingCluster,
+		map[string]string{addonv1alpha1.AddonLabelKey: addonName, addonv1alpha1.AddonNamespaceLabelKey: clusterName},
+		DeployHostingWorkNamePrefix(addonName, clusterName), PreDeleteHookHostingWorkName(addonName, clusterName))
+}
+
+func buildWorks(addonName string, r Rendered, maxSize int, namespace string, labels map[string]string, deployPrefix, hookName string) ([]workv1.ManifestWork, error) {
 	if maxSize <= 0 {
 		maxSize = DefaultMaxManifestsSize
 	}
@@ -108,11 +213,15 @@ func Works(addonName, clusterName string, r Rendered, maxSize int) ([]workv1.Man
 	}
 
 	meta := func(name string) metav1.ObjectMeta {
-		return metav1.ObjectMeta{Name: name, Namespace: clusterName, Labels: map[string]string{addonv1alpha1.AddonLabelKey: addonName}}
+		l := make(map[string]string, len(labels))
+		for k, v := range labels {
+			l[k] = v
+		}
+		return metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: l}
 	}
 	var works []workv1.ManifestWork
 	for i, items := range deploy {
-		w := workv1.ManifestWork{ObjectMeta: meta(DeployWorkName(addonName, i))}
+		w := workv1.ManifestWork{ObjectMeta: meta(deployPrefix + "-" + strconv.Itoa(i))}
 		var orphans []workv1.OrphaningRule
 		for _, it := range items {
 			w.Spec.Workload.Manifests = append(w.Spec.Workload.Manifests, manifest(it.raw))
@@ -143,7 +252,7 @@ func Works(addonName, clusterName string, r Rendered, maxSize int) ([]workv1.Man
 		}
 	}
 	if len(hooks) > 0 {
-		w := workv1.ManifestWork{ObjectMeta: meta(PreDeleteHookWorkName(addonName))}
+		w := workv1.ManifestWork{ObjectMeta: meta(hookName)}
 		for _, it := range hooks {
 			w.Spec.Workload.Manifests = append(w.Spec.Workload.Manifests, manifest(it.raw))
 			w.Spec.ManifestConfigs = append(w.Spec.ManifestConfigs, wellKnown(it.obj.identifier()))

@@ -237,3 +237,75 @@ func TestWildcardMatch(t *testing.T) {
 		}
 	}
 }
+
+func TestSplitHostedAndHostingWorks(t *testing.T) {
+	loc := func(kind, name, how, value string) workv1.Manifest {
+		api, meta := "v1", ""
+		if kind == "Deployment" || kind == "Job" {
+			api = "apps/v1"
+			if kind == "Job" {
+				api = "batch/v1"
+			}
+		}
+		switch how {
+		case "annotation":
+			meta = fmt.Sprintf(`,"annotations":{"addon.open-cluster-management.io/hosted-manifest-location":%q}`, value)
+		case "label":
+			meta = fmt.Sprintf(`,"labels":{"addon.open-cluster-management.io/hosted-manifest-location":%q}`, value)
+		}
+		return raw(fmt.Sprintf(`{"apiVersion":%q,"kind":%q,"metadata":{"name":%q,"namespace":"agents"%s}}`, api, kind, name, meta))
+	}
+	hook := raw(`{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"cleanup","namespace":"agents","annotations":{` +
+		`"addon.open-cluster-management.io/addon-pre-delete":"","addon.open-cluster-management.io/hosted-manifest-location":"hosting"}}}`)
+	r := Rendered{Manifests: []workv1.Manifest{
+		loc("Deployment", "agent", "annotation", "hosting"),
+		loc("ConfigMap", "conf", "", ""),
+		loc("ConfigMap", "explicit", "annotation", "managed"),
+		loc("ConfigMap", "legacy", "label", "hosting"),
+		loc("ConfigMap", "nowhere", "annotation", "none"),
+		hook,
+	}, ManifestConfigs: []workv1.ManifestConfigOption{
+		{ResourceIdentifier: workv1.ResourceIdentifier{Group: "apps", Resource: "deployments", Namespace: "agents", Name: "agent"}},
+		{ResourceIdentifier: workv1.ResourceIdentifier{Resource: "configmaps", Namespace: "agents", Name: "conf"}},
+		{ResourceIdentifier: workv1.ResourceIdentifier{Resource: "secrets", Namespace: "agents", Name: "unmatched"}},
+	}}
+	managed, hosting, err := SplitHosted(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(managed.Manifests); got != 2 {
+		t.Errorf("managed holds %d manifests", got)
+	}
+	if got := len(hosting.Manifests); got != 3 {
+		t.Errorf("hosting holds %d manifests", got)
+	}
+	if len(managed.ManifestConfigs) != 2 || managed.ManifestConfigs[0].ResourceIdentifier.Name != "conf" || managed.ManifestConfigs[1].ResourceIdentifier.Name != "unmatched" {
+		t.Errorf("managed manifestConfigs %+v", managed.ManifestConfigs)
+	}
+	if len(hosting.ManifestConfigs) != 1 || hosting.ManifestConfigs[0].ResourceIdentifier.Name != "agent" {
+		t.Errorf("hosting manifestConfigs %+v", hosting.ManifestConfigs)
+	}
+
+	ws, err := HostingWorks("obs", "cluster1", "hosting1", hosting, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ws) != 2 {
+		t.Fatalf("%d hosting works", len(ws))
+	}
+	wantLabels := map[string]string{"open-cluster-management.io/addon-name": "obs", "open-cluster-management.io/addon-namespace": "cluster1"}
+	for i, want := range []string{"addon-obs-deploy-hosting-cluster1-0", "addon-obs-pre-delete-hosting-cluster1"} {
+		if ws[i].Name != want || ws[i].Namespace != "hosting1" || !reflect.DeepEqual(ws[i].Labels, wantLabels) {
+			t.Errorf("work %d: %s/%s %v, want %s in hosting1", i, ws[i].Namespace, ws[i].Name, ws[i].Labels, want)
+		}
+	}
+	if got := names(ws[0]); !reflect.DeepEqual(got, []string{"agent", "legacy"}) {
+		t.Errorf("hosting deploy work holds %v", got)
+	}
+
+	r.Manifests = append(r.Manifests, loc("Deployment", "odd", "annotation", "elsewhere"))
+	_, _, err = SplitHosted(r)
+	if err == nil || !strings.Contains(err.Error(), "manifest 6 (Deployment agents/odd)") || !strings.Contains(err.Error(), "not supported manifest location: elsewhere") {
+		t.Errorf("an unknown location: %v", err)
+	}
+}

@@ -1,5 +1,6 @@
 // Command guest is an AddOnTemplate plugin for hub/addon/render's tests: the
-// request's variable MODE selects a behaviour.
+// request's variable MODE selects a behaviour; LOCATION, when set, is the Deployment's
+// hosted-manifest-location annotation.
 package main
 
 import (
@@ -59,6 +60,13 @@ func (guest) RenderAddOn(_ sdk.Host, req *abi.AddOnRequest) (abi.AddOnResult, er
 	d.StringField("name", req.AddOnName+"-agent")
 	if ns != "" {
 		d.StringField("namespace", ns)
+	}
+	// LOCATION places the Deployment in hosted mode (the hub keeps the annotation).
+	if loc := req.Variables["LOCATION"]; loc != "" {
+		d.Key("annotations")
+		d.BeginObject()
+		d.StringField("addon.open-cluster-management.io/hosted-manifest-location", loc)
+		d.EndObject()
 	}
 	d.EndObject()
 	d.Key("spec")
