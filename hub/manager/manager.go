@@ -34,7 +34,9 @@ import (
 	"github.com/flotilla-dev/flotilla/core/wasmplugin"
 	"github.com/flotilla-dev/flotilla/hub/addon"
 	"github.com/flotilla-dev/flotilla/hub/admission"
+	"github.com/flotilla-dev/flotilla/hub/addon/builtin"
 	"github.com/flotilla-dev/flotilla/hub/clusterproxy"
+	"github.com/flotilla-dev/flotilla/hub/managedserviceaccount"
 	"github.com/flotilla-dev/flotilla/hub/mwrs"
 	"github.com/flotilla-dev/flotilla/hub/placement"
 	"github.com/flotilla-dev/flotilla/hub/placement/scheduler"
@@ -305,6 +307,10 @@ func (h *Hub) setup() error {
 	}
 	if h.opts.FeatureGates.Enabled(featuregates.AddonManagement) {
 		components = append(components, &addon.Manager{Client: c, Registry: h.registry, MaxWorkSize: h.opts.WorkMaxSize, Builtins: h.opts.Addons})
+	}
+	if h.addonEnabled(builtin.ManagedServiceAccount) {
+		components = append(components, &managedserviceaccount.TTLReconciler{Client: c, Gates: h.opts.FeatureGates,
+			Recorder: mgr.GetEventRecorder("flotilla-" + managedserviceaccount.ControllerName)})
 	}
 	if h.opts.FeatureGates.Enabled(featuregates.DefaultClusterSet) {
 		components = append(components,

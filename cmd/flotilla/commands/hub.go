@@ -122,6 +122,10 @@ tokenreviews and subjectaccessreviews. To let anyone reach it, as OCM's document
     then needs "update" on managedclusters/accept (group register.open-cluster-management.io).
   CleanUpCompletedManifestWork (default off): delete a ManifestWork
     deleteOption.ttlSecondsAfterFinished seconds after its condition rules made it Complete.
+  EphemeralIdentity (default off, as in managed-serviceaccount; needs the add-on
+    managed-serviceaccount): delete a ManagedServiceAccount spec.ttlSecondsAfterCreation
+    seconds after its creation; its token Secret and ServiceAccount go with it. Off, the
+    field is ignored and a Warning Event EphemeralIdentityDisabled on the object says so.
   NilExecutorValidating (default off): a ManifestWork (or ManifestWorkReplicaSet) without an
     executor needs "execute-as" for system:serviceaccount::klusterlet-work-sa, the identity
     the work agent then applies it with (policies/execute_as.rego).
