@@ -56,7 +56,7 @@ const (
 var HubChartOwnedFlags = []string{
 	"kubeconfig", "leader-elect", "metrics-bind-address", "health-probe-bind-address",
 	"webhook-bind-address", "webhook-service", "webhook-host", "cluster-manager-name",
-	"addons", "cluster-proxy-server-count",
+	"addons", "addons-install-all", "cluster-proxy-server-count", "cluster-proxy-bind-address",
 }
 
 // KlusterletChartOwnedFlags are the `flotilla klusterlet` flags the klusterlet chart sets

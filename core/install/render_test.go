@@ -279,7 +279,6 @@ func TestRenderHubDefaults(t *testing.T) {
 		"--health-probe-bind-address=:8081",
 		"--cluster-manager-name=cluster-manager",
 		// values' flags, sorted, empty ones left out
-		"--cluster-proxy-bind-address=0",
 		"--gateway-secret-namespace=open-cluster-management-credentials",
 		"--kube-api-burst=400",
 		"--kube-api-qps=200",
@@ -911,23 +910,74 @@ func TestKlusterletIdentities(t *testing.T) {
 }
 
 // TestRenderHubAddons: addons.* become --addons (and the tunnel server count the replicas),
-// the hub's RBAC for them and the unbound proxy-all ClusterRole; cluster-gateway alone fails.
+// --addons-install-all and the cluster-proxy frontend on its Service port, the hub's RBAC for
+// them and the unbound proxy-all ClusterRole; cluster-gateway alone, and installAll without
+// an add-on, fail.
 func TestRenderHubAddons(t *testing.T) {
 	ns := install.HubNamespace
 	none := render(t, install.HubChart, hubRelease, ns, nil)
 	for _, a := range args(t, find(t, none, "Deployment", "flotilla-hub")) {
-		if strings.HasPrefix(a, "--addons") || strings.HasPrefix(a, "--cluster-proxy-server-count") {
+		if strings.HasPrefix(a, "--addons") || strings.HasPrefix(a, "--cluster-proxy-") {
 			t.Errorf("default hub args have %s", a)
+		}
+	}
+	for _, o := range none {
+		if o.GetKind() == "Service" && o.GetName() == "flotilla-hub-cluster-proxy" {
+			t.Errorf("default hub chart has the Service %s without cluster-proxy", o.GetName())
 		}
 	}
 	on := map[string]any{"enabled": true}
 	objs := render(t, install.HubChart, hubRelease, ns, map[string]any{"replicas": 2,
-		"addons": map[string]any{"clusterProxy": on, "managedServiceAccount": on, "clusterGateway": on}})
-	got := args(t, find(t, objs, "Deployment", "flotilla-hub"))
-	for _, want := range []string{"--addons=cluster-proxy,managed-serviceaccount,cluster-gateway", "--cluster-proxy-server-count=2"} {
+		"addons": map[string]any{"installAll": true, "clusterProxy": on, "managedServiceAccount": on, "clusterGateway": on}})
+	deploy := find(t, objs, "Deployment", "flotilla-hub")
+	got := args(t, deploy)
+	for _, want := range []string{"--addons=cluster-proxy,managed-serviceaccount,cluster-gateway", "--cluster-proxy-server-count=2",
+		"--addons-install-all", "--cluster-proxy-bind-address=:8090"} {
 		if !slices.Contains(got, want) {
 			t.Errorf("hub args %v lack %s", got, want)
 		}
+	}
+	// The frontend: container port proxy-server behind the Service's port 8090, upstream's.
+	ports, _, _ := unstructured.NestedSlice(deploy.Object, "spec", "template", "spec", "containers")
+	if !strings.Contains(fmt.Sprint(ports), "map[containerPort:8090 name:proxy-server protocol:TCP]") {
+		t.Errorf("hub container lacks port proxy-server 8090: %v", ports)
+	}
+	svc := find(t, objs, "Service", "flotilla-hub-cluster-proxy")
+	equalJSON(t, "Service flotilla-hub-cluster-proxy namespace", svc.GetNamespace(), ns)
+	svcPorts, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
+	equalJSON(t, "Service flotilla-hub-cluster-proxy ports", svcPorts, []any{map[string]any{"name": "proxy-server", "port": 8090, "targetPort": "proxy-server", "protocol": "TCP"}})
+	selector, _, _ := unstructured.NestedStringMap(svc.Object, "spec", "selector")
+	labels := deploy.GetLabels()
+	for k, v := range selector {
+		if labels[k] != v {
+			t.Errorf("Service flotilla-hub-cluster-proxy selects %s=%s, which the hub Pods lack (%v)", k, v, labels)
+		}
+	}
+	// Another port, or 0 (off: no flag, no Service), and only with cluster-proxy.
+	other := render(t, install.HubChart, hubRelease, ns, map[string]any{"addons": map[string]any{
+		"clusterProxy": map[string]any{"enabled": true, "frontendPort": 18090}}})
+	if a := args(t, find(t, other, "Deployment", "flotilla-hub")); !slices.Contains(a, "--cluster-proxy-bind-address=:18090") || slices.Contains(a, "--addons-install-all") {
+		t.Errorf("frontendPort 18090 without installAll: hub args %v", a)
+	}
+	for _, values := range []map[string]any{
+		{"addons": map[string]any{"clusterProxy": map[string]any{"enabled": true, "frontendPort": 0}}},
+		{"addons": map[string]any{"managedServiceAccount": on}},
+	} {
+		objs := render(t, install.HubChart, hubRelease, ns, values)
+		for _, a := range args(t, find(t, objs, "Deployment", "flotilla-hub")) {
+			if strings.HasPrefix(a, "--cluster-proxy-bind-address") {
+				t.Errorf("values %v: hub args have %s", values, a)
+			}
+		}
+		for _, o := range objs {
+			if o.GetKind() == "Service" && o.GetName() == "flotilla-hub-cluster-proxy" {
+				t.Errorf("values %v: Service %s rendered with the frontend off", values, o.GetName())
+			}
+		}
+	}
+	_, err := install.Render(install.HubChart, hubRelease, ns, map[string]any{"addons": map[string]any{"installAll": true}})
+	if err == nil || !strings.Contains(err.Error(), "addons.installAll needs an enabled add-on") {
+		t.Errorf("installAll without add-ons: %v, want the chart to refuse it", err)
 	}
 	rules, _, _ := unstructured.NestedSlice(find(t, objs, "ClusterRole", "flotilla-hub").Object, "rules")
 	if !strings.Contains(fmt.Sprint(rules), "apiservices") || !strings.Contains(fmt.Sprint(rules), "authentication.open-cluster-management.io") {
@@ -939,7 +989,7 @@ func TestRenderHubAddons(t *testing.T) {
 			t.Errorf("%s %s binds proxy-all: it must be bound by an admin", o.GetKind(), o.GetName())
 		}
 	}
-	_, err := install.Render(install.HubChart, hubRelease, ns, map[string]any{"addons": map[string]any{"clusterGateway": on}})
+	_, err = install.Render(install.HubChart, hubRelease, ns, map[string]any{"addons": map[string]any{"clusterGateway": on}})
 	if err == nil || !strings.Contains(err.Error(), "addons.clusterGateway.enabled needs addons.clusterProxy.enabled") {
 		t.Errorf("cluster-gateway alone: %v, want the chart to refuse it", err)
 	}

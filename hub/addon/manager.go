@@ -38,6 +38,8 @@ type Manager struct {
 	// Builtins names the built-in add-ons the hub serves (hub/addon/builtin.Names(); none by
 	// default): their ClusterManagementAddOns, ManagedClusterAddOn status and hub permissions.
 	Builtins []string
+	// BuiltinsInstallAll installs the built-ins on every cluster (builtin.Reconciler.InstallAll).
+	BuiltinsInstallAll bool
 }
 
 // SetupWithManager registers the indexes and the reconcilers.
@@ -61,7 +63,7 @@ func (m *Manager) SetupWithManager(mgr ctrl.Manager) error {
 		&addonregistration.Signer{Client: m.Client, Template: m.templateFor, Recorder: m.Recorder},
 	}
 	if len(m.Builtins) > 0 {
-		reconcilers = append(reconcilers, &builtin.Reconciler{Client: m.Client, Enabled: m.Builtins,
+		reconcilers = append(reconcilers, &builtin.Reconciler{Client: m.Client, Enabled: m.Builtins, InstallAll: m.BuiltinsInstallAll,
 			Templated: func(cma *addonv1alpha1.ClusterManagementAddOn) bool {
 				return templateKind(cma) != (addonv1alpha1.ConfigGroupResource{})
 			}})

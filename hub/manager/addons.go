@@ -2,6 +2,7 @@ package manager
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -40,6 +41,9 @@ func (o *Options) validateAddons() error {
 		return fmt.Errorf("hub: the cluster-proxy frontend (ClusterProxyBindAddress %s) needs add-on %s in Options.Addons", a, builtin.ClusterProxy)
 	}
 	if len(o.Addons) == 0 {
+		if o.AddonsInstallAll {
+			return errors.New("hub: Options.AddonsInstallAll needs add-ons in Options.Addons")
+		}
 		return nil
 	}
 	seen := map[string]bool{}

@@ -21,7 +21,9 @@ func TestValidateAddons(t *testing.T) {
 		noHooks bool
 		gateOff bool
 		bind    string // ClusterProxyBindAddress
-		want    string // "" = valid
+		// installAll is AddonsInstallAll.
+		installAll bool
+		want       string // "" = valid
 	}{
 		{name: "none", addons: nil},
 		{name: "all", addons: all},
@@ -37,6 +39,8 @@ func TestValidateAddons(t *testing.T) {
 		{name: "frontend without proxy", addons: []string{builtin.ManagedServiceAccount}, bind: ":8090", want: "needs add-on cluster-proxy"},
 		{name: "frontend off", addons: nil, bind: "0"},
 		{name: "add-on management off", addons: []string{builtin.ManagedServiceAccount}, gateOff: true, want: "feature gate AddonManagement"},
+		{name: "install-all", addons: all, installAll: true},
+		{name: "install-all without add-ons", installAll: true, want: "AddonsInstallAll needs add-ons"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			gate, err := NewFeatureGate()
@@ -48,7 +52,7 @@ func TestValidateAddons(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			o := Options{Addons: tc.addons, FeatureGates: gate, Webhook: webhook.Options{Disabled: tc.noHooks}, ClusterProxyBindAddress: tc.bind}
+			o := Options{Addons: tc.addons, FeatureGates: gate, Webhook: webhook.Options{Disabled: tc.noHooks}, ClusterProxyBindAddress: tc.bind, AddonsInstallAll: tc.installAll}
 			err = o.validateAddons()
 			switch {
 			case tc.want == "" && err != nil:

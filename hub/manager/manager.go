@@ -33,8 +33,10 @@ import (
 	"github.com/flotilla-dev/flotilla/core/wasm"
 	"github.com/flotilla-dev/flotilla/core/wasmplugin"
 	"github.com/flotilla-dev/flotilla/hub/addon"
+	"github.com/flotilla-dev/flotilla/hub/addon/builtin"
 	"github.com/flotilla-dev/flotilla/hub/admission"
 	"github.com/flotilla-dev/flotilla/hub/clusterproxy"
+	"github.com/flotilla-dev/flotilla/hub/managedserviceaccount"
 	"github.com/flotilla-dev/flotilla/hub/mwrs"
 	"github.com/flotilla-dev/flotilla/hub/placement"
 	"github.com/flotilla-dev/flotilla/hub/placement/scheduler"
@@ -104,6 +106,11 @@ type Options struct {
 	// needs the other two; cluster-proxy and cluster-gateway serve aggregated APIs on the
 	// webhook server (Webhook must not be disabled).
 	Addons []string
+	// AddonsInstallAll installs the built-in add-ons of Addons on every cluster: their
+	// ClusterManagementAddOns, when the hub creates them, use installStrategy Placements over
+	// Placement global in open-cluster-management-addon, which the hub creates with its
+	// ManagedClusterSetBinding when absent (as upstream's charts' agentInstallAll).
+	AddonsInstallAll bool
 	// GatewaySecretNamespace holds the cluster-gateway's credential Secrets; empty means
 	// open-cluster-management-credentials (created when absent).
 	GatewaySecretNamespace string
@@ -305,7 +312,11 @@ func (h *Hub) setup() error {
 		components = append(components, &mwrs.Reconciler{Client: c})
 	}
 	if h.opts.FeatureGates.Enabled(featuregates.AddonManagement) {
-		components = append(components, &addon.Manager{Client: c, Registry: h.registry, MaxWorkSize: h.opts.WorkMaxSize, Builtins: h.opts.Addons})
+		components = append(components, &addon.Manager{Client: c, Registry: h.registry, MaxWorkSize: h.opts.WorkMaxSize, Builtins: h.opts.Addons, BuiltinsInstallAll: h.opts.AddonsInstallAll})
+	}
+	if h.addonEnabled(builtin.ManagedServiceAccount) {
+		components = append(components, &managedserviceaccount.TTLReconciler{Client: c, Gates: h.opts.FeatureGates,
+			Recorder: mgr.GetEventRecorder("flotilla-" + managedserviceaccount.ControllerName)})
 	}
 	if h.opts.FeatureGates.Enabled(featuregates.DefaultClusterSet) {
 		components = append(components,

@@ -89,3 +89,11 @@ hub's order); cluster-gateway needs the other two.
 {{- end -}}
 {{- join "," $a -}}
 {{- end -}}
+
+{{/* The ProxyService frontend's port: addons.clusterProxy.frontendPort with cluster-proxy
+served, else "" (off). */}}
+{{- define "flotilla-hub.proxyFrontendPort" -}}
+{{- if and .Values.addons.clusterProxy.enabled (gt (int .Values.addons.clusterProxy.frontendPort) 0) -}}
+{{- int .Values.addons.clusterProxy.frontendPort -}}
+{{- end -}}
+{{- end -}}

@@ -17,7 +17,9 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	addonv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/addon/v1alpha1"
 	"github.com/flotilla-dev/flotilla/core/environment"
 	"github.com/flotilla-dev/flotilla/core/install"
 	"github.com/flotilla-dev/flotilla/hub/addon/builtin"
@@ -43,7 +45,7 @@ type DevSession struct {
 	Fleet *environment.Fleet
 	// Out is the terminal: short progress lines and results for the user, never logs.
 	Out io.Writer
-	// Addons are the built-in add-ons the hub serves and enables on every cluster (--addons).
+	// Addons are the built-in add-ons the hub serves and installs on every cluster (--addons).
 	Addons []string
 	logs   *devLogs
 }
@@ -96,9 +98,10 @@ simulated Nodes and KWOK reports them Running and Ready (a Job's Pods succeed): 
 gets ready replicas and becomes Available, as on a real cluster. No container ever runs.
 
 The hub serves the built-in add-ons of --addons (default all three: cluster-proxy,
-managed-serviceaccount, cluster-gateway; see flotilla hub --help) and enables them on every
-cluster once it joins, so 'kubectl get managedclusteraddons -A' shows them and the clusters
-are reachable through the hub (flotilla proxy). --no-addons serves none.
+managed-serviceaccount, cluster-gateway; see flotilla hub --help) and installs them on every
+cluster, as flotilla hub --addons-install-all (the hub chart's addons.installAll) does, so
+'kubectl get managedclusteraddons -A' shows them once the clusters join and the clusters are
+reachable through the hub (flotilla proxy). --no-addons serves none.
 
 Admin kubeconfigs are written to <dir>/<cluster>/kubeconfig and printed with a
 ready-to-paste KUBECONFIG line (contexts are named after the clusters). Ctrl-C stops
@@ -165,7 +168,7 @@ The control-plane binaries come from $FLOTILLA_BIN_DIR or the checkout's bin/ di
 	f.BoolVar(&bare, "bare", false,
 		"start the control planes with nothing of Flotilla on them, to install it as on real clusters (flotilla init, get token, join): the hub and klusterlet Deployments the charts create run here as processes of this binary")
 	f.StringSliceVar(&addons, "addons", builtin.Names(),
-		"built-in add-ons the hub serves and enables on every cluster once it joins (cluster-proxy, managed-serviceaccount, cluster-gateway)")
+		"built-in add-ons the hub serves and installs on every cluster (cluster-proxy, managed-serviceaccount, cluster-gateway)")
 	f.BoolVar(&noAddons, "no-addons", false, "serve and enable no built-in add-on (overrides --addons)")
 	f.BoolVarP(&verbose, "verbose", "v", false,
 		"also stream the component logs and the control planes' start-up progress to standard error")
@@ -296,7 +299,8 @@ func registrationDevComponent() DevComponent {
 func runRegistration(ctx context.Context, s *DevSession) error {
 	fleet := s.Fleet
 	// The fleet already serves every CRD on the hub.
-	h, err := manager.New(manager.Options{Config: fleet.Hub.Config, SkipCRDInstall: true, Addons: s.Addons,
+	// The add-ons install on every cluster by placement, as the hub chart's addons.installAll.
+	h, err := manager.New(manager.Options{Config: fleet.Hub.Config, SkipCRDInstall: true, Addons: s.Addons, AddonsInstallAll: len(s.Addons) > 0,
 		PluginCacheDir: defaultWasmCacheDir(), Logger: s.Logger(environment.HubName).WithName("hub")})
 	if err != nil {
 		return err
@@ -340,7 +344,7 @@ func runRegistration(ctx context.Context, s *DevSession) error {
 	if err := acceptAndWait(ctx, fleet, s.Out, names); err != nil && context.Cause(ctx) == nil {
 		cancel(err)
 	} else if err == nil {
-		if err := enableDevAddons(ctx, fleet, s.Out, s.Addons, names); err != nil && context.Cause(ctx) == nil {
+		if err := waitDevAddons(ctx, fleet, s.Out, s.Addons, names); err != nil && context.Cause(ctx) == nil {
 			cancel(err)
 		}
 	}
@@ -404,9 +408,9 @@ func acceptAndWait(ctx context.Context, fleet *environment.Fleet, w io.Writer, n
 	return admin.WriteClusters(w, rows)
 }
 
-// enableDevAddons enables the built-in add-ons on every cluster, as `flotilla addon enable`
-// would, once the hub has created their ClusterManagementAddOns.
-func enableDevAddons(ctx context.Context, fleet *environment.Fleet, w io.Writer, addons, clusters []string) error {
+// waitDevAddons waits until the hub has installed the built-in add-ons on every cluster (its
+// install strategy over the Placement global creates their ManagedClusterAddOns).
+func waitDevAddons(ctx context.Context, fleet *environment.Fleet, w io.Writer, addons, clusters []string) error {
 	if len(addons) == 0 || len(clusters) == 0 {
 		return nil
 	}
@@ -414,15 +418,23 @@ func enableDevAddons(ctx context.Context, fleet *environment.Fleet, w io.Writer,
 	if err != nil {
 		return err
 	}
-	var lastErr error
-	err = wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, lastErr = admin.EnableAddons(ctx, c, admin.AddonEnable{Names: addons, Clusters: clusters})
-		return lastErr == nil, nil
+	var missing []string
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		missing = missing[:0]
+		for _, cl := range clusters {
+			for _, a := range addons {
+				if err := c.Get(ctx, client.ObjectKey{Namespace: cl, Name: a}, &addonv1alpha1.ManagedClusterAddOn{}); err != nil {
+					missing = append(missing, cl+"/"+a)
+				}
+			}
+		}
+		return len(missing) == 0, nil
 	})
 	if err != nil {
-		return fmt.Errorf("enabling add-ons %v on %v: %w (last attempt: %v)", addons, clusters, err, lastErr)
+		return fmt.Errorf("waiting for the hub to install the add-ons on every cluster (placement %s/%s; not yet: %v): %w",
+			builtin.InstallAllNamespace, builtin.InstallAllPlacement, missing, err)
 	}
-	fmt.Fprintf(w, "\nAdd-ons %s enabled on %s (kubectl --context %s get managedclusteraddons -A)\n",
-		strings.Join(addons, ", "), strings.Join(clusters, ", "), environment.HubName)
+	fmt.Fprintf(w, "\nAdd-ons %s installed on every cluster by placement %s/%s (kubectl --context %s get managedclusteraddons -A)\n",
+		strings.Join(addons, ", "), builtin.InstallAllNamespace, builtin.InstallAllPlacement, environment.HubName)
 	return nil
 }

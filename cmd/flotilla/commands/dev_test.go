@@ -22,8 +22,10 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	addonv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/addon/v1alpha1"
 	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
 	"github.com/flotilla-dev/flotilla/core/environment"
+	"github.com/flotilla-dev/flotilla/hub/addon/builtin"
 	"github.com/flotilla-dev/flotilla/hub/admin"
 )
 
@@ -92,6 +94,19 @@ func TestRunDev(t *testing.T) {
 		if err != nil {
 			return fmt.Errorf("waiting for the cluster table: %w", err)
 		}
+		// The built-in add-ons are installed on every cluster by the hub's placement, as
+		// make run shows them, without flotilla addon enable.
+		err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+			return strings.Contains(string(out.Contents()), "installed on every cluster by placement open-cluster-management-addon/global"), nil
+		})
+		if err != nil {
+			return fmt.Errorf("waiting for the add-ons to be installed on every cluster: %w", err)
+		}
+		for _, a := range builtin.Names() {
+			if err := c.Get(ctx, client.ObjectKey{Namespace: "cluster1", Name: a}, &addonv1alpha1.ManagedClusterAddOn{}); err != nil {
+				return fmt.Errorf("ManagedClusterAddOn cluster1/%s: %w", a, err)
+			}
+		}
 		// The work agent acts as klusterlet-work-sa, as the chart's Deployment does: a
 		// StorageClass is beyond its rights, and its Applied condition says whose.
 		w := &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Namespace: "cluster1", Name: "identity"},
@@ -126,7 +141,7 @@ func TestRunDev(t *testing.T) {
 		<-ctx.Done()
 		return nil
 	}}
-	err := runDev(ctx, out, errw, environment.Options{ManagedClusters: 1, Dir: dir, SimulatedNodes: 1}, false, nil,
+	err := runDev(ctx, out, errw, environment.Options{ManagedClusters: 1, Dir: dir, SimulatedNodes: 1}, false, builtin.Names(),
 		[]DevComponent{registrationDevComponent(), probe})
 	stdout, stderr := string(out.Contents()), string(errw.Contents())
 	if err != nil {

@@ -38,6 +38,7 @@ func newHubCommand() *cobra.Command {
 		leader                                  manager.LeaderElection
 		clusterManagerName                      string
 		addons                                  []string
+		addonsInstallAll                        bool
 		gatewaySecretNamespace                  string
 		proxyServerCount                        int
 		proxyBindAddr                           string
@@ -87,8 +88,12 @@ every replica, a standby too;
     clustergateways/<cluster>/proxy reaches the cluster's API server through its tunnel as
     the ServiceAccount cluster-gateway, whose token is copied into
     --gateway-secret-namespace. Who may use it is hub RBAC on clustergateways/proxy.
-Enable an add-on on clusters with 'flotilla addon enable'; the aggregated APIs need the
-webhook server (not --webhook-bind-address 0).
+Enable an add-on on clusters with 'flotilla addon enable', or on every cluster with
+--addons-install-all: the ClusterManagementAddOns the hub creates then install over the
+Placement global in open-cluster-management-addon (the ManagedClusterSet global, every
+cluster, bound there), as upstream's charts' agentInstallAll; the hub creates that namespace,
+binding and Placement when absent. A ClusterManagementAddOn that exists keeps its install
+strategy. The aggregated APIs need the webhook server (not --webhook-bind-address 0).
 --cluster-proxy-bind-address (off by default; needs cluster-proxy) serves the konnectivity
 ProxyService that OCM's proxy server serves on port 8090: a konnectivity client dials
 <cluster>:443 for a cluster's API server, or the host of a Service that a
@@ -124,6 +129,10 @@ tokenreviews and subjectaccessreviews. To let anyone reach it, as OCM's document
     then needs "update" on managedclusters/accept (group register.open-cluster-management.io).
   CleanUpCompletedManifestWork (default off): delete a ManifestWork
     deleteOption.ttlSecondsAfterFinished seconds after its condition rules made it Complete.
+  EphemeralIdentity (default off, as in managed-serviceaccount; needs the add-on
+    managed-serviceaccount): delete a ManagedServiceAccount spec.ttlSecondsAfterCreation
+    seconds after its creation; its token Secret and ServiceAccount go with it. Off, the
+    field is ignored and a Warning Event EphemeralIdentityDisabled on the object says so.
   NilExecutorValidating (default off): a ManifestWork (or ManifestWorkReplicaSet) without an
     executor needs "execute-as" for system:serviceaccount::klusterlet-work-sa, the identity
     the work agent then applies it with (policies/execute_as.rego).
@@ -194,6 +203,7 @@ is in Flotilla
 					PolicyNamespace:           policyNamespace,
 					LeaderElection:            leader,
 					Addons:                    addons,
+					AddonsInstallAll:          addonsInstallAll,
 					GatewaySecretNamespace:    gatewaySecretNamespace,
 					ClusterProxyServerCount:   proxyServerCount,
 					ClusterProxyBindAddress:   proxyBindAddr,
@@ -225,6 +235,8 @@ is in Flotilla
 	webhookFlags.AddFlags(f)
 	f.StringSliceVar(&addons, "addons", nil,
 		"built-in add-ons to serve: any of "+strings.Join(builtin.Names(), ", ")+" (cluster-gateway needs the other two)")
+	f.BoolVar(&addonsInstallAll, "addons-install-all", false,
+		"install the --addons on every cluster: their ClusterManagementAddOns, when the hub creates them, install over Placement global in open-cluster-management-addon")
 	f.StringVar(&gatewaySecretNamespace, "gateway-secret-namespace", clustergatewayv1alpha1.DefaultSecretNamespace,
 		"namespace of the cluster-gateway's credential Secrets (created when absent)")
 	f.IntVar(&proxyServerCount, "cluster-proxy-server-count", 1,

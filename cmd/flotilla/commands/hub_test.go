@@ -13,7 +13,7 @@ func TestHubRejectsUnimplementedFeatureGates(t *testing.T) {
 	cmd.SetOut(io.Discard)
 	cmd.SetErr(io.Discard)
 	err := cmd.ExecuteContext(t.Context())
-	want := `unknown feature gate "ClusterProfile" (known gates: AddonManagement, CleanUpCompletedManifestWork, DefaultClusterSet, ManagedClusterAutoApproval, ManifestWorkReplicaSet, NilExecutorValidating)`
+	want := `unknown feature gate "ClusterProfile" (known gates: AddonManagement, CleanUpCompletedManifestWork, DefaultClusterSet, EphemeralIdentity, ManagedClusterAutoApproval, ManifestWorkReplicaSet, NilExecutorValidating)`
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("got %v, want an error containing %q", err, want)
 	}

@@ -82,6 +82,10 @@ const (
 
 	// ClusterProxy proxies HTTP to managed cluster API servers through the agent's gRPC tunnel.
 	ClusterProxy featuregate.Feature = "ClusterProxy"
+
+	// EphemeralIdentity deletes a ManagedServiceAccount spec.ttlSecondsAfterCreation seconds
+	// after its creation (managed-serviceaccount's gate, alpha and off there too).
+	EphemeralIdentity featuregate.Feature = "EphemeralIdentity"
 )
 
 // DefaultSpokeRegistrationFeatureGates are the gates of the registration agent.
@@ -103,7 +107,9 @@ func DefaultSpokeRegistrationFeatureGates() map[featuregate.Feature]featuregate.
 // NilExecutorValidating (a ManifestWork without executor needs execute-as for the agent's
 // klusterlet-work-sa: policies/execute_as.rego), and ManifestWorkReplicaSet, which Flotilla
 // turns on by default (OCM's hub work set has it off), and AddonManagement (the add-on
-// manager, hub/addon; on by default as in OCM).
+// manager, hub/addon; on by default as in OCM), and from managed-serviceaccount's set
+// EphemeralIdentity (ManagedServiceAccounts deleted after spec.ttlSecondsAfterCreation, when
+// the add-on managed-serviceaccount is served).
 func DefaultHubRegistrationFeatureGates() map[featuregate.Feature]featuregate.FeatureSpec {
 	return map[featuregate.Feature]featuregate.FeatureSpec{
 		ManifestWorkReplicaSet:       {Default: true, PreRelease: featuregate.Beta},
@@ -112,6 +118,7 @@ func DefaultHubRegistrationFeatureGates() map[featuregate.Feature]featuregate.Fe
 		ManagedClusterAutoApproval:   {Default: false, PreRelease: featuregate.Alpha},
 		CleanUpCompletedManifestWork: {Default: false, PreRelease: featuregate.Alpha},
 		NilExecutorValidating:        {Default: false, PreRelease: featuregate.Alpha},
+		EphemeralIdentity:            {Default: false, PreRelease: featuregate.Alpha},
 	}
 }
 

@@ -16,7 +16,7 @@ func TestHubGatesAreTheImplementedOnes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{string(AddonManagement), string(CleanUpCompletedManifestWork), string(DefaultClusterSet), string(ManagedClusterAutoApproval), string(ManifestWorkReplicaSet), string(NilExecutorValidating)}
+	want := []string{string(AddonManagement), string(CleanUpCompletedManifestWork), string(DefaultClusterSet), string(EphemeralIdentity), string(ManagedClusterAutoApproval), string(ManifestWorkReplicaSet), string(NilExecutorValidating)}
 	if got := Known(gate); !slices.Equal(got, want) {
 		t.Fatalf("hub gates = %v, want %v", got, want)
 	}
@@ -67,8 +67,8 @@ func TestFlagSetsKnownGates(t *testing.T) {
 
 func TestFlagRejectsUnknownGates(t *testing.T) {
 	for _, tc := range []struct{ value, want string }{
-		{"ClusterProfile=true", `unknown feature gate "ClusterProfile" (known gates: AddonManagement, CleanUpCompletedManifestWork, DefaultClusterSet, ManagedClusterAutoApproval, ManifestWorkReplicaSet, NilExecutorValidating)`},
-		{"DefaultClusterSet=false,ResourceCleanup=true,ClusterImporter=true", `unknown feature gates "ResourceCleanup", "ClusterImporter" (known gates: AddonManagement, CleanUpCompletedManifestWork, DefaultClusterSet, ManagedClusterAutoApproval, ManifestWorkReplicaSet, NilExecutorValidating)`},
+		{"ClusterProfile=true", `unknown feature gate "ClusterProfile" (known gates: AddonManagement, CleanUpCompletedManifestWork, DefaultClusterSet, EphemeralIdentity, ManagedClusterAutoApproval, ManifestWorkReplicaSet, NilExecutorValidating)`},
+		{"DefaultClusterSet=false,ResourceCleanup=true,ClusterImporter=true", `unknown feature gates "ResourceCleanup", "ClusterImporter" (known gates: AddonManagement, CleanUpCompletedManifestWork, DefaultClusterSet, EphemeralIdentity, ManagedClusterAutoApproval, ManifestWorkReplicaSet, NilExecutorValidating)`},
 		// AllAlpha would switch on ManagedClusterAutoApproval without naming it.
 		{"AllAlpha=true", `unknown feature gate "AllAlpha"`},
 		{"DefaultClusterSet=maybe", "DefaultClusterSet"},

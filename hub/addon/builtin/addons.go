@@ -20,11 +20,17 @@ import (
 	"slices"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	addonv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/addon/v1alpha1"
 	authv1beta1 "github.com/flotilla-dev/flotilla/core/apis/authentication/v1beta1"
+	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
+	clusterv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1alpha1"
+	clusterv1beta1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta1"
+	clusterv1beta2 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta2"
 	"github.com/flotilla-dev/flotilla/core/clusterproxy"
 	addonregistration "github.com/flotilla-dev/flotilla/hub/addon/registration"
 )
@@ -124,9 +130,18 @@ func clusterRole(addon, name string, rules ...rbacv1.PolicyRule) *rbacv1.Cluster
 
 // ClusterManagementAddOn is the add-on's ClusterManagementAddOn as the hub creates it when
 // absent: the addon-manager lifecycle (the hub's install and configuration reconcilers serve
-// it; no works are rendered), upstream's display name and supported configs, installed by
-// hand (flotilla addon enable) until a user gives it placements.
-func (a Addon) ClusterManagementAddOn() *addonv1alpha1.ClusterManagementAddOn {
+// it; no works are rendered), upstream's display name and supported configs. It is installed
+// by hand (flotilla addon enable) until a user gives it placements or, with installAll, on
+// every cluster: placement InstallAllPlacement (as upstream's charts' agentInstallAll).
+func (a Addon) ClusterManagementAddOn(installAll bool) *addonv1alpha1.ClusterManagementAddOn {
+	strategy := addonv1alpha1.InstallStrategy{Type: addonv1alpha1.AddonInstallStrategyManual}
+	if installAll {
+		strategy = addonv1alpha1.InstallStrategy{Type: addonv1alpha1.AddonInstallStrategyPlacements,
+			Placements: []addonv1alpha1.PlacementStrategy{{
+				PlacementRef:    addonv1alpha1.PlacementRef{Namespace: InstallAllNamespace, Name: InstallAllPlacement},
+				RolloutStrategy: clusterv1alpha1.RolloutStrategy{Type: clusterv1alpha1.All},
+			}}}
+	}
 	return &addonv1alpha1.ClusterManagementAddOn{
 		ObjectMeta: metav1.ObjectMeta{Name: a.Name, Annotations: map[string]string{
 			addonv1alpha1.AddonLifecycleAnnotationKey: addonv1alpha1.AddonLifecycleAddonManagerAnnotationValue,
@@ -134,7 +149,44 @@ func (a Addon) ClusterManagementAddOn() *addonv1alpha1.ClusterManagementAddOn {
 		Spec: addonv1alpha1.ClusterManagementAddOnSpec{
 			AddOnMeta:        addonv1alpha1.AddOnMeta{DisplayName: a.Name, Description: a.Name},
 			SupportedConfigs: slices.Clone(a.SupportedConfigs),
-			InstallStrategy:  addonv1alpha1.InstallStrategy{Type: addonv1alpha1.AddonInstallStrategyManual},
+			InstallStrategy:  strategy,
+		},
+	}
+}
+
+// The Placement the built-ins' ClusterManagementAddOns install over with install-all, and
+// its namespace, as in upstream's charts (agentInstallAll) and OCM's docs.
+const (
+	InstallAllNamespace = "open-cluster-management-addon"
+	InstallAllPlacement = clusterv1beta2.GlobalClusterSetName
+)
+
+// InstallAllObjects are what install-all needs, created when absent: the namespace, the
+// ManagedClusterSet global (every cluster; the DefaultClusterSet gate keeps it too) bound
+// there, and the Placement global over it, which tolerates unreachable and unavailable
+// clusters (as upstream's: operator Equal, the taints' empty value) so their add-ons are not
+// uninstalled while they are away.
+func InstallAllObjects() []client.Object {
+	return []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: InstallAllNamespace}},
+		&clusterv1beta2.ManagedClusterSet{
+			ObjectMeta: metav1.ObjectMeta{Name: clusterv1beta2.GlobalClusterSetName},
+			Spec: clusterv1beta2.ManagedClusterSetSpec{ClusterSelector: clusterv1beta2.ManagedClusterSelector{
+				SelectorType: clusterv1beta2.LabelSelector, LabelSelector: &metav1.LabelSelector{}}},
+		},
+		&clusterv1beta2.ManagedClusterSetBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: InstallAllNamespace, Name: clusterv1beta2.GlobalClusterSetName},
+			Spec:       clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: clusterv1beta2.GlobalClusterSetName},
+		},
+		&clusterv1beta1.Placement{
+			ObjectMeta: metav1.ObjectMeta{Namespace: InstallAllNamespace, Name: InstallAllPlacement},
+			Spec: clusterv1beta1.PlacementSpec{
+				ClusterSets: []string{clusterv1beta2.GlobalClusterSetName},
+				Tolerations: []clusterv1beta1.Toleration{
+					{Key: clusterv1.ManagedClusterTaintUnreachable, Operator: clusterv1beta1.TolerationOpEqual},
+					{Key: clusterv1.ManagedClusterTaintUnavailable, Operator: clusterv1beta1.TolerationOpEqual},
+				},
+			},
 		},
 	}
 }

@@ -41,6 +41,9 @@ type Reconciler struct {
 	// Templated reports whether a ClusterManagementAddOn names a template (the add-on
 	// manager's test): then the template add-on wins.
 	Templated func(*addonv1alpha1.ClusterManagementAddOn) bool
+	// InstallAll creates the ClusterManagementAddOns installed on every cluster (placement
+	// InstallAllPlacement, with InstallAllObjects); an existing one keeps its install strategy.
+	InstallAll bool
 }
 
 // SetupWithManager watches the built-ins' ManagedClusterAddOns and ClusterManagementAddOns,
@@ -98,8 +101,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 // ensureAddon applies the add-on's ClusterRoles and creates its ClusterManagementAddOn unless
-// one exists (whatever it says: a user's is never overwritten).
+// one exists (whatever it says: a user's is never overwritten), and with InstallAll what its
+// placement needs, each unless it exists.
 func (r *Reconciler) ensureAddon(ctx context.Context, a Addon) error {
+	if r.InstallAll {
+		for _, o := range InstallAllObjects() {
+			if err := r.Client.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("built-in add-on %s: creating %T %s for install-all: %w", a.Name, o, client.ObjectKeyFromObject(o), err)
+			}
+		}
+	}
 	for _, cr := range a.ClusterRoles {
 		if err := apply.Fields(ctx, r.Client, cr, fieldManager, false, map[string]any{
 			"metadata": map[string]any{"labels": cr.Labels}, "rules": cr.Rules,
@@ -115,7 +126,7 @@ func (r *Reconciler) ensureAddon(ctx context.Context, a Addon) error {
 	if !apierrors.IsNotFound(err) {
 		return fmt.Errorf("built-in add-on %s: reading its ClusterManagementAddOn: %w", a.Name, err)
 	}
-	if err := r.Client.Create(ctx, a.ClusterManagementAddOn()); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := r.Client.Create(ctx, a.ClusterManagementAddOn(r.InstallAll)); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("built-in add-on %s: creating its ClusterManagementAddOn: %w", a.Name, err)
 	}
 	log.FromContext(ctx).Info("Created the ClusterManagementAddOn of a built-in add-on", "addon", a.Name)
