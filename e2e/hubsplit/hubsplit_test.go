@@ -68,13 +68,16 @@ func (p *process) stop() {
 }
 
 // startPlacement runs a hub process of the placement controller only, as
-// `flotilla hub --components placement-controller` does (Prepare, then the controllers).
+// `flotilla hub --components placement-controller` does (WaitForCRDs, New, Prepare, then the
+// controllers).
 func startPlacement() *process {
 	GinkgoHelper()
-	h, err := manager.New(manager.Options{
+	opts := manager.Options{
 		Config: env.Fleet.Hub.Config, Run: sets.New(manager.PlacementController),
 		Logger: env.Logger.WithName("placement-process"),
-	})
+	}
+	Expect(manager.WaitForCRDs(suiteCtx, opts)).To(Succeed())
+	h, err := manager.New(opts)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(h.Webhooks()).To(BeNil(), "a placement-controller process serves no webhook")
 	ctx, cancel := context.WithCancel(suiteCtx)

@@ -2,6 +2,7 @@ package manager
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -118,12 +119,21 @@ func (o *Options) pluginTypes() []abi.PluginType {
 	return types
 }
 
-// CRDWaitTimeout bounds how long a process without the registration controller waits for
-// the CRDs to be Established (the registration controller, or the chart, installs them).
+// CRDWaitTimeout bounds how long WaitForCRDs waits.
 const CRDWaitTimeout = 2 * time.Minute
 
-// waitForCRDs waits until every hub CRD is Established; the error names the first missing.
-func (h *Hub) waitForCRDs(ctx context.Context) error {
+// WaitForCRDs waits, at most CRDWaitTimeout, until every hub CRD is Established, for a
+// process that does not install them (Options.Run without RegistrationController; the
+// process that has it, or the chart, installs them): New sets up controllers that index CRD
+// kinds, which fails while a CRD is missing. It returns at once for a process that installs
+// them; the error names the CRD it waited for.
+func WaitForCRDs(ctx context.Context, opts Options) error {
+	if opts.runs(RegistrationController) {
+		return nil
+	}
+	if opts.Config == nil {
+		return errors.New("hub: Options.Config is required")
+	}
 	objs, err := crds.Objects()
 	if err != nil {
 		return err
@@ -134,5 +144,8 @@ func (h *Hub) waitForCRDs(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, CRDWaitTimeout)
 	defer cancel()
-	return crds.WaitEstablished(ctx, h.opts.Config, names...)
+	if err := crds.WaitEstablished(ctx, opts.Config, names...); err != nil {
+		return fmt.Errorf("hub: components %s: %w", strings.Join(sets.List(opts.Run), ","), err)
+	}
+	return nil
 }

@@ -3,13 +3,17 @@ package manager
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/go-logr/logr/testr"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/rest"
 
+	"github.com/flotilla-dev/flotilla/core/crds"
 	"github.com/flotilla-dev/flotilla/core/environment"
 	"github.com/flotilla-dev/flotilla/core/wasm"
 	"github.com/flotilla-dev/flotilla/hub/addon/builtin"
@@ -148,5 +152,56 @@ func TestRunRefusesWhatItLeavesOut(t *testing.T) {
 		if _, err := New(tc.opts); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: got %v, want an error containing %q", sets.List(tc.opts.Run), err, tc.want)
 		}
+	}
+}
+
+// TestAddonManagerProcess: a process without the registration controller waits for the CRDs
+// (bounded, the error naming the CRD) until they are installed, and then it is ready with
+// the checks of what it runs: caches and the webhook server (the add-on conversion), no
+// policies (it runs neither webhook component).
+func TestAddonManagerProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an API server")
+	}
+	cp, err := environment.StartControlPlane(t.Context(), environment.ControlPlaneOptions{Name: environment.HubName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cp.Stop() })
+	addr := freeAddr(t)
+	opts := Options{Config: cp.Config, Run: sets.New(AddonManager), HealthProbeBindAddress: addr, Logger: testr.New(t)}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	if err := WaitForCRDs(ctx, opts); err == nil || !strings.Contains(err.Error(), "hub: components addon-manager: waiting for CustomResourceDefinition ") {
+		t.Fatalf("WaitForCRDs without the CRDs: got %v, want the CRD it waited for named", err)
+	}
+
+	installed := make(chan error, 1)
+	go func() { installed <- crds.Install(t.Context(), cp.Config) }()
+	if err := WaitForCRDs(t.Context(), opts); err != nil {
+		t.Fatalf("WaitForCRDs while the CRDs are installed: %v", err)
+	}
+	if err := <-installed; err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- h.Start(runCtx) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("addon-manager process: %v", err)
+		}
+	})
+	waitFor(t, "the addon-manager process is ready", func() (bool, string) {
+		code, body := probe(addr, "/readyz?verbose")
+		return code == http.StatusOK && strings.Contains(body, "[+]webhook ok"), body
+	})
+	if _, body := probe(addr, "/readyz?verbose"); strings.Contains(body, "policies") {
+		t.Errorf("the addon-manager process checks policies it does not load:\n%s", body)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -17,7 +16,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/component-base/featuregate"
@@ -124,7 +122,7 @@ type Options struct {
 	// Run names the hub components (ComponentNames, OCM's) this process runs; empty means
 	// every one, the single-process hub. Each component's controllers, webhook handlers and
 	// cluster-wide setup (Prepare) run only where it is named; a process without
-	// RegistrationController installs no CRDs but waits for them (CRDWaitTimeout); one
+	// RegistrationController installs no CRDs (call WaitForCRDs before New); one
 	// without RegistrationWebhook, WorkWebhook and AddonManager runs no webhook server, and
 	// one of webhook components only runs no leader election.
 	Run ComponentSet
@@ -395,19 +393,14 @@ func (h *Hub) Registry() *wasm.Registry { return h.registry }
 // bootstrap identity, the shared registration and work roles and the agents' API Priority
 // and Fairness levels; it removes the
 // ValidatingAdmissionPolicies older hubs installed (the Rego policies replace them). Each
-// step is its component's (Options.Run): a process without the registration controller
-// waits for the CRDs instead of installing them.
+// step is its component's (Options.Run): only the registration controller installs the CRDs
+// (the others wait for them before New: WaitForCRDs).
 func (h *Hub) Prepare(ctx context.Context) error {
 	o := &h.opts
 	registration := o.runs(RegistrationController)
 	if registration && !o.SkipCRDInstall {
 		if err := crds.Install(ctx, o.Config); err != nil {
 			return fmt.Errorf("hub: installing CRDs: %w", err)
-		}
-	}
-	if !registration {
-		if err := h.waitForCRDs(ctx); err != nil {
-			return fmt.Errorf("hub: components %s: %w", strings.Join(sets.List(o.Run), ","), err)
 		}
 	}
 	c, err := client.New(o.Config, client.Options{Scheme: h.mgr.GetScheme()})

@@ -198,29 +198,35 @@ is in Flotilla
 				}
 			}
 			setLibraryLoggers(logger)
+			hubOpts := manager.Options{
+				Config:                    cfg,
+				Run:                       run,
+				FeatureGates:              gate,
+				PluginCacheDir:            pluginCacheDir,
+				MetricsBindAddress:        metricsAddr,
+				HealthProbeBindAddress:    healthProbeAddr,
+				PlacementDebugBindAddress: placementDebugAddr,
+				AutoApprove:               plugininstall.AutoApprove{Users: autoUsers, ClusterNamePatterns: autoPatterns},
+				Webhook:                   webhookOpts,
+				WorkMaxSize:               workMaxSize,
+				PolicyEvalTimeout:         policyTimeout,
+				PolicyNamespace:           policyNamespace,
+				LeaderElection:            leader,
+				Addons:                    addons,
+				GatewaySecretNamespace:    gatewaySecretNamespace,
+				ClusterProxyServerCount:   proxyServerCount,
+				ClusterProxyBindAddress:   proxyBindAddr,
+				Logger:                    logger,
+			}
+			// A process without the registration controller runs once another has installed the CRDs.
+			if err := manager.WaitForCRDs(cmd.Context(), hubOpts); err != nil {
+				return err
+			}
 			return operator.RunHub(cmd.Context(), operator.Options{
 				ClusterManagerName: clusterManagerName,
 				Deployment:         operatorrun.DeploymentFromEnv(),
-				Hub: manager.Options{
-					Config:                    cfg,
-					Run:                       run,
-					FeatureGates:              gate,
-					PluginCacheDir:            pluginCacheDir,
-					MetricsBindAddress:        metricsAddr,
-					HealthProbeBindAddress:    healthProbeAddr,
-					PlacementDebugBindAddress: placementDebugAddr,
-					AutoApprove:               plugininstall.AutoApprove{Users: autoUsers, ClusterNamePatterns: autoPatterns},
-					Webhook:                   webhookOpts,
-					WorkMaxSize:               workMaxSize,
-					PolicyEvalTimeout:         policyTimeout,
-					PolicyNamespace:           policyNamespace,
-					LeaderElection:            leader,
-					Addons:                    addons,
-					GatewaySecretNamespace:    gatewaySecretNamespace,
-					ClusterProxyServerCount:   proxyServerCount,
-					ClusterProxyBindAddress:   proxyBindAddr,
-					Logger:                    logger,
-				}})
+				Hub:                hubOpts,
+			})
 		},
 	}
 	f := cmd.Flags()
