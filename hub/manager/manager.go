@@ -187,8 +187,8 @@ type Hub struct {
 	parts []part
 }
 
-// part is one controller, runnable or webhook handler set up, and its hub component
-// ("" for Options.Components, which run in every process).
+// part is one controller, runnable or webhook handler set up, and its hub component ("":
+// the WasmPlugin controller, in every process whose components load plugins).
 type part struct {
 	component string
 	what      any
