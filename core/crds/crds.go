@@ -127,22 +127,56 @@ func apply(ctx context.Context, cfg *rest.Config, objs []*apiextensionsv1.Custom
 		}
 	}
 	for _, crd := range objs {
-		name := crd.Name
-		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-			got := &apiextensionsv1.CustomResourceDefinition{}
-			if err := c.Get(ctx, client.ObjectKey{Name: name}, got); err != nil {
-				return false, client.IgnoreNotFound(err)
-			}
-			for _, cond := range got.Status.Conditions {
-				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-					return true, nil
-				}
-			}
-			return false, nil
-		})
-		if err != nil {
-			return fmt.Errorf("waiting for CustomResourceDefinition %s to be established: %w", name, err)
+		if err := waitEstablished(ctx, c, crd.Name, time.Minute); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// WaitEstablished waits, as long as ctx allows, until each named CRD exists and is
+// Established (for a process that relies on CRDs someone else installs); the error names
+// the CRD it waited for.
+func WaitEstablished(ctx context.Context, cfg *rest.Config, names ...string) error {
+	scheme := runtime.NewScheme()
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return fmt.Errorf("building CRD client: %w", err)
+	}
+	for _, name := range names {
+		if err := waitEstablished(ctx, c, name, 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitEstablished polls CRD name until it is Established, at most timeout (0: as long as ctx
+// allows).
+func waitEstablished(ctx context.Context, c client.Client, name string, timeout time.Duration) error {
+	poll := func(ctx context.Context) (bool, error) {
+		got := &apiextensionsv1.CustomResourceDefinition{}
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, got); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		for _, cond := range got.Status.Conditions {
+			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	}
+	var err error
+	if timeout > 0 {
+		err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, poll)
+	} else {
+		err = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, poll)
+	}
+	if err != nil {
+		return fmt.Errorf("waiting for CustomResourceDefinition %s to be established: %w", name, err)
 	}
 	return nil
 }

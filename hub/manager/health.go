@@ -18,7 +18,8 @@ const probeTimeout = 500 * time.Millisecond
 // addHealthChecks registers the checks served on Options.HealthProbeBindAddress: /healthz
 // answers while the process runs; /readyz once the manager's caches have synced and, with the
 // webhook on, the webhook server completes TLS handshakes and the policy ConfigMaps are loaded
-// (before, the policy webhook would have only the embedded defaults to judge by). Caches,
+// (before, the policy webhook would have only the embedded defaults to judge by); each
+// only in a process that runs a webhook component and the policies (Options.Run). Caches,
 // webhooks and policies run on every replica, so a replica waiting for the leader Lease is
 // ready too: it serves admission.
 func (h *Hub) addHealthChecks() error {
@@ -32,6 +33,8 @@ func (h *Hub) addHealthChecks() error {
 		if err := h.mgr.AddReadyzCheck("webhook", h.webhookServing); err != nil {
 			return fmt.Errorf("hub: readiness check: %w", err)
 		}
+	}
+	if h.policyLoader != nil {
 		if err := h.mgr.AddReadyzCheck("policies", h.policiesLoaded); err != nil {
 			return fmt.Errorf("hub: readiness check: %w", err)
 		}

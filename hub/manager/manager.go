@@ -122,8 +122,16 @@ type Options struct {
 	// certificate (clusterproxy.FrontendTLS). Empty or "0": off. Needs add-on cluster-proxy.
 	ClusterProxyBindAddress string
 	// Components are further controllers added to the same manager (the WasmPlugin
-	// controller, the plugin installer, later issues' hub controllers).
+	// controller, the plugin installer, later issues' hub controllers), in every process
+	// whatever Run says.
 	Components []Component
+	// Run names the hub components (ComponentNames, OCM's) this process runs; empty means
+	// every one, the single-process hub. Each component's controllers, webhook handlers and
+	// cluster-wide setup (Prepare) run only where it is named; a process without
+	// RegistrationController installs no CRDs (call WaitForCRDs before New); one
+	// without RegistrationWebhook, WorkWebhook and AddonManager runs no webhook server, and
+	// one of webhook components only runs no leader election.
+	Run ComponentSet
 	// LeaderElection lets several hub replicas run: one (the holder of a Lease) runs the
 	// controllers, every replica serves the webhooks with the policies loaded.
 	LeaderElection LeaderElection
@@ -181,6 +189,15 @@ type Hub struct {
 	clusterProxy *clusterproxy.Server
 	// clusterProxyFrontendAddr is where the ProxyService frontend listens, if it does.
 	clusterProxyFrontendAddr net.Addr
+	// parts are what setup added, with the component each belongs to.
+	parts []part
+}
+
+// part is one controller, runnable or webhook handler set up, and its hub component ("":
+// the WasmPlugin controller, in every process whose components load plugins).
+type part struct {
+	component string
+	what      any
 }
 
 // NewScheme returns a scheme with client-go's types and every Flotilla API group.
@@ -213,6 +230,9 @@ func New(opts Options) (*Hub, error) {
 		opts.Registry = wasm.NewRegistry()
 	}
 	if err := opts.validateAddons(); err != nil {
+		return nil, err
+	}
+	if err := opts.validateRun(); err != nil {
 		return nil, err
 	}
 	// client-go's defaults (5 requests a second) would throttle a hub deciding thousands of
@@ -250,7 +270,8 @@ func New(opts Options) (*Hub, error) {
 		}},
 	}
 	var elector *leaderelection.Elector
-	if opts.LeaderElection.Enabled {
+	// Webhooks serve on every replica: a process of webhook components only has nothing to elect for.
+	if opts.LeaderElection.Enabled && !opts.webhookOnly() {
 		if elector, err = leaderelection.New(opts.Config, opts.LeaderElection, "flotilla-hub", opts.Logger.WithName("leader-election")); err != nil {
 			return nil, fmt.Errorf("hub: %w", err)
 		}
@@ -288,17 +309,17 @@ func (h *Hub) setup() error {
 		return fmt.Errorf("hub: clientset: %w", err)
 	}
 	placements := &placement.Reconciler{Client: c, Scheduler: scheduler.New(h.registry, plugininstall.BuiltinPrioritizerPlugin), Registry: h.registry}
-	components := []Component{
+	parts := []part{
 		// The works of a deleted cluster are cleaned before its namespace goes.
-		&managedcluster.Reconciler{Client: c, Hooks: append([]managedcluster.CleanupHook{hubwork.CleanupHook(c)}, h.opts.CleanupHooks...)},
-		&hubwork.AvailabilityReconciler{Client: c},
-		&hubwork.CompletedReconciler{Client: c, Gates: h.opts.FeatureGates},
-		&lease.Reconciler{Client: c, APIReader: mgr.GetAPIReader()},
-		&taint.Reconciler{Client: c},
-		&clusterset.StatusReconciler{Client: c},
-		&clustersetbinding.Reconciler{Client: c},
-		placements,
-		&csr.Reconciler{
+		{RegistrationController, &managedcluster.Reconciler{Client: c, Hooks: append([]managedcluster.CleanupHook{hubwork.CleanupHook(c)}, h.opts.CleanupHooks...)}},
+		{WorkController, &hubwork.AvailabilityReconciler{Client: c}},
+		{WorkController, &hubwork.CompletedReconciler{Client: c, Gates: h.opts.FeatureGates}},
+		{RegistrationController, &lease.Reconciler{Client: c, APIReader: mgr.GetAPIReader()}},
+		{RegistrationController, &taint.Reconciler{Client: c}},
+		{RegistrationController, &clusterset.StatusReconciler{Client: c}},
+		{RegistrationController, &clustersetbinding.Reconciler{Client: c}},
+		{PlacementController, placements},
+		{RegistrationController, &csr.Reconciler{
 			Client:    c,
 			Kube:      kube,
 			Reviewers: csr.RegistryReviewers{Registry: h.registry},
@@ -306,43 +327,55 @@ func (h *Hub) setup() error {
 			AutoAccept: func() bool {
 				return h.opts.FeatureGates.Enabled(featuregates.ManagedClusterAutoApproval)
 			},
-		},
+		}},
 	}
 	if h.opts.FeatureGates.Enabled(featuregates.ManifestWorkReplicaSet) {
-		components = append(components, &mwrs.Reconciler{Client: c})
+		parts = append(parts, part{WorkController, &mwrs.Reconciler{Client: c}})
 	}
 	if h.opts.FeatureGates.Enabled(featuregates.AddonManagement) {
-		components = append(components, &addon.Manager{Client: c, Registry: h.registry, MaxWorkSize: h.opts.WorkMaxSize, Builtins: h.opts.Addons, BuiltinsInstallAll: h.opts.AddonsInstallAll})
+		parts = append(parts, part{AddonManager, &addon.Manager{Client: c, Registry: h.registry, MaxWorkSize: h.opts.WorkMaxSize, Builtins: h.opts.Addons, BuiltinsInstallAll: h.opts.AddonsInstallAll}})
 	}
 	if h.addonEnabled(builtin.ManagedServiceAccount) {
-		components = append(components, &managedserviceaccount.TTLReconciler{Client: c, Gates: h.opts.FeatureGates,
-			Recorder: mgr.GetEventRecorder("flotilla-" + managedserviceaccount.ControllerName)})
+		parts = append(parts, part{AddonManager, &managedserviceaccount.TTLReconciler{Client: c, Gates: h.opts.FeatureGates,
+			Recorder: mgr.GetEventRecorder("flotilla-" + managedserviceaccount.ControllerName)}})
 	}
 	if h.opts.FeatureGates.Enabled(featuregates.DefaultClusterSet) {
-		components = append(components,
-			&clusterset.DefaultSetsReconciler{Client: c},
-			&clusterset.DefaultLabelReconciler{Client: c})
+		parts = append(parts,
+			part{RegistrationController, &clusterset.DefaultSetsReconciler{Client: c}},
+			part{RegistrationController, &clusterset.DefaultLabelReconciler{Client: c}})
 	}
 	if addr := h.opts.PlacementDebugBindAddress; addr != "" && addr != "0" {
-		components = append(components, ComponentFunc(func(mgr ctrl.Manager) error {
+		parts = append(parts, part{PlacementController, &placementDebug{ComponentFunc(func(mgr ctrl.Manager) error {
 			srv, err := placement.NewDebugServer(h.opts.Config, placements,
 				placement.DebugOptions{BindAddress: addr, Logger: h.opts.Logger.WithName("placement-debug")})
 			if err != nil {
 				return err
 			}
 			return mgr.Add(srv)
-		}))
+		})}})
 	}
-	if !h.opts.SkipWasmPluginController {
-		components = append(components, ComponentFunc(func(mgr ctrl.Manager) error {
-			return wasmplugin.SetupWithManager(mgr, h.engine, h.registry)
-		}))
+	// Each process loads the plugin types its components use (all of them in the
+	// single-process hub), and leaves the status of the others to the process that does.
+	if types := h.opts.pluginTypes(); !h.opts.SkipWasmPluginController && (types == nil || len(types) > 0) {
+		parts = append(parts, part{"", &wasmPluginController{ComponentFunc(func(mgr ctrl.Manager) error {
+			return wasmplugin.SetupWithManager(mgr, h.engine, h.registry, types...)
+		})}})
+	}
+	var components []Component
+	for _, p := range parts {
+		if p.component == "" || h.opts.runs(p.component) {
+			components = append(components, p.what.(Component))
+			h.parts = append(h.parts, p)
+		}
 	}
 	if err := h.setupWebhooks(kube); err != nil {
 		return err
 	}
 	if h.webhooks != nil {
-		components = append(components, h.webhooks, h.policyLoader, h.policyRBAC)
+		components = append(components, h.webhooks)
+	}
+	if h.policyLoader != nil {
+		components = append(components, h.policyLoader, h.policyRBAC)
 	}
 	components = append(components, h.addons...)
 	components = append(components, h.opts.Components...)
@@ -354,6 +387,12 @@ func (h *Hub) setup() error {
 	return nil
 }
 
+// placementDebug and wasmPluginController name their ComponentFuncs in Hub.parts.
+type (
+	placementDebug       struct{ ComponentFunc }
+	wasmPluginController struct{ ComponentFunc }
+)
+
 // Manager is the underlying controller-runtime manager.
 func (h *Hub) Manager() ctrl.Manager { return h.mgr }
 
@@ -363,14 +402,18 @@ func (h *Hub) Registry() *wasm.Registry { return h.registry }
 // Prepare installs what the controllers and agents rely on: CRDs (unless skipped), the
 // bootstrap identity, the shared registration and work roles and the agents' API Priority
 // and Fairness levels; it removes the
-// ValidatingAdmissionPolicies older hubs installed (the Rego policies replace them).
+// ValidatingAdmissionPolicies older hubs installed (the Rego policies replace them). Each
+// step is its component's (Options.Run): only the registration controller installs the CRDs
+// (the others wait for them before New: WaitForCRDs).
 func (h *Hub) Prepare(ctx context.Context) error {
-	if !h.opts.SkipCRDInstall {
-		if err := crds.Install(ctx, h.opts.Config); err != nil {
+	o := &h.opts
+	registration := o.runs(RegistrationController)
+	if registration && !o.SkipCRDInstall {
+		if err := crds.Install(ctx, o.Config); err != nil {
 			return fmt.Errorf("hub: installing CRDs: %w", err)
 		}
 	}
-	c, err := client.New(h.opts.Config, client.Options{Scheme: h.mgr.GetScheme()})
+	c, err := client.New(o.Config, client.Options{Scheme: h.mgr.GetScheme()})
 	if err != nil {
 		return fmt.Errorf("hub: client: %w", err)
 	}
@@ -380,36 +423,43 @@ func (h *Hub) Prepare(ctx context.Context) error {
 			return fmt.Errorf("hub: %w", err)
 		}
 	}
-	if err := bootstrap.Ensure(ctx, c); err != nil {
-		return fmt.Errorf("hub: %w", err)
-	}
-	for _, role := range []client.Object{rbac.RegistrationClusterRole(), rbac.WorkClusterRole()} {
-		if err := rbac.Apply(ctx, c, role); err != nil {
-			return fmt.Errorf("hub: shared agent roles: %w", err)
+	if registration {
+		if err := bootstrap.Ensure(ctx, c); err != nil {
+			return fmt.Errorf("hub: %w", err)
 		}
-	}
-	// The agents' own API Priority and Fairness levels, so a large fleet's heartbeats are
-	// never queued behind its other requests (rbac.FlowControl).
-	for _, o := range rbac.FlowControl() {
-		if err := rbac.Apply(ctx, c, o); err != nil {
-			return fmt.Errorf("hub: flow control for the managed clusters' agents: %w", err)
+		for _, role := range []client.Object{rbac.RegistrationClusterRole(), rbac.WorkClusterRole()} {
+			if err := rbac.Apply(ctx, c, role); err != nil {
+				return fmt.Errorf("hub: shared agent roles: %w", err)
+			}
+		}
+		// The agents' own API Priority and Fairness levels, so a large fleet's heartbeats are
+		// never queued behind its other requests (rbac.FlowControl).
+		for _, obj := range rbac.FlowControl() {
+			if err := rbac.Apply(ctx, c, obj); err != nil {
+				return fmt.Errorf("hub: flow control for the managed clusters' agents: %w", err)
+			}
 		}
 	}
 	if err := h.hubFlowControl(ctx, c); err != nil {
 		return err
 	}
-	if err := admission.RemoveLegacy(ctx, c); err != nil {
-		return fmt.Errorf("hub: %w", err)
+	if o.runs(RegistrationWebhook) {
+		if err := admission.RemoveLegacy(ctx, c); err != nil {
+			return fmt.Errorf("hub: %w", err)
+		}
 	}
-	if !h.opts.Webhook.Disabled {
+	if !o.Webhook.Disabled && o.runs(WorkWebhook) {
 		if err := h.finalizerPolicy(ctx); err != nil {
 			return err
 		}
 	}
-	if !h.opts.SkipPluginInstall {
-		if err := plugininstall.Install(ctx, c, h.opts.AutoApprove); err != nil {
+	if registration && !o.SkipPluginInstall {
+		if err := plugininstall.Install(ctx, c, o.AutoApprove); err != nil {
 			return fmt.Errorf("hub: %w", err)
 		}
+	}
+	if !o.runs(AddonManager) {
+		return nil
 	}
 	return h.prepareAddons(ctx, c)
 }
@@ -469,39 +519,66 @@ func (h *Hub) Run(ctx context.Context) error {
 	return errors.Join(h.mgr.Start(ctx), h.closeEngine())
 }
 
-// setupWebhooks creates the admission webhook server with the policy admission and the
-// ManifestWork validation, unless disabled.
+// setupWebhooks creates the admission webhook server with the handlers of the process's
+// webhook components (registration-webhook: ManagedCluster defaults and the policy admission;
+// work-webhook: ManifestWork validation and the policy admission; addon-manager: the add-on
+// conversion and the built-in add-ons' APIs), unless disabled or none of them runs.
 func (h *Hub) setupWebhooks(kube kubernetes.Interface) error {
-	if h.opts.Webhook.Disabled {
+	o := &h.opts
+	if o.Webhook.Disabled || !(o.runs(RegistrationWebhook) || o.runs(WorkWebhook) || o.runs(AddonManager)) {
 		return nil
 	}
-	opts := h.opts.Webhook
+	opts := o.Webhook
 	if opts.Logger.GetSink() == nil {
-		opts.Logger = h.opts.Logger.WithName("webhook")
+		opts.Logger = o.Logger.WithName("webhook")
 	}
-	srv, err := webhook.New(h.opts.Config, opts)
+	srv, err := webhook.New(o.Config, opts)
 	if err != nil {
 		return fmt.Errorf("hub: %w", err)
 	}
-	if err := srv.Register(manifestwork.New(manifestwork.Options{MaxSize: h.opts.WorkMaxSize})); err != nil {
-		return fmt.Errorf("hub: %w", err)
+	register := func(component string, r webhook.Validating) error {
+		if !o.runs(component) {
+			return nil
+		}
+		if err := srv.Register(r); err != nil {
+			return fmt.Errorf("hub: %w", err)
+		}
+		h.parts = append(h.parts, part{component, r})
+		return nil
 	}
-	if err := srv.Register(managedclusterwebhook.NewDefaults()); err != nil {
-		return fmt.Errorf("hub: %w", err)
-	}
-	// The add-on kinds are served at v1beta1 too, converted here (v1alpha1 is stored).
-	if err := srv.RegisterConversion(addonconversion.New()); err != nil {
-		return fmt.Errorf("hub: %w", err)
-	}
-	policies, err := h.setupPolicies(kube, srv)
-	if err != nil {
+	if err := register(WorkWebhook, manifestwork.New(manifestwork.Options{MaxSize: o.WorkMaxSize})); err != nil {
 		return err
 	}
-	if err := srv.Register(policies); err != nil {
-		return fmt.Errorf("hub: %w", err)
+	if err := register(RegistrationWebhook, managedclusterwebhook.NewDefaults()); err != nil {
+		return err
+	}
+	// The add-on kinds are served at v1beta1 too, converted here (v1alpha1 is stored).
+	if o.runs(AddonManager) {
+		conv := addonconversion.New()
+		if err := srv.RegisterConversion(conv); err != nil {
+			return fmt.Errorf("hub: %w", err)
+		}
+		h.parts = append(h.parts, part{AddonManager, conv})
+	}
+	// The policies gate both webhook components' groups, and the cluster-gateway's requests.
+	admits := o.runs(RegistrationWebhook) || o.runs(WorkWebhook)
+	var policies *admission.Handler
+	if admits || h.addonEnabled(builtin.ClusterGateway) {
+		if policies, err = h.setupPolicies(kube, srv); err != nil {
+			return err
+		}
+	}
+	if admits {
+		if err := srv.Register(policies); err != nil {
+			return fmt.Errorf("hub: %w", err)
+		}
+		h.parts = append(h.parts, part{RegistrationWebhook + "," + WorkWebhook, policies})
 	}
 	if h.addons, err = h.setupAddons(kube, srv, policies); err != nil {
 		return err
+	}
+	for _, a := range h.addons {
+		h.parts = append(h.parts, part{AddonManager, a})
 	}
 	h.webhooks = srv
 	return nil

@@ -42,6 +42,7 @@ func newHubCommand() *cobra.Command {
 		gatewaySecretNamespace                  string
 		proxyServerCount                        int
 		proxyBindAddr                           string
+		components                              []string
 	)
 	gate, gateErr := manager.NewFeatureGate()
 	cmd := &cobra.Command{
@@ -66,6 +67,22 @@ labelled flotilla.dev/policy=true in --policy-namespace, reloaded when they chan
 policies/README.md and flotilla policy --help). An evaluation that fails or outlasts
 --policy-eval-timeout denies. Turning the webhook off (--webhook-bind-address 0) turns every
 admission gate off.
+
+--components runs a subset of the hub's components, named as OCM's cluster-manager names its
+Deployments, so each can run, scale and fail on its own (default all: the single-process hub):
+  registration-controller: cluster namespaces and RBAC, leases, taints, cluster sets and
+    bindings, CSR approval; it installs the CRDs, bootstrap identities, agent roles and flow
+    schemas and the built-in plugins; a process without it waits for the CRDs.
+  registration-webhook: ManagedCluster defaults and the Rego admission policies.
+  work-webhook: ManifestWork validation, the Rego admission policies and the ManifestWork
+    finalizer admission policy.
+  work-controller: ManifestWork availability and completion, ManifestWorkReplicaSets.
+  placement-controller: placement decisions (--placement-debug-bind-address).
+  addon-manager: add-ons (--addons), the add-on kinds' v1alpha1/v1beta1 conversion.
+A process serves webhooks only with registration-webhook, work-webhook or addon-manager, and
+elects no leader when it runs webhook components only; give each process its own
+--leader-elect-name. For now registration-webhook, work-webhook and addon-manager must share
+one process (they write one webhook configuration); the hub chart runs the single process.
 
 ` + webhook.FlagsHelp + `
 --leader-elect runs the hub as one of several replicas (a Deployment with replicas > 1): the
@@ -155,6 +172,10 @@ is in Flotilla
 			if gateErr != nil {
 				return gateErr
 			}
+			run, err := manager.ParseComponents(components)
+			if err != nil {
+				return fmt.Errorf("--components: %w", err)
+			}
 			if len(autoUsers) > 0 && len(autoPatterns) == 0 {
 				return fmt.Errorf("--autoapprove-users needs --autoapprove-cluster-patterns")
 			}
@@ -186,32 +207,41 @@ is in Flotilla
 				}
 			}
 			setLibraryLoggers(logger)
+			hubOpts := manager.Options{
+				Config:                    cfg,
+				Run:                       run,
+				FeatureGates:              gate,
+				PluginCacheDir:            pluginCacheDir,
+				MetricsBindAddress:        metricsAddr,
+				HealthProbeBindAddress:    healthProbeAddr,
+				PlacementDebugBindAddress: placementDebugAddr,
+				AutoApprove:               plugininstall.AutoApprove{Users: autoUsers, ClusterNamePatterns: autoPatterns},
+				Webhook:                   webhookOpts,
+				WorkMaxSize:               workMaxSize,
+				PolicyEvalTimeout:         policyTimeout,
+				PolicyNamespace:           policyNamespace,
+				LeaderElection:            leader,
+				Addons:                    addons,
+				AddonsInstallAll:          addonsInstallAll,
+				GatewaySecretNamespace:    gatewaySecretNamespace,
+				ClusterProxyServerCount:   proxyServerCount,
+				ClusterProxyBindAddress:   proxyBindAddr,
+				Logger:                    logger,
+			}
+			// A process without the registration controller runs once another has installed the CRDs.
+			if err := manager.WaitForCRDs(cmd.Context(), hubOpts); err != nil {
+				return err
+			}
 			return operator.RunHub(cmd.Context(), operator.Options{
 				ClusterManagerName: clusterManagerName,
 				Deployment:         operatorrun.DeploymentFromEnv(),
-				Hub: manager.Options{
-					Config:                    cfg,
-					FeatureGates:              gate,
-					PluginCacheDir:            pluginCacheDir,
-					MetricsBindAddress:        metricsAddr,
-					HealthProbeBindAddress:    healthProbeAddr,
-					PlacementDebugBindAddress: placementDebugAddr,
-					AutoApprove:               plugininstall.AutoApprove{Users: autoUsers, ClusterNamePatterns: autoPatterns},
-					Webhook:                   webhookOpts,
-					WorkMaxSize:               workMaxSize,
-					PolicyEvalTimeout:         policyTimeout,
-					PolicyNamespace:           policyNamespace,
-					LeaderElection:            leader,
-					Addons:                    addons,
-					AddonsInstallAll:          addonsInstallAll,
-					GatewaySecretNamespace:    gatewaySecretNamespace,
-					ClusterProxyServerCount:   proxyServerCount,
-					ClusterProxyBindAddress:   proxyBindAddr,
-					Logger:                    logger,
-				}})
+				Hub:                hubOpts,
+			})
 		},
 	}
 	f := cmd.Flags()
+	f.StringSliceVar(&components, "components", []string{manager.AllComponents},
+		"hub components this process runs: all, or any of "+strings.Join(manager.ComponentNames(), ", "))
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the hub API server (default: $KUBECONFIG or ~/.kube/config)")
 	f.StringVar(&clusterManagerName, "cluster-manager-name", operatorv1.ClusterManagerName,
 		"the ClusterManager (operator.open-cluster-management.io/v1) the hub takes its feature gates from and reports its status in; \"\" ignores it")

@@ -40,3 +40,18 @@ func TestHubHelpListsOnlyImplementedGates(t *testing.T) {
 		}
 	}
 }
+
+func TestHubRefusesUnknownComponents(t *testing.T) {
+	for _, tc := range []struct{ arg, want string }{
+		{"registration-controller,placement", `--components: unknown component "placement" (valid: all, registration-controller, registration-webhook, work-webhook, work-controller, placement-controller, addon-manager)`},
+		{"all,work-webhook", `--components: "all" cannot be combined with other components`},
+	} {
+		cmd := newHubCommand()
+		cmd.SetArgs([]string{"--components", tc.arg})
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		if err := cmd.ExecuteContext(t.Context()); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("--components %s: got %v, want an error containing %q", tc.arg, err, tc.want)
+		}
+	}
+}
