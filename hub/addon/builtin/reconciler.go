@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -44,6 +45,11 @@ type Reconciler struct {
 	// InstallAll creates the ClusterManagementAddOns installed on every cluster (placement
 	// InstallAllPlacement, with InstallAllObjects); an existing one keeps its install strategy.
 	InstallAll bool
+
+	// installAllDone: InstallAllObjects all existed once. They are created when absent at
+	// start (a user may change or delete them later, as with upstream's chart), so later
+	// reconciles neither write them again nor fail while the hub's webhooks go away at shutdown.
+	installAllDone atomic.Bool
 }
 
 // SetupWithManager watches the built-ins' ManagedClusterAddOns and ClusterManagementAddOns,
@@ -104,12 +110,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // one exists (whatever it says: a user's is never overwritten), and with InstallAll what its
 // placement needs, each unless it exists.
 func (r *Reconciler) ensureAddon(ctx context.Context, a Addon) error {
-	if r.InstallAll {
+	if r.InstallAll && !r.installAllDone.Load() {
 		for _, o := range InstallAllObjects() {
 			if err := r.Client.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
 				return fmt.Errorf("built-in add-on %s: creating %T %s for install-all: %w", a.Name, o, client.ObjectKeyFromObject(o), err)
 			}
 		}
+		r.installAllDone.Store(true)
 	}
 	for _, cr := range a.ClusterRoles {
 		if err := apply.Fields(ctx, r.Client, cr, fieldManager, false, map[string]any{
