@@ -252,15 +252,14 @@ spec:
 			To(Satisfy(apierrors.IsNotFound))
 	}, SpecTimeout(5*time.Minute))
 
-	It("holds a work with the finalizer the hub's admission policy added at create, without an agent write, and adds it itself when missing", func(ctx SpecContext) {
-		// The hub's finalizer policy is in effect for cluster1 (its namespace labelled, its agent
-		// available) once a dry run comes back with the finalizer.
+	It("holds a work with the finalizer the hub's webhook added at create, without an agent write, and adds it itself when missing", func(ctx SpecContext) {
+		// The hub's finalizer webhook is in effect once a dry run comes back with the finalizer.
 		Eventually(func(g Gomega) []string {
 			probe := newWork(cluster1, "finalizer-probe", configMap("default", "finalizer-probe", nil))
 			g.Expect(hubClient.Create(ctx, probe, client.DryRunAll)).To(Succeed())
 			return probe.Finalizers
 		}).WithTimeout(30*time.Second).Should(ContainElement(workv1.ManifestWorkFinalizer),
-			"waiting for the hub's MutatingAdmissionPolicy to add the finalizer to a dry-run create")
+			"waiting for the hub's webhook to add the finalizer to a dry-run create")
 		// The agent's writes to a work: the finalizer (main resource) and its status.
 		agentWrote := func(w *workv1.ManifestWork, subresource string) bool {
 			for _, f := range w.ManagedFields {
@@ -278,7 +277,7 @@ spec:
 		Expect(agentWrote(cur, "status")).To(BeTrue(), "the agent's status write in managedFields %v", cur.ManagedFields)
 		Expect(agentWrote(cur, "")).To(BeFalse(), "the agent wrote the work (not its status) although the finalizer was there: %v", cur.ManagedFields)
 
-		// A work without it (created before the policy was in effect): the agent adds it.
+		// A work without it (created while the webhook was not in effect): the agent adds it.
 		patch := client.RawPatch(types.JSONPatchType, []byte(`[{"op":"test","path":"/metadata/finalizers","value":["`+
 			workv1.ManifestWorkFinalizer+`"]},{"op":"remove","path":"/metadata/finalizers"}]`))
 		Expect(hubClient.Patch(ctx, cur, patch)).To(Succeed())

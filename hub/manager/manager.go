@@ -87,8 +87,7 @@ type Options struct {
 	AutoApprove plugininstall.AutoApprove
 	// Webhook configures the admission webhook server (hub/webhook): the Rego policies
 	// (hub/admission) and the ManifestWork validation; the zero value serves on a free port of
-	// 127.0.0.1. Webhook.Disabled turns it off, and with it every admission gate, the
-	// ManifestWork finalizer policy (manifestwork.InstallFinalizerPolicy) included.
+	// 127.0.0.1. Webhook.Disabled turns it off, and with it every admission gate.
 	Webhook webhook.Options
 	// PolicyEvalTimeout bounds the evaluation of one admission request's policies; 0 means
 	// admission.DefaultEvalTimeout.
@@ -448,11 +447,6 @@ func (h *Hub) Prepare(ctx context.Context) error {
 			return fmt.Errorf("hub: %w", err)
 		}
 	}
-	if !o.Webhook.Disabled && o.runs(WorkWebhook) {
-		if err := h.finalizerPolicy(ctx); err != nil {
-			return err
-		}
-	}
 	if registration && !o.SkipPluginInstall {
 		if err := plugininstall.Install(ctx, c, o.AutoApprove); err != nil {
 			return fmt.Errorf("hub: %w", err)
@@ -462,23 +456,6 @@ func (h *Hub) Prepare(ctx context.Context) error {
 		return nil
 	}
 	return h.prepareAddons(ctx, c)
-}
-
-// finalizerPolicy installs the ManifestWork finalizer policy where the API server serves
-// MutatingAdmissionPolicies; elsewhere the agents add the finalizer (manifestwork.InstallFinalizerPolicy).
-func (h *Hub) finalizerPolicy(ctx context.Context) error {
-	kube, err := kubernetes.NewForConfig(h.opts.Config)
-	if err != nil {
-		return fmt.Errorf("hub: clientset: %w", err)
-	}
-	installed, err := manifestwork.InstallFinalizerPolicy(ctx, kube)
-	if err != nil {
-		return fmt.Errorf("hub: ManifestWork finalizer policy: %w", err)
-	}
-	if !installed {
-		h.opts.Logger.Info("The API server serves no admissionregistration.k8s.io/v1 MutatingAdmissionPolicies: the agents add the ManifestWork cleanup finalizer themselves (one hub write per work more)")
-	}
-	return nil
 }
 
 // hubFlowControl puts the hub's own requests in the workload-high priority level
@@ -547,6 +524,9 @@ func (h *Hub) setupWebhooks(kube kubernetes.Interface) error {
 		return nil
 	}
 	if err := register(WorkWebhook, manifestwork.New(manifestwork.Options{MaxSize: o.WorkMaxSize})); err != nil {
+		return err
+	}
+	if err := register(WorkWebhook, manifestwork.NewFinalizer(h.mgr.GetClient())); err != nil {
 		return err
 	}
 	if err := register(RegistrationWebhook, managedclusterwebhook.NewDefaults()); err != nil {

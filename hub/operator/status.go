@@ -133,7 +133,7 @@ func relatedResources(opts manager.Options, r running, deployment types.Namespac
 		out = append(out,
 			operatorv1.RelatedResourceMeta{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations",
 				Name: cmp.Or(w.ConfigurationName, webhook.DefaultConfigurationName)},
-			// Of the same name: the ManagedCluster defaults handler, always registered with the
+			// Of the same name: the ManifestWork finalizer handler, always registered with the
 			// webhook server, is mutating.
 			operatorv1.RelatedResourceMeta{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingwebhookconfigurations",
 				Name: cmp.Or(w.ConfigurationName, webhook.DefaultConfigurationName)},

@@ -2,12 +2,10 @@
 // CRD conversion webhooks over TLS, manages its own CA and serving certificate, and keeps a
 // ValidatingWebhookConfiguration, and the spec.conversion of the CRDs it converts, on the
 // hub API server pointing at itself. The ManifestWork validation (hub/webhook/manifestwork)
-// is its first handler (the ManagedCluster defaults, hub/webhook/managedcluster, a mutating
-// one: Registration.Mutating puts a handler in a MutatingWebhookConfiguration of the same
-// name, deleted when no handler is mutating; a webhook a hub no longer registers leaves it at
-// the next apply), the add-on v1alpha1/v1beta1 conversion (hub/webhook/addonconversion) its
-// first converter; hub/manager runs it. The ManifestWork cleanup finalizer is no webhook but a
-// MutatingAdmissionPolicy the hub installs at start (manifestwork.InstallFinalizerPolicy).
+// is its first handler (with manifestwork.Finalizer, a mutating one: Registration.Mutating
+// puts a handler in a MutatingWebhookConfiguration of the same name), the add-on
+// v1alpha1/v1beta1 conversion (hub/webhook/addonconversion) its first converter; hub/manager
+// runs it.
 //
 // # Handlers
 //
@@ -134,8 +132,4 @@
 // APIServices; in URL mode get, patch, list and watch Services in the hub namespace; get,
 // list and watch the ConfigMap kube-system/extension-apiserver-authentication (the Role
 // extension-apiserver-authentication-reader there grants it).
-//
-// The ManifestWork finalizer policy, installed by the hub beside the Server: create, and get,
-// patch and update on the MutatingAdmissionPolicy and MutatingAdmissionPolicyBinding
-// manifestworks.finalizer.flotilla.dev.
 package webhook

@@ -786,11 +786,9 @@ func (s *Server) mutatingConfiguration(caBundle []byte) *admissionregistrationv1
 // syncMutating applies the MutatingWebhookConfiguration, or deletes it when no handler is
 // mutating. No handler of it is Shared, so every replica applies the same one and needs no
 // guard. It is not probed: it reaches the same server with the same CA as the validating
-// configuration, and a mutating handler may only do what the hub's controllers would also do
-// without it (see hub/webhook/managedcluster's defaults), so the moments before the API server
-// picks it up are harmless. The apply under FieldManager drops the entry of a webhook this
-// Server no longer registers (one an earlier hub version did, such as the ManifestWork
-// finalizer webhook before its MutatingAdmissionPolicy).
+// configuration, and a mutating handler may only do what its callers would also do without
+// it (see manifestwork.Finalizer), so the moments before the API server picks it up are
+// harmless.
 func (s *Server) syncMutating(ctx context.Context) error {
 	configs := s.kube.AdmissionregistrationV1().MutatingWebhookConfigurations()
 	cfg := s.mutatingConfiguration(s.material.bundlePEM())

@@ -45,7 +45,7 @@ const userAgent = "flotilla-work-agent"
 // Client rates sized for one cluster's burst of works (a rollout of a ManifestWorkReplicaSet,
 // 1,000 works created at once in make bench-work) rather than the klusterlet's shared hub
 // connection default (50 a second, OCM's): a work costs one hub write (its status; the hub's
-// admission policy adds the finalizer at create) and about four requests to the managed cluster
+// webhook adds the finalizer at create) and about four requests to the managed cluster
 // (AppliedManifestWork, read and write of each manifest, applied resources). At 50 a second
 // the rate limiter, not either API server, bounded the fan-out (the agent's CPU profile was
 // idle). The hub's API Priority and Fairness still shares the hub among clusters.

@@ -48,12 +48,6 @@ const (
 	fieldManager = apply.FieldManagerPrefix + controllerName
 )
 
-// AgentAvailableLabel is set to "true" on an accepted cluster's namespace while the cluster's
-// Available condition is True, and removed otherwise: the hub's ManifestWork finalizer policy
-// (hub/webhook/manifestwork) selects namespaces by it, since an admission policy cannot read
-// the ManagedCluster.
-const AgentAvailableLabel = "flotilla.dev/agent-available"
-
 // Reconciler reconciles ManagedClusters.
 type Reconciler struct {
 	Client client.Client
@@ -79,10 +73,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 const Workers = 32
 
 // relevantUpdate lets through the ManagedCluster changes this controller acts on: spec
-// (acceptance), metadata it reads or owns, deletion, a HubAcceptedManagedCluster condition
-// that no longer says what the spec does, and Available turning True or no longer True
-// (AgentAvailableLabel). The agents' other status reports (leases, conditions, claims,
-// resources: thousands a minute in a large fleet) do not wake it.
+// (acceptance), metadata it reads or owns, deletion, and a HubAcceptedManagedCluster
+// condition that no longer says what the spec does. The agents' status reports (leases,
+// conditions, claims, resources: thousands a minute in a large fleet) do not wake it.
 func relevantUpdate(oldObj, newObj client.Object) bool {
 	o, ok1 := oldObj.(*clusterv1.ManagedCluster)
 	n, ok2 := newObj.(*clusterv1.ManagedCluster)
@@ -93,17 +86,9 @@ func relevantUpdate(oldObj, newObj client.Object) bool {
 		!maps.Equal(o.Labels, n.Labels) || !maps.Equal(o.Annotations, n.Annotations) || !slices.Equal(o.Finalizers, n.Finalizers) {
 		return true
 	}
-	if available(o) != available(n) {
-		return true
-	}
 	c := meta.FindStatusCondition(n.Status.Conditions, clusterv1.ManagedClusterConditionHubAccepted)
 	accepted := c != nil && c.Status == metav1.ConditionTrue
 	return accepted != n.Spec.HubAcceptsClient
-}
-
-// available says whether mc's agent is available, as AgentAvailableLabel reports.
-func available(mc *clusterv1.ManagedCluster) bool {
-	return meta.IsStatusConditionTrue(mc.Status.Conditions, clusterv1.ManagedClusterConditionAvailable)
 }
 
 // Reconcile applies the hub-side consequences of one ManagedCluster's acceptance state.
@@ -128,23 +113,29 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 func (r *Reconciler) accept(ctx context.Context, mc *clusterv1.ManagedCluster) error {
 	name := mc.Name
-	bindings := []client.Object{rbac.RegistrationRoleBinding(name), rbac.WorkRoleBinding(name)}
+	objs := []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{clusterv1.ClusterNameLabelKey: name}}},
+		rbac.ClusterRoleBinding(name),
+		rbac.RegistrationRoleBinding(name),
+		rbac.WorkRoleBinding(name),
+	}
 	// The objects are independent except the RoleBindings, which need the namespace: two
 	// rounds of concurrent applies instead of five one after another.
 	var g errgroup.Group
 	g.Go(func() error { return r.applyClusterRole(ctx, name) })
-	g.Go(func() error { return r.applyNamespace(ctx, name, available(mc), true) })
-	g.Go(func() error { return rbac.Apply(ctx, r.Client, rbac.ClusterRoleBinding(name)) })
+	for _, o := range objs[:2] {
+		g.Go(func() error { return rbac.Apply(ctx, r.Client, o) })
+	}
 	applyErr := g.Wait()
 	if applyErr == nil {
-		for _, o := range bindings {
+		for _, o := range objs[2:] {
 			g.Go(func() error { return rbac.Apply(ctx, r.Client, o) })
 		}
 		applyErr = g.Wait()
 	}
 	if applyErr != nil && (ctx.Err() != nil || apierrors.IsConflict(applyErr)) {
-		// Cut short by shutdown, or the ClusterRole or namespace changed since it was read (it
-		// is read again): nothing to report on the cluster.
+		// Cut short by shutdown, or the ClusterRole changed since it was read (it is read
+		// again): nothing to report on the cluster.
 		return applyErr
 	}
 	if applyErr != nil {
@@ -158,41 +149,6 @@ func (r *Reconciler) accept(ctx context.Context, mc *clusterv1.ManagedCluster) e
 		return err
 	}
 	return applyErr
-}
-
-// applyNamespace applies the cluster namespace with its cluster-name label and, when
-// agentAvailable, AgentAvailableLabel; without create it only updates a namespace that exists.
-// It writes only when the labels differ from the cached namespace's, so an Available flip costs
-// one write and other reconciles none. A label to remove is one rbac.Apply's subset check
-// would keep, hence the comparison here; the removal is an apply of the labels without it,
-// guarded by the cached resourceVersion so a namespace deleted meanwhile is not recreated.
-func (r *Reconciler) applyNamespace(ctx context.Context, name string, agentAvailable, create bool) error {
-	want := map[string]string{clusterv1.ClusterNameLabelKey: name}
-	if agentAvailable {
-		want[AgentAvailableLabel] = "true"
-	}
-	cur := &corev1.Namespace{}
-	switch err := r.Client.Get(ctx, client.ObjectKey{Name: name}, cur); {
-	case apierrors.IsNotFound(err) && create:
-		return rbac.Apply(ctx, r.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: want}})
-	case apierrors.IsNotFound(err):
-		return nil
-	case err != nil:
-		return fmt.Errorf("reading Namespace %s: %w", name, err)
-	}
-	v, has := cur.Labels[AgentAvailableLabel]
-	upToDate := has == agentAvailable && (!has || v == "true")
-	if create {
-		upToDate = upToDate && cur.Labels[clusterv1.ClusterNameLabelKey] == name
-	}
-	if upToDate {
-		return nil
-	}
-	if err := apply.Guarded(ctx, r.Client, cur, rbac.FieldManager, false,
-		map[string]any{"metadata": map[string]any{"labels": want}}); err != nil {
-		return fmt.Errorf("applying Namespace %s: %w", name, err)
-	}
-	return nil
 }
 
 // applyClusterRole applies the accepted cluster's ClusterRole. A role from which the renew
@@ -237,10 +193,6 @@ func (r *Reconciler) deny(ctx context.Context, mc *clusterv1.ManagedCluster) err
 		if err := rbac.Delete(ctx, r.Client, o); err != nil {
 			return fmt.Errorf("ManagedCluster %s: revoking access: %w", name, err)
 		}
-	}
-	// Its agent can no longer act on new works.
-	if err := r.applyNamespace(ctx, name, false, false); err != nil {
-		return fmt.Errorf("ManagedCluster %s: revoking access: %w", name, err)
 	}
 	// Only a cluster that was accepted before is reported as denied; a new one stays silent.
 	if meta.FindStatusCondition(mc.Status.Conditions, clusterv1.ManagedClusterConditionHubAccepted) == nil {

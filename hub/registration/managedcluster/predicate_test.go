@@ -20,12 +20,9 @@ func TestRelevantUpdate(t *testing.T) {
 		want   bool
 	}{
 		{"an agent's status report", func(mc *clusterv1.ManagedCluster) {
-			mc.Status.Conditions[1].Message = "renewed"
+			mc.Status.Conditions[1].Status = metav1.ConditionUnknown
 			mc.Status.Version.Kubernetes = "v1.35.1"
 		}, false},
-		// AgentAvailableLabel follows whether Available is True.
-		{"Available no longer True", func(mc *clusterv1.ManagedCluster) { mc.Status.Conditions[1].Status = metav1.ConditionUnknown }, true},
-		{"Available gone", func(mc *clusterv1.ManagedCluster) { mc.Status.Conditions = mc.Status.Conditions[:1] }, true},
 		{"the spec (acceptance)", func(mc *clusterv1.ManagedCluster) { mc.Generation++; mc.Spec.HubAcceptsClient = false }, true},
 		{"a label", func(mc *clusterv1.ManagedCluster) { mc.Labels["a"] = "2" }, true},
 		{"an annotation", func(mc *clusterv1.ManagedCluster) { mc.Annotations = map[string]string{"x": "y"} }, true},
@@ -38,14 +35,5 @@ func TestRelevantUpdate(t *testing.T) {
 		if got := relevantUpdate(accepted, n); got != tc.want {
 			t.Errorf("%s: relevantUpdate = %v, want %v", tc.name, got, tc.want)
 		}
-	}
-	unknown, lost := accepted.DeepCopy(), accepted.DeepCopy()
-	unknown.Status.Conditions[1].Status = metav1.ConditionUnknown
-	lost.Status.Conditions[1].Status = metav1.ConditionFalse
-	if !relevantUpdate(unknown, accepted) {
-		t.Errorf("Available turning True: relevantUpdate = false, want true")
-	}
-	if relevantUpdate(unknown, lost) {
-		t.Errorf("Available Unknown to False: relevantUpdate = true, want false (the agent is unavailable either way)")
 	}
 }
