@@ -8,26 +8,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	apischeme "github.com/flotilla-dev/flotilla/core/apis/scheme"
 	"github.com/flotilla-dev/flotilla/core/apply"
 	"github.com/flotilla-dev/flotilla/core/environment"
-	"github.com/flotilla-dev/flotilla/core/environment/fleettest"
 )
 
 // TestDeleteAt runs against a real hub API server, which decides the UID precondition.
 func TestDeleteAt(t *testing.T) {
-	fleet := fleettest.StartT(t, environment.Options{Bare: true})
-	scheme := runtime.NewScheme()
-	if err := apischeme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(fleet.Hub.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := hubAdmin(t, environment.Options{Bare: true})
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	create := func() *corev1.ConfigMap {
