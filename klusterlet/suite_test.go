@@ -2,14 +2,13 @@ package klusterlet_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -45,14 +44,13 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	var cancel context.CancelFunc
 	suiteCtx, cancel = context.WithCancel(context.Background())
 	DeferCleanup(cancel)
-	logger = funcr.New(func(prefix, args string) { fmt.Fprintln(GinkgoWriter, prefix, args) }, funcr.Options{})
+	logger = envfleettest.Logger()
 	fleet = envfleettest.Start(ctx, environment.Options{ManagedClusters: 1})
 
-	scheme, err := manager.NewScheme()
-	Expect(err).NotTo(HaveOccurred())
-	hubClient, err = client.New(fleet.Hub.Config, client.Options{Scheme: scheme})
-	Expect(err).NotTo(HaveOccurred())
+	var scheme *runtime.Scheme
+	hubClient, scheme = envfleettest.Admin(fleet)
 	hubKube = kubernetes.NewForConfigOrDie(fleet.Hub.Config)
+	var err error
 	managedAdmin, err = client.New(fleet.Managed[0].Config, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
 	managedKube = kubernetes.NewForConfigOrDie(fleet.Managed[0].Config)

@@ -150,6 +150,21 @@ func Quiet(r reconcile.Reconciler) reconcile.Reconciler {
 	})
 }
 
+// DeleteAt deletes obj once deadline has passed (now is the reconciler's clock); before then
+// it deletes nothing and returns the time left, for the reconciler to requeue for, so a TTL is
+// waited for without polling. why (what set the deadline) goes to the log. The UID
+// precondition spares an object recreated under the same name meanwhile; one already gone is
+// no error.
+func DeleteAt(ctx context.Context, c client.Client, obj client.Object, deadline, now time.Time, why string) (time.Duration, error) {
+	if left := deadline.Sub(now); left > 0 {
+		return left, nil
+	}
+	log.FromContext(ctx).Info("Deleting after "+why, "object", client.ObjectKeyFromObject(obj).String(),
+		"deadline", deadline.UTC().Format(time.RFC3339))
+	uid := obj.GetUID()
+	return 0, client.IgnoreNotFound(c.Delete(ctx, obj, client.Preconditions{UID: &uid}))
+}
+
 // do server-side-applies content (metadata merged with obj's name and namespace) to obj or,
 // with status, its status subresource. obj itself is not updated. ForceOwnership: each field manager applies only fields it owns, so taking
 // them over from an earlier writer (an update, or a Flotilla version that patched) is intended.

@@ -25,15 +25,7 @@ import (
 // TestApply runs against a real hub API server: every apply is made from a copy read before
 // another writer changed the object, as a controller's cache may serve it.
 func TestApply(t *testing.T) {
-	fleet := fleettest.StartT(t, environment.Options{})
-	scheme := runtime.NewScheme()
-	if err := apischeme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(fleet.Hub.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := hubAdmin(t, environment.Options{})
 	ctx := t.Context()
 
 	mc := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "cluster1"},
@@ -177,4 +169,19 @@ func get(t *testing.T, c client.Client, name string) *clusterv1.ManagedCluster {
 		t.Fatal(err)
 	}
 	return mc
+}
+
+// hubAdmin starts a fleet for t and returns an admin client of its hub on the project's scheme.
+func hubAdmin(t *testing.T, opts environment.Options) client.Client {
+	t.Helper()
+	fleet := fleettest.StartT(t, opts)
+	scheme := runtime.NewScheme()
+	if err := apischeme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(fleet.Hub.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

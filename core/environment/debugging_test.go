@@ -1,13 +1,10 @@
 package environment
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,12 +17,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/portforward"
-	"k8s.io/client-go/tools/remotecommand"
-	"k8s.io/client-go/transport/spdy"
-	"k8s.io/streaming/pkg/httpstream"
+
+	"github.com/flotilla-dev/flotilla/core/environment/podstreams"
 )
 
 // TestPodDebugging: with PodDebugging, logs -f, exec and port-forward of a Pod on a
@@ -92,7 +85,7 @@ func TestPodDebugging(t *testing.T) {
 		var stdout string
 		poll(t, "exec echo in "+ns+"/"+pod, func() error {
 			var err error
-			stdout, err = execIn(ctx, cp.Config, cs, ns, pod, "echo", "hello from KWOK")
+			stdout, err = podstreams.Exec(ctx, cp.Config, cs, ns, pod, "echo", "hello from KWOK")
 			return err
 		})
 		if stdout != "hello from KWOK\n" {
@@ -102,7 +95,7 @@ func TestPodDebugging(t *testing.T) {
 
 	t.Run("port-forward reaches the mapped listener", func(t *testing.T) {
 		poll(t, "port-forward to "+ns+"/"+pod+":8080", func() error {
-			return portForwardEcho(ctx, cp.Config, cs, ns, pod, 8080)
+			return podstreams.PortForwardEcho(ctx, cp.Config, cs, ns, pod, 8080, io.Discard)
 		})
 	})
 }
@@ -113,19 +106,11 @@ func followLogs(t *testing.T, ctx context.Context, cs kubernetes.Interface, ns, 
 	var stream io.ReadCloser
 	poll(t, "opening logs -f of "+ns+"/"+pod, func() error {
 		var err error
-		stream, err = cs.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{Follow: true}).Stream(ctx)
+		stream, err = podstreams.FollowLogs(ctx, cs, ns, pod)
 		return err
 	})
 	t.Cleanup(func() { stream.Close() })
-	lines := make(chan string, 16)
-	go func() {
-		defer close(lines)
-		s := bufio.NewScanner(stream)
-		for s.Scan() {
-			lines <- s.Text()
-		}
-	}()
-	return lines
+	return podstreams.Lines(stream)
 }
 
 // expectLine waits up to a minute for the next line, which must be want.
@@ -144,122 +129,14 @@ func expectLine(t *testing.T, lines <-chan string, want, what string) {
 	}
 }
 
-// execIn runs command in ns/pod as kubectl exec does (WebSocket, SPDY fallback) and returns
-// its stdout.
-func execIn(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, ns, pod string, command ...string) (string, error) {
-	req := cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name(pod).SubResource("exec").
-		VersionedParams(&corev1.PodExecOptions{Command: command, Stdout: true, Stderr: true}, scheme.ParameterCodec)
-	ws, err := remotecommand.NewWebSocketExecutor(cfg, http.MethodGet, req.URL().String())
-	if err != nil {
-		return "", err
-	}
-	sp, err := remotecommand.NewSPDYExecutor(cfg, http.MethodPost, req.URL())
-	if err != nil {
-		return "", err
-	}
-	executor, err := remotecommand.NewFallbackExecutor(ws, sp, httpstream.IsUpgradeFailure)
-	if err != nil {
-		return "", err
-	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	var stdout, stderr bytes.Buffer
-	if err := executor.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr}); err != nil {
-		return "", fmt.Errorf("exec %v (stderr %q): %w", command, stderr.String(), err)
-	}
-	return stdout.String(), nil
-}
-
-// portForwardEcho forwards a local port to ns/pod's port as kubectl port-forward does
-// (WebSocket tunnel, SPDY fallback), sends a line through it and expects it echoed.
-func portForwardEcho(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, ns, pod string, port int) error {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	u := cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name(pod).SubResource("portforward").URL()
-	transport, upgrader, err := spdy.RoundTripperFor(cfg)
-	if err != nil {
-		return err
-	}
-	spdyDialer := spdy.NewDialerForStreaming(upgrader, &http.Client{Transport: transport}, http.MethodPost, u)
-	wsDialer, err := portforward.NewSPDYOverWebsocketDialerForStreaming(u, cfg)
-	if err != nil {
-		return err
-	}
-	dialer := portforward.NewFallbackDialerForStreaming(wsDialer, spdyDialer, func(err error) bool {
-		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
-	})
-	stop, ready := make(chan struct{}), make(chan struct{})
-	defer close(stop)
-	fw, err := portforward.NewOnAddressesForStreaming(dialer, []string{"127.0.0.1"}, []string{fmt.Sprintf("0:%d", port)}, stop, ready, io.Discard, io.Discard)
-	if err != nil {
-		return err
-	}
-	done := make(chan error, 1)
-	go func() { done <- fw.ForwardPorts() }()
-	select {
-	case <-ready:
-	case err := <-done:
-		return fmt.Errorf("port-forward ended before it was ready: %w", err)
-	case <-ctx.Done():
-		return fmt.Errorf("port-forward not ready: %w", ctx.Err())
-	}
-	ports, err := fw.GetPorts()
-	if err != nil {
-		return err
-	}
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", fmt.Sprintf("127.0.0.1:%d", ports[0].Local))
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	if deadline, ok := ctx.Deadline(); ok {
-		_ = conn.SetDeadline(deadline)
-	}
-	if _, err := conn.Write([]byte("ping through the Pod\n")); err != nil {
-		return err
-	}
-	got, err := bufio.NewReader(conn).ReadString('\n')
-	if err != nil {
-		return fmt.Errorf("reading the echo through the forwarded port: %w", err)
-	}
-	if got != "echo: ping through the Pod\n" {
-		return fmt.Errorf("echo through the forwarded port: got %q", got)
-	}
-	return nil
-}
-
-// echoListener serves, on a loopback port, a line-echo ("echo: " + line) per connection and
-// returns its address.
+// echoListener is podstreams.ListenEcho's address, closed when t ends.
 func echoListener(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := podstreams.ListenEcho()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				_ = c.SetDeadline(time.Now().Add(time.Minute))
-				r := bufio.NewReader(c)
-				for {
-					line, err := r.ReadString('\n')
-					if err != nil {
-						return
-					}
-					if _, err := io.WriteString(c, "echo: "+strings.TrimSuffix(line, "\n")+"\n"); err != nil {
-						return
-					}
-				}
-			}()
-		}
-	}()
 	return l.Addr().String()
 }
 

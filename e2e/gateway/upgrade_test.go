@@ -1,17 +1,13 @@
 package gateway
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -21,11 +17,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/tools/remotecommand"
-	"k8s.io/client-go/transport/spdy"
 	"k8s.io/streaming/pkg/httpstream"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -33,6 +26,7 @@ import (
 	clustergatewayv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/clustergateway/v1alpha1"
 	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
 	"github.com/flotilla-dev/flotilla/core/environment"
+	"github.com/flotilla-dev/flotilla/core/environment/podstreams"
 )
 
 // The specs of design-23 §5.13 about upgraded and streamed Pod requests through the gateway:
@@ -47,13 +41,13 @@ var _ = Describe("exec, port-forward and logs -f through the cluster gateway", f
 		var stdout string
 		Eventually(func() error {
 			var err error
-			stdout, err = execIn(ctx, cfg, kube, p.Namespace, p.Pod, "echo", "hello through the gateway")
+			stdout, err = podstreams.Exec(ctx, cfg, kube, p.Namespace, p.Pod, "echo", "hello through the gateway")
 			return err
 		}).WithContext(ctx).WithTimeout(2*time.Minute).Should(Succeed(), "exec echo in %s/%s of %s through the gateway", p.Namespace, p.Pod, cluster1)
 		Expect(stdout).To(Equal("hello through the gateway\n"))
 
 		By("each protocol alone goes through the gateway: WebSocket (kubectl's first choice) and SPDY (its fallback)")
-		req := execRequest(kube, p.Namespace, p.Pod, "echo", "one protocol")
+		req := podstreams.ExecRequest(kube, p.Namespace, p.Pod, "echo", "one protocol")
 		ws, err := remotecommand.NewWebSocketExecutor(cfg, http.MethodGet, req.URL().String())
 		Expect(err).NotTo(HaveOccurred())
 		sp, err := remotecommand.NewSPDYExecutor(cfg, http.MethodPost, req.URL())
@@ -69,7 +63,7 @@ var _ = Describe("exec, port-forward and logs -f through the cluster gateway", f
 		p := debugPod(ctx, cluster1, "e2e-upgrade-portforward")
 		kube, cfg := gatewayKube(cluster1)
 		Eventually(func() error {
-			return portForwardEcho(ctx, cfg, kube, p.Namespace, p.Pod, debugPodPort)
+			return podstreams.PortForwardEcho(ctx, cfg, kube, p.Namespace, p.Pod, debugPodPort, GinkgoWriter)
 		}).WithContext(ctx).WithTimeout(2*time.Minute).Should(Succeed(), "port-forward to %s/%s:%d of %s through the gateway", p.Namespace, p.Pod, debugPodPort, cluster1)
 	}, SpecTimeout(4*time.Minute))
 
@@ -79,19 +73,11 @@ var _ = Describe("exec, port-forward and logs -f through the cluster gateway", f
 		var stream io.ReadCloser
 		Eventually(func() error {
 			var err error
-			stream, err = kube.CoreV1().Pods(p.Namespace).GetLogs(p.Pod, &corev1.PodLogOptions{Follow: true}).Stream(ctx)
+			stream, err = podstreams.FollowLogs(ctx, kube, p.Namespace, p.Pod)
 			return err
 		}).WithContext(ctx).WithTimeout(2*time.Minute).Should(Succeed(), "logs -f of %s/%s of %s through the gateway", p.Namespace, p.Pod, cluster1)
 		DeferCleanup(stream.Close)
-		lines := make(chan string, 16)
-		go func() {
-			defer GinkgoRecover()
-			defer close(lines)
-			s := bufio.NewScanner(stream)
-			for s.Scan() {
-				lines <- s.Text()
-			}
-		}()
+		lines := podstreams.Lines(stream)
 		Eventually(lines).WithContext(ctx).WithTimeout(time.Minute).Should(Receive(Equal("before the stream")), "the log's first line")
 
 		By("appending a line while the stream is open")
@@ -121,7 +107,7 @@ var _ = Describe("exec, port-forward and logs -f through the cluster gateway", f
 		cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
 
 		By("WebSocket (GET): the hub API server answers 403")
-		req := execRequest(kube, p.Namespace, p.Pod, "echo", "never")
+		req := podstreams.ExecRequest(kube, p.Namespace, p.Pod, "echo", "never")
 		ws, err := remotecommand.NewWebSocketExecutor(cfg, http.MethodGet, req.URL().String())
 		Expect(err).NotTo(HaveOccurred())
 		err = ws.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: io.Discard, Stderr: io.Discard})
@@ -241,125 +227,12 @@ func gatewayKube(cluster string) (kubernetes.Interface, *rest.Config) {
 	return kubernetes.NewForConfigOrDie(cfg), cfg
 }
 
-// execRequest is the exec request of command in ns/pod, as kubectl builds it.
-func execRequest(kube kubernetes.Interface, ns, pod string, command ...string) *rest.Request {
-	return kube.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name(pod).SubResource("exec").
-		VersionedParams(&corev1.PodExecOptions{Command: command, Stdout: true, Stderr: true}, scheme.ParameterCodec)
-}
-
-// execIn runs command in ns/pod as kubectl exec does (WebSocket, falling back to SPDY) and
-// returns its stdout.
-func execIn(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, ns, pod string, command ...string) (string, error) {
-	req := execRequest(kube, ns, pod, command...)
-	ws, err := remotecommand.NewWebSocketExecutor(cfg, http.MethodGet, req.URL().String())
-	if err != nil {
-		return "", err
-	}
-	sp, err := remotecommand.NewSPDYExecutor(cfg, http.MethodPost, req.URL())
-	if err != nil {
-		return "", err
-	}
-	executor, err := remotecommand.NewFallbackExecutor(ws, sp, httpstream.IsUpgradeFailure)
-	if err != nil {
-		return "", err
-	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	var stdout, stderr bytes.Buffer
-	if err := executor.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr}); err != nil {
-		return "", fmt.Errorf("exec %v (stderr %q): %w", command, stderr.String(), err)
-	}
-	return stdout.String(), nil
-}
-
-// portForwardEcho forwards a local port to ns/pod's port as kubectl port-forward does
-// (SPDY over a WebSocket tunnel, falling back to SPDY), sends a line through it and expects
-// the listener's echo back.
-func portForwardEcho(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, ns, pod string, port int) error {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	u := kube.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name(pod).SubResource("portforward").URL()
-	transport, upgrader, err := spdy.RoundTripperFor(cfg)
-	if err != nil {
-		return err
-	}
-	spdyDialer := spdy.NewDialerForStreaming(upgrader, &http.Client{Transport: transport}, http.MethodPost, u)
-	wsDialer, err := portforward.NewSPDYOverWebsocketDialerForStreaming(u, cfg)
-	if err != nil {
-		return err
-	}
-	dialer := portforward.NewFallbackDialerForStreaming(wsDialer, spdyDialer, func(err error) bool {
-		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
-	})
-	stop, ready := make(chan struct{}), make(chan struct{})
-	defer close(stop)
-	fw, err := portforward.NewOnAddressesForStreaming(dialer, []string{"127.0.0.1"}, []string{fmt.Sprintf("0:%d", port)}, stop, ready, GinkgoWriter, GinkgoWriter)
-	if err != nil {
-		return err
-	}
-	done := make(chan error, 1)
-	go func() { done <- fw.ForwardPorts() }()
-	select {
-	case <-ready:
-	case err := <-done:
-		return fmt.Errorf("port-forward ended before it was ready: %w", err)
-	case <-ctx.Done():
-		return fmt.Errorf("port-forward not ready: %w", ctx.Err())
-	}
-	ports, err := fw.GetPorts()
-	if err != nil {
-		return err
-	}
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", fmt.Sprintf("127.0.0.1:%d", ports[0].Local))
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	if deadline, ok := ctx.Deadline(); ok {
-		_ = conn.SetDeadline(deadline)
-	}
-	if _, err := conn.Write([]byte("ping through the gateway\n")); err != nil {
-		return err
-	}
-	got, err := bufio.NewReader(conn).ReadString('\n')
-	if err != nil {
-		return fmt.Errorf("reading the echo through the forwarded port: %w", err)
-	}
-	if got != "echo: ping through the gateway\n" {
-		return fmt.Errorf("echo through the forwarded port: got %q", got)
-	}
-	return nil
-}
-
-// echoListener serves a line echo ("echo: " + line) on a loopback port until the spec ends
-// and returns its address.
+// echoListener serves podstreams.ListenEcho's line echo until the spec ends and returns its
+// address.
 func echoListener() string {
 	GinkgoHelper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := podstreams.ListenEcho()
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(l.Close)
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				_ = c.SetDeadline(time.Now().Add(time.Minute))
-				r := bufio.NewReader(c)
-				for {
-					line, err := r.ReadString('\n')
-					if err != nil {
-						return
-					}
-					if _, err := io.WriteString(c, "echo: "+strings.TrimSuffix(line, "\n")+"\n"); err != nil {
-						return
-					}
-				}
-			}()
-		}
-	}()
 	return l.Addr().String()
 }

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/funcr"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -14,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	apischeme "github.com/flotilla-dev/flotilla/core/apis/scheme"
 	"github.com/flotilla-dev/flotilla/core/environment"
+	envfleettest "github.com/flotilla-dev/flotilla/core/environment/fleettest"
 	"github.com/flotilla-dev/flotilla/core/wasm"
 	"github.com/flotilla-dev/flotilla/core/wasmplugin"
 	hubaddon "github.com/flotilla-dev/flotilla/hub/addon"
@@ -37,20 +36,14 @@ func TestAddOnManager(t *testing.T) {
 	RunSpecs(t, "Add-on manager suite")
 }
 
-var _ = BeforeSuite(func(_ SpecContext) {
+var _ = BeforeSuite(func(ctx SpecContext) {
 	var cancel context.CancelFunc
 	suiteCtx, cancel = context.WithCancel(context.Background())
 	DeferCleanup(cancel)
-	var err error
-	fleet, err = environment.Start(suiteCtx, environment.Options{Log: GinkgoWriter})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(func() { Expect(fleet.Stop()).To(Succeed()) })
-	scheme := runtime.NewScheme()
-	Expect(apischeme.AddToScheme(scheme)).To(Succeed())
-	admin, err = client.New(fleet.Hub.Config, client.Options{Scheme: scheme})
-	Expect(err).NotTo(HaveOccurred())
-	logger := funcr.New(func(prefix, args string) { GinkgoWriter.Println(prefix, args) }, funcr.Options{})
-	ctrl.SetLogger(logger)
+	fleet = envfleettest.Start(ctx, environment.Options{})
+	var scheme *runtime.Scheme
+	admin, scheme = envfleettest.Admin(fleet)
+	logger := envfleettest.Logger()
 
 	engine, err := wasm.NewEngine(suiteCtx, wasm.EngineOptions{})
 	Expect(err).NotTo(HaveOccurred())

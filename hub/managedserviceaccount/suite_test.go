@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -23,8 +22,8 @@ import (
 
 	authv1beta1 "github.com/flotilla-dev/flotilla/core/apis/authentication/v1beta1"
 	"github.com/flotilla-dev/flotilla/core/apis/featuregates"
-	apischeme "github.com/flotilla-dev/flotilla/core/apis/scheme"
 	"github.com/flotilla-dev/flotilla/core/environment"
+	envfleettest "github.com/flotilla-dev/flotilla/core/environment/fleettest"
 	"github.com/flotilla-dev/flotilla/hub/addon/builtin"
 	hubaddon "github.com/flotilla-dev/flotilla/hub/addon/registration"
 	"github.com/flotilla-dev/flotilla/hub/managedserviceaccount"
@@ -54,21 +53,14 @@ func TestManagedServiceAccountHub(t *testing.T) {
 	RunSpecs(t, "managed-serviceaccount hub suite")
 }
 
-var _ = BeforeSuite(func(_ SpecContext) {
+var _ = BeforeSuite(func(ctx SpecContext) {
 	var cancel context.CancelFunc
 	suiteCtx, cancel = context.WithCancel(context.Background())
 	DeferCleanup(cancel)
-	var err error
-	fleet, err = environment.Start(suiteCtx, environment.Options{Log: GinkgoWriter})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(func() { Expect(fleet.Stop()).To(Succeed()) })
-	scheme = runtime.NewScheme()
-	Expect(apischeme.AddToScheme(scheme)).To(Succeed())
-	admin, err = client.New(fleet.Hub.Config, client.Options{Scheme: scheme})
-	Expect(err).NotTo(HaveOccurred())
+	fleet = envfleettest.Start(ctx, environment.Options{})
+	admin, scheme = envfleettest.Admin(fleet)
 	kube = kubernetes.NewForConfigOrDie(fleet.Hub.Config)
-	logger = funcr.New(func(prefix, args string) { GinkgoWriter.Println(prefix, args) }, funcr.Options{})
-	ctrl.SetLogger(logger)
+	logger = envfleettest.Logger()
 	// The agent's hub rules, as the hub grants them to the built-in add-on.
 	a, _ := builtin.Lookup(builtin.ManagedServiceAccount)
 	for _, cr := range a.ClusterRoles {

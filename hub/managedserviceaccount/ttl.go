@@ -13,7 +13,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -86,15 +85,12 @@ func (r *TTLReconciler) Reconcile(ctx context.Context, req reconcile.Request) (r
 	if r.Now != nil {
 		now = r.Now
 	}
-	if left := m.CreationTimestamp.Add(ttl).Sub(now()); left > 0 {
-		return reconcile.Result{RequeueAfter: left}, nil
-	}
-	log.FromContext(ctx).Info("Deleting ManagedServiceAccount after its ttlSecondsAfterCreation",
-		"managedServiceAccount", req.String(), "createdAt", m.CreationTimestamp.UTC().Format(time.RFC3339), "ttl", ttl.String())
-	// The UID precondition spares one recreated under the same name meanwhile.
-	uid := m.UID
-	if err := client.IgnoreNotFound(r.Client.Delete(ctx, m, client.Preconditions{UID: &uid})); err != nil {
+	left, err := apply.DeleteAt(ctx, r.Client, m, m.CreationTimestamp.Add(ttl), now(), "spec.ttlSecondsAfterCreation "+ttl.String())
+	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("ManagedServiceAccount %s: deleting after spec.ttlSecondsAfterCreation %s: %w", req, ttl, err)
+	}
+	if left > 0 {
+		return reconcile.Result{RequeueAfter: left}, nil
 	}
 	r.event(m, corev1.EventTypeNormal, ReasonTTLExpired, "Delete", "deleted %s after its creation (spec.ttlSecondsAfterCreation)", ttl)
 	return reconcile.Result{}, nil

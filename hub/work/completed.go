@@ -11,7 +11,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -70,16 +69,9 @@ func (r *CompletedReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 	if r.Now != nil {
 		now = r.Now
 	}
-	if left := complete.LastTransitionTime.Add(ttl).Sub(now()); left > 0 {
-		return reconcile.Result{RequeueAfter: left}, nil
-	}
-	log.FromContext(ctx).Info("deleting completed ManifestWork after its ttlSecondsAfterFinished",
-		"manifestWork", req.String(), "completedAt", complete.LastTransitionTime.UTC().Format(time.RFC3339), "ttl", ttl.String())
-	// The UID precondition spares a work recreated under the same name meanwhile.
-	uid := w.UID
-	err := r.Client.Delete(ctx, w, client.Preconditions{UID: &uid})
-	if err = client.IgnoreNotFound(err); err != nil {
+	left, err := apply.DeleteAt(ctx, r.Client, w, complete.LastTransitionTime.Add(ttl), now(), "Complete and ttlSecondsAfterFinished "+ttl.String())
+	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("ManifestWork %s: deleting after ttlSecondsAfterFinished: %w", req, err)
 	}
-	return reconcile.Result{}, nil
+	return reconcile.Result{RequeueAfter: left}, nil
 }

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/funcr"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -20,8 +19,8 @@ import (
 
 	addonv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/addon/v1alpha1"
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
-	apischeme "github.com/flotilla-dev/flotilla/core/apis/scheme"
 	"github.com/flotilla-dev/flotilla/core/environment"
+	envfleettest "github.com/flotilla-dev/flotilla/core/environment/fleettest"
 	"github.com/flotilla-dev/flotilla/core/wasm"
 	hubaddon "github.com/flotilla-dev/flotilla/hub/addon/registration"
 	"github.com/flotilla-dev/flotilla/hub/registration/csr"
@@ -68,21 +67,15 @@ func TestAddonAgent(t *testing.T) {
 	RunSpecs(t, "Add-on agent (klusterlet) suite")
 }
 
-var _ = BeforeSuite(func(_ SpecContext) {
+var _ = BeforeSuite(func(ctx SpecContext) {
 	var cancel context.CancelFunc
 	suiteCtx, cancel = context.WithCancel(context.Background())
 	DeferCleanup(cancel)
-	var err error
-	fleet, err = environment.Start(suiteCtx, environment.Options{SigningDuration: signingDuration, Log: GinkgoWriter})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(func() { Expect(fleet.Stop()).To(Succeed()) })
-	scheme := runtime.NewScheme()
-	Expect(apischeme.AddToScheme(scheme)).To(Succeed())
-	admin, err = client.New(fleet.Hub.Config, client.Options{Scheme: scheme})
-	Expect(err).NotTo(HaveOccurred())
+	fleet = envfleettest.Start(ctx, environment.Options{SigningDuration: signingDuration})
+	var scheme *runtime.Scheme
+	admin, scheme = envfleettest.Admin(fleet)
 	kube = kubernetes.NewForConfigOrDie(fleet.Hub.Config)
-	logger := funcr.New(func(prefix, args string) { GinkgoWriter.Println(prefix, args) }, funcr.Options{})
-	ctrl.SetLogger(logger)
+	logger := envfleettest.Logger()
 
 	// The hub: the accepted cluster with its agents' RBAC, CSR approval with the shipped
 	// csr-addon module, and the add-ons' hub permissions.

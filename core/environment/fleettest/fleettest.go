@@ -11,8 +11,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	"github.com/onsi/ginkgo/v2"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	apischeme "github.com/flotilla-dev/flotilla/core/apis/scheme"
 	"github.com/flotilla-dev/flotilla/core/environment"
 )
 
@@ -41,6 +47,29 @@ func Start(ctx context.Context, opts environment.Options) *environment.Fleet {
 		return fleet.Stop()
 	})
 	return fleet
+}
+
+// Admin is an admin client of fleet's hub on the project's scheme (core/apis/scheme), and
+// that scheme, for managers the suite builds. A failure fails the node.
+func Admin(fleet *environment.Fleet) (client.Client, *runtime.Scheme) {
+	ginkgo.GinkgoHelper()
+	scheme := runtime.NewScheme()
+	if err := apischeme.AddToScheme(scheme); err != nil {
+		ginkgo.Fail(fmt.Sprintf("building the scheme: %v", err))
+	}
+	c, err := client.New(fleet.Hub.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		ginkgo.Fail(fmt.Sprintf("admin client of %s: %v", fleet.Hub.Name, err))
+	}
+	return c, scheme
+}
+
+// Logger is a logger to GinkgoWriter, made controller-runtime's too (its managers and
+// controllers log there unless given another).
+func Logger() logr.Logger {
+	logger := funcr.New(func(prefix, args string) { ginkgo.GinkgoWriter.Println(prefix, args) }, funcr.Options{})
+	ctrl.SetLogger(logger)
+	return logger
 }
 
 // StartT starts a fleet for a plain Go test and stops it in t.Cleanup.

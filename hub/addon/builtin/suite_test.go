@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/funcr"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -18,8 +17,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
-	apischeme "github.com/flotilla-dev/flotilla/core/apis/scheme"
 	"github.com/flotilla-dev/flotilla/core/environment"
+	envfleettest "github.com/flotilla-dev/flotilla/core/environment/fleettest"
 	"github.com/flotilla-dev/flotilla/core/wasm"
 	hubaddon "github.com/flotilla-dev/flotilla/hub/addon"
 	"github.com/flotilla-dev/flotilla/hub/addon/builtin"
@@ -57,21 +56,15 @@ func TestBuiltinAddons(t *testing.T) {
 	RunSpecs(t, "Built-in add-ons suite")
 }
 
-var _ = BeforeSuite(func(_ SpecContext) {
+var _ = BeforeSuite(func(ctx SpecContext) {
 	var cancel context.CancelFunc
 	suiteCtx, cancel = context.WithCancel(context.Background())
 	DeferCleanup(cancel)
-	var err error
-	fleet, err = environment.Start(suiteCtx, environment.Options{Log: GinkgoWriter})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(func() { Expect(fleet.Stop()).To(Succeed()) })
-	scheme := runtime.NewScheme()
-	Expect(apischeme.AddToScheme(scheme)).To(Succeed())
-	admin, err = client.New(fleet.Hub.Config, client.Options{Scheme: scheme})
-	Expect(err).NotTo(HaveOccurred())
+	fleet = envfleettest.Start(ctx, environment.Options{})
+	var scheme *runtime.Scheme
+	admin, scheme = envfleettest.Admin(fleet)
 	kube = kubernetes.NewForConfigOrDie(fleet.Hub.Config)
-	logger := funcr.New(func(prefix, args string) { GinkgoWriter.Println(prefix, args) }, funcr.Options{})
-	ctrl.SetLogger(logger)
+	logger := envfleettest.Logger()
 
 	Expect(admin.Create(suiteCtx, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: cluster}, Spec: clusterv1.ManagedClusterSpec{HubAcceptsClient: true}})).To(Succeed())
 	Expect(admin.Create(suiteCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cluster}})).To(Succeed())

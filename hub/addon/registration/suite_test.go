@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/funcr"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/client-go/kubernetes"
@@ -16,8 +15,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	addonv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/addon/v1alpha1"
-	apischeme "github.com/flotilla-dev/flotilla/core/apis/scheme"
 	"github.com/flotilla-dev/flotilla/core/environment"
+	envfleettest "github.com/flotilla-dev/flotilla/core/environment/fleettest"
 	"github.com/flotilla-dev/flotilla/core/wasm"
 	"github.com/flotilla-dev/flotilla/hub/addon/registration"
 	"github.com/flotilla-dev/flotilla/hub/registration/csr"
@@ -87,19 +86,13 @@ func TestAddonRegistration(t *testing.T) {
 	RunSpecs(t, "Add-on registration (hub) suite")
 }
 
-var _ = BeforeSuite(func(_ SpecContext) {
+var _ = BeforeSuite(func(ctx SpecContext) {
 	var cancel context.CancelFunc
 	suiteCtx, cancel = context.WithCancel(context.Background())
 	DeferCleanup(cancel)
-	var err error
-	fleet, err = environment.Start(suiteCtx, environment.Options{ManagedClusters: 0, SigningDuration: time.Hour, Log: GinkgoWriter})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(func() { Expect(fleet.Stop()).To(Succeed()) })
-
-	scheme := runtime.NewScheme()
-	Expect(apischeme.AddToScheme(scheme)).To(Succeed())
-	hub, err = client.New(fleet.Hub.Config, client.Options{Scheme: scheme})
-	Expect(err).NotTo(HaveOccurred())
+	fleet = envfleettest.Start(ctx, environment.Options{ManagedClusters: 0, SigningDuration: time.Hour})
+	var scheme *runtime.Scheme
+	hub, scheme = envfleettest.Admin(fleet)
 	hubKube = kubernetes.NewForConfigOrDie(fleet.Hub.Config)
 
 	// The hub's CSR approval with the shipped csr-addon and csr-renewal modules.
@@ -118,8 +111,7 @@ var _ = BeforeSuite(func(_ SpecContext) {
 	}
 
 	skip := true
-	logger := funcr.New(func(prefix, args string) { GinkgoWriter.Println(prefix, args) }, funcr.Options{})
-	ctrl.SetLogger(logger)
+	logger := envfleettest.Logger()
 	mgr, err := ctrl.NewManager(fleet.Hub.Config, ctrl.Options{
 		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 		Controller: config.Controller{SkipNameValidation: &skip}, Logger: logger,

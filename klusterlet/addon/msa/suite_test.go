@@ -13,16 +13,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/flotilla-dev/flotilla/core/apis/authentication/v1beta1"
-	apischeme "github.com/flotilla-dev/flotilla/core/apis/scheme"
 	"github.com/flotilla-dev/flotilla/core/environment"
+	envfleettest "github.com/flotilla-dev/flotilla/core/environment/fleettest"
 	"github.com/flotilla-dev/flotilla/hub/addon/builtin"
 	hubaddon "github.com/flotilla-dev/flotilla/hub/addon/registration"
 	"github.com/flotilla-dev/flotilla/klusterlet/addon"
@@ -47,20 +45,14 @@ func TestManagedServiceAccountAgent(t *testing.T) {
 	RunSpecs(t, "managed-serviceaccount agent suite")
 }
 
-var _ = BeforeSuite(func(_ SpecContext) {
+var _ = BeforeSuite(func(ctx SpecContext) {
 	var cancel context.CancelFunc
 	suiteCtx, cancel = context.WithCancel(context.Background())
 	DeferCleanup(cancel)
-	var err error
-	fleet, err = environment.Start(suiteCtx, environment.Options{Log: GinkgoWriter})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(func() { Expect(fleet.Stop()).To(Succeed()) })
-	scheme := runtime.NewScheme()
-	Expect(apischeme.AddToScheme(scheme)).To(Succeed())
-	admin, err = client.New(fleet.Hub.Config, client.Options{Scheme: scheme})
-	Expect(err).NotTo(HaveOccurred())
+	fleet = envfleettest.Start(ctx, environment.Options{})
+	admin, _ = envfleettest.Admin(fleet)
 	kube = kubernetes.NewForConfigOrDie(fleet.Hub.Config)
-	ctrl.SetLogger(funcr.New(func(prefix, args string) { GinkgoWriter.Println(prefix, args) }, funcr.Options{}))
+	envfleettest.Logger()
 	// The agent's hub rules, as the hub grants them to the built-in add-on.
 	a, _ := builtin.Lookup(builtin.ManagedServiceAccount)
 	for _, cr := range a.ClusterRoles {
