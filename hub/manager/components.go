@@ -24,8 +24,8 @@ const (
 	RegistrationController = "registration-controller"
 	// RegistrationWebhook: ManagedCluster defaults and the Rego admission policies.
 	RegistrationWebhook = "registration-webhook"
-	// WorkWebhook: ManifestWork validation (and the Rego admission policies) and the
-	// ManifestWork finalizer admission policy.
+	// WorkWebhook: ManifestWork validation and its finalizer at create (mutating), and the
+	// Rego admission policies.
 	WorkWebhook = "work-webhook"
 	// WorkController: ManifestWork availability and completion, ManifestWorkReplicaSets.
 	WorkController = "work-controller"

@@ -74,8 +74,8 @@ Deployments, so each can run, scale and fail on its own (default all: the single
     bindings, CSR approval; it installs the CRDs, bootstrap identities, agent roles and flow
     schemas and the built-in plugins; a process without it waits for the CRDs.
   registration-webhook: ManagedCluster defaults and the Rego admission policies.
-  work-webhook: ManifestWork validation, the Rego admission policies and the ManifestWork
-    finalizer admission policy.
+  work-webhook: ManifestWork validation and its cleanup finalizer at create, and the Rego
+    admission policies.
   work-controller: ManifestWork availability and completion, ManifestWorkReplicaSets.
   placement-controller: placement decisions (--placement-debug-bind-address).
   addon-manager: add-ons (--addons), the add-on kinds' v1alpha1/v1beta1 conversion.
