@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/component-base/featuregate"
 
 	"github.com/flotilla-dev/flotilla/core/apis/featuregates"
@@ -138,6 +139,9 @@ type refusal struct {
 	blocking bool
 	set      func(s *operatorv1.KlusterletSpec) []string
 }
+
+// maxKlusterletName is the longest Klusterlet name the klusterlet chart takes (values.schema.json).
+const maxKlusterletName = 50
 
 const (
 	rc = "spec.registrationConfiguration."
@@ -422,6 +426,11 @@ func ValuesFor(k *operatorv1.Klusterlet, appliedMode operatorv1.InstallMode) Val
 			continue
 		}
 		b.unsupported = append(b.unsupported, paths...)
+	}
+	// The name prefixes the agents' cluster-scoped objects (and is the agent namespace in the
+	// Hosted modes): the chart takes a DNS label of at most maxKlusterletName characters.
+	if errs := validation.IsDNS1123Label(k.Name); len(errs) > 0 || len(k.Name) > maxKlusterletName {
+		b.blocking = append(b.blocking, fmt.Sprintf("metadata.name: %q: Flotilla needs a DNS label of at most %d characters, as it prefixes the agents' objects", k.Name, maxKlusterletName))
 	}
 	if s.ClusterName == "" {
 		b.blocking = append(b.blocking, "spec.clusterName: required by Flotilla (the name the cluster registers under)")

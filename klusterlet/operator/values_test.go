@@ -2,6 +2,7 @@ package operator
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -296,36 +297,54 @@ func TestValuesForRefuses(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := ValuesFor(newKlusterlet(operatorv1.InstallModeSingleton, tc.edit), operatorv1.InstallModeSingleton)
-			if !slices.Equal(v.Unsupported, tc.unsupported) {
-				t.Errorf("unsupported %q, want %q", v.Unsupported, tc.unsupported)
-			}
-			c := v.ValidConfiguration()
-			if len(tc.unsupported) == 0 {
-				if c.Status != metav1.ConditionTrue || c.Reason != operatorv1.ReasonConfigurationValid {
-					t.Errorf("ValidConfiguration %+v, want True ConfigurationValid", c)
-				}
-			} else {
-				if c.Status != metav1.ConditionFalse || c.Reason != operatorv1.ReasonUnsupportedFields || c.Type != "ValidConfiguration" {
-					t.Errorf("ValidConfiguration %+v, want False UnsupportedFields", c)
-				}
-				for _, p := range tc.unsupported {
-					if !strings.Contains(c.Message, p) {
-						t.Errorf("ValidConfiguration message %q does not name %s", c.Message, p)
-					}
-				}
-			}
-			applied, blocked := v.NotApplied()
-			switch {
-			case tc.blocking == "" && blocked:
-				t.Errorf("blocked: %+v", applied)
-			case tc.blocking != "" && !blocked:
-				t.Errorf("not blocked, want Applied False naming %q", tc.blocking)
-			case tc.blocking != "":
-				if applied.Type != "Applied" || applied.Status != metav1.ConditionFalse || applied.Reason != "UnsupportedConfiguration" || !strings.Contains(applied.Message, tc.blocking) {
-					t.Errorf("Applied %+v, want False UnsupportedConfiguration naming %q", applied, tc.blocking)
-				}
-			}
+			checkRefusals(t, v, tc.unsupported, tc.blocking)
 		})
+	}
+}
+
+// TestValuesForRefusesNamesTheChartCannotTake: a Klusterlet name that is no DNS label of at
+// most 50 characters (a dotted name, a long one) blocks, naming metadata.name.
+func TestValuesForRefusesNamesTheChartCannotTake(t *testing.T) {
+	for _, name := range []string{"klusterlet.example", strings.Repeat("k", 51)} {
+		k := newKlusterlet(operatorv1.InstallModeHosted, nil)
+		k.Name = name
+		checkRefusals(t, ValuesFor(k, ""), nil, fmt.Sprintf("metadata.name: %q: Flotilla needs a DNS label of at most 50 characters", name))
+	}
+	k := newKlusterlet(operatorv1.InstallModeHosted, nil)
+	k.Name = strings.Repeat("k", 50)
+	checkRefusals(t, ValuesFor(k, ""), nil, "")
+}
+
+func checkRefusals(t *testing.T, v Values, unsupported []string, blocking string) {
+	t.Helper()
+	if !slices.Equal(v.Unsupported, unsupported) {
+		t.Errorf("unsupported %q, want %q", v.Unsupported, unsupported)
+	}
+	c := v.ValidConfiguration()
+	if len(unsupported) == 0 {
+		if c.Status != metav1.ConditionTrue || c.Reason != operatorv1.ReasonConfigurationValid {
+			t.Errorf("ValidConfiguration %+v, want True ConfigurationValid", c)
+		}
+	} else {
+		if c.Status != metav1.ConditionFalse || c.Reason != operatorv1.ReasonUnsupportedFields || c.Type != "ValidConfiguration" {
+			t.Errorf("ValidConfiguration %+v, want False UnsupportedFields", c)
+		}
+		for _, p := range unsupported {
+			if !strings.Contains(c.Message, p) {
+				t.Errorf("ValidConfiguration message %q does not name %s", c.Message, p)
+			}
+		}
+	}
+	applied, blocked := v.NotApplied()
+	switch {
+	case blocking == "" && blocked:
+		t.Errorf("blocked: %+v", applied)
+	case blocking != "" && !blocked:
+		t.Errorf("not blocked, want Applied False naming %q", blocking)
+	case blocking != "":
+		if applied.Type != "Applied" || applied.Status != metav1.ConditionFalse || applied.Reason != "UnsupportedConfiguration" || !strings.Contains(applied.Message, blocking) {
+			t.Errorf("Applied %+v, want False UnsupportedConfiguration naming %q", applied, blocking)
+		}
 	}
 }
 
