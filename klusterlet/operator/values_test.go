@@ -373,3 +373,26 @@ func TestValuesForRefusesAModeChange(t *testing.T) {
 		}
 	}
 }
+
+// TestValuesForGates: the gates `flotilla klusterlet` implements of each agent's OCM set go to
+// that agent's flags; the others (OCM gates Flotilla lacks, misspellings) are what
+// ValidFeatureGates names, per agent, and no flag carries them.
+func TestValuesForGates(t *testing.T) {
+	v := ValuesFor(newKlusterlet(operatorv1.InstallModeDefault, func(s *operatorv1.KlusterletSpec) {
+		s.RegistrationConfiguration = &operatorv1.RegistrationConfiguration{FeatureGates: []operatorv1.FeatureGate{
+			{Feature: "AddonManagement", Mode: "Enable"}, {Feature: "ClusterClaim", Mode: "Enable"}, {Feature: "RawFeedbackJsonString", Mode: "Enable"}}}
+		s.WorkConfiguration = &operatorv1.WorkAgentConfiguration{FeatureGates: []operatorv1.FeatureGate{
+			{Feature: "ExecutorValidatingCaches", Mode: "Enable"}, {Feature: "Nonsense", Mode: "Enable"}}}
+	}), "")
+	if got := get(v.Chart, "specFlags.registration.feature-gates"); !jsonEqual(got, map[string]any{"AddonManagement": true}) {
+		t.Errorf("registration gates %v", got)
+	}
+	if got := get(v.Chart, "specFlags.work.feature-gates"); !jsonEqual(got, map[string]any{"ExecutorValidatingCaches": true}) {
+		t.Errorf("work gates %v", got)
+	}
+	c := v.Gates.Condition()
+	if c.Status != metav1.ConditionFalse || c.Reason != operatorv1.ReasonInvalidFeatureGatesExisting ||
+		!strings.Contains(c.Message, "Registration: [ClusterClaim RawFeedbackJsonString]") || !strings.Contains(c.Message, "Work: [Nonsense]") {
+		t.Errorf("ValidFeatureGates %+v", c)
+	}
+}
