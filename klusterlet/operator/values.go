@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/component-base/featuregate"
 
@@ -509,4 +510,21 @@ func chartDefault(key string) any {
 		return nil // embedded, loaded by its tests; rendering reports the error
 	}
 	return c.Values[key]
+}
+
+// Target is the cluster the operator applies o to, o being rendered for a Hosted Klusterlet:
+// its flotilla.dev/target label, or for the two kinds the chart cannot label, the CRDs (its
+// crds/ directory: the managed cluster's APIs) TargetManaged and the release Namespace
+// install.Render adds (the agent namespace) TargetManagement. "" for anything else unlabelled.
+func Target(o *unstructured.Unstructured, agentNamespace string) string {
+	if t := o.GetLabels()[operatorv1.TargetLabel]; t != "" {
+		return t
+	}
+	switch {
+	case o.GetKind() == "CustomResourceDefinition" && o.GroupVersionKind().Group == "apiextensions.k8s.io":
+		return operatorv1.TargetManaged
+	case o.GetKind() == "Namespace" && o.GroupVersionKind().Group == "" && o.GetName() == agentNamespace:
+		return operatorv1.TargetManagement
+	}
+	return ""
 }

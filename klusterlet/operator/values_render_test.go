@@ -304,23 +304,26 @@ func TestEveryActingFieldRenders(t *testing.T) {
 	}
 }
 
-// TestHostedRenderSplitsByTarget: in the Hosted modes every object the chart renders carries
-// flotilla.dev/target, the managed-side ones (namespaces, ServiceAccounts the agents act as,
-// cluster-wide RBAC) in the klusterlet namespace spec.namespace, the agents in the agent
-// namespace (the Klusterlet's name) on the management cluster.
+// TestHostedRenderSplitsByTarget: in the Hosted modes every object rendered has a Target: the
+// managed-side ones (CRDs, namespaces, the ServiceAccounts the agents act as, in the
+// klusterlet namespace spec.namespace, cluster-wide RBAC) the managed cluster, the agents and
+// what they keep in the agent namespace (the Klusterlet's name) the management cluster.
 func TestHostedRenderSplitsByTarget(t *testing.T) {
 	for _, mode := range []operatorv1.InstallMode{operatorv1.InstallModeHosted, operatorv1.InstallModeSingletonHosted} {
 		t.Run(string(mode), func(t *testing.T) {
 			k := newKlusterlet(mode, func(s *operatorv1.KlusterletSpec) { s.Namespace = "open-cluster-management-klusterlet-c1" })
 			k.Name = "klusterlet-c1"
-			objs := renderFor(t, k)
+			v := ValuesFor(k, "")
+			v.Chart["bootstrapHubKubeconfig"] = "kubeconfig"
+			objs, err := install.Render(install.KlusterletChart, "klusterlet", v.AgentNamespace, v.Chart)
+			if err != nil {
+				t.Fatal(err)
+			}
 			for _, o := range objs {
-				target := o.GetLabels()[operatorv1.TargetLabel]
+				target := Target(o, "klusterlet-c1")
 				switch {
-				case o.GetKind() == "CustomResourceDefinition":
-				case o.GetKind() == "Namespace" && o.GetName() == "klusterlet-c1":
-					// Render's release namespace: the agent namespace on the management cluster.
-				case o.GetKind() == "Deployment" || (o.GetKind() == "Role" || o.GetKind() == "RoleBinding" || o.GetKind() == "ServiceAccount") && o.GetNamespace() == "klusterlet-c1":
+				case o.GetKind() == "Namespace" && o.GetName() == "klusterlet-c1",
+					o.GetKind() == "Deployment" || (o.GetKind() == "Role" || o.GetKind() == "RoleBinding" || o.GetKind() == "ServiceAccount" || o.GetKind() == "Secret") && o.GetNamespace() == "klusterlet-c1":
 					if target != operatorv1.TargetManagement {
 						t.Errorf("%s %s/%s: target %q, want management", o.GetKind(), o.GetNamespace(), o.GetName(), target)
 					}
