@@ -354,3 +354,33 @@ func TestHostedRenderSplitsByTarget(t *testing.T) {
 		})
 	}
 }
+
+// TestTwoHostedKlusterletsShareOnlyTheSharedObjects: two Hosted Klusterlets (for two hubs) of
+// one managed cluster render no object of the same kind, namespace and name on either cluster
+// but those meant to be shared: the CRDs, the add-on namespace, and the built-in
+// managed-serviceaccount namespace (builtinAddons.createNamespace false on the second).
+func TestTwoHostedKlusterletsShareOnlyTheSharedObjects(t *testing.T) {
+	seen := map[string]string{}
+	for i, name := range []string{"klusterlet-c1", "klusterlet-c1-hub2"} {
+		k := newKlusterlet(operatorv1.InstallModeHosted, func(s *operatorv1.KlusterletSpec) { s.Namespace = "open-cluster-management-" + name })
+		k.Name = name
+		v := ValuesFor(k, "")
+		if i == 1 {
+			v.Chart["builtinAddons"] = map[string]any{"createNamespace": false}
+		}
+		objs, err := install.Render(install.KlusterletChart, "klusterlet", v.AgentNamespace, v.Chart)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range objs {
+			if o.GetKind() == "CustomResourceDefinition" || (o.GetKind() == "Namespace" && o.GetName() == operatorv1.AddOnDefaultNamespace) {
+				continue
+			}
+			key := Target(o, v.AgentNamespace) + " " + o.GetKind() + " " + o.GetNamespace() + "/" + o.GetName()
+			if other, ok := seen[key]; ok {
+				t.Errorf("%s and %s both render %s", other, name, key)
+			}
+			seen[key] = name
+		}
+	}
+}
