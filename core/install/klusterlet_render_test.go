@@ -181,6 +181,8 @@ func TestRenderKlusterletDefaultMode(t *testing.T) {
 			}
 		}
 	}
+	plugins := find(t, objs, "ClusterRoleBinding", "open-cluster-management:klusterlet-work:plugins")
+	equalJSON(t, "plugin loader's subjects", plugins.Object["subjects"], []any{map[string]any{"kind": "ServiceAccount", "name": "klusterlet-work-sa", "namespace": install.AgentNamespace}})
 	rb := find(t, objs, "RoleBinding", "open-cluster-management:klusterlet-work:agent")
 	equalJSON(t, "work Role subjects", rb.Object["subjects"], []any{map[string]any{"kind": "ServiceAccount", "name": "klusterlet-work-sa", "namespace": install.AgentNamespace}})
 	role := find(t, objs, "Role", "open-cluster-management:klusterlet-work:agent")

@@ -512,16 +512,23 @@ func chartDefault(key string) any {
 	return c.Values[key]
 }
 
+// managementCRDs are the chart's CRDs whose objects live where the agents run in the Hosted
+// modes: the Klusterlet, and the WasmPlugins the work agent's plugin loader reads there.
+var managementCRDs = []string{"klusterlets.operator.open-cluster-management.io", "wasmplugins.flotilla.dev"}
+
 // Target is the cluster the operator applies o to, o being rendered for a Hosted Klusterlet:
 // its flotilla.dev/target label, or for the two kinds the chart cannot label, the CRDs (its
-// crds/ directory: the managed cluster's APIs) TargetManaged and the release Namespace
-// install.Render adds (the agent namespace) TargetManagement. "" for anything else unlabelled.
+// crds/ directory: the managed cluster's APIs, but managementCRDs) and the release Namespace
+// install.Render adds (the agent namespace, TargetManagement). "" for anything else unlabelled.
 func Target(o *unstructured.Unstructured, agentNamespace string) string {
 	if t := o.GetLabels()[operatorv1.TargetLabel]; t != "" {
 		return t
 	}
 	switch {
 	case o.GetKind() == "CustomResourceDefinition" && o.GroupVersionKind().Group == "apiextensions.k8s.io":
+		if slices.Contains(managementCRDs, o.GetName()) {
+			return operatorv1.TargetManagement
+		}
 		return operatorv1.TargetManaged
 	case o.GetKind() == "Namespace" && o.GroupVersionKind().Group == "" && o.GetName() == agentNamespace:
 		return operatorv1.TargetManagement

@@ -322,7 +322,9 @@ func TestHostedRenderSplitsByTarget(t *testing.T) {
 			for _, o := range objs {
 				target := Target(o, "klusterlet-c1")
 				switch {
-				case o.GetKind() == "Namespace" && o.GetName() == "klusterlet-c1",
+				case o.GetName() == "klusterlets.operator.open-cluster-management.io" || o.GetName() == "wasmplugins.flotilla.dev",
+					o.GetName() == "open-cluster-management:klusterlet-c1-work:plugins",
+					o.GetKind() == "Namespace" && o.GetName() == "klusterlet-c1",
 					o.GetKind() == "Deployment" || (o.GetKind() == "Role" || o.GetKind() == "RoleBinding" || o.GetKind() == "ServiceAccount" || o.GetKind() == "Secret") && o.GetNamespace() == "klusterlet-c1":
 					if target != operatorv1.TargetManagement {
 						t.Errorf("%s %s/%s: target %q, want management", o.GetKind(), o.GetNamespace(), o.GetName(), target)
@@ -347,6 +349,15 @@ func TestHostedRenderSplitsByTarget(t *testing.T) {
 			}
 			findObj(t, objs, "ServiceAccount", "open-cluster-management-klusterlet-c1", agentSA)
 			findObj(t, objs, "ServiceAccount", "open-cluster-management-klusterlet-c1", "klusterlet-c1-work-sa")
+			// The plugin loader runs with the work agent, on the management cluster.
+			loader := "klusterlet-c1-work-sa"
+			if mode == operatorv1.InstallModeSingletonHosted {
+				loader = "klusterlet-c1-agent"
+			}
+			plugins := findObj(t, objs, "ClusterRoleBinding", "", "open-cluster-management:klusterlet-c1-work:plugins")
+			if !jsonEqual(plugins.Object["subjects"], []any{map[string]any{"kind": "ServiceAccount", "name": loader, "namespace": "klusterlet-c1"}}) {
+				t.Errorf("plugin loader's ClusterRoleBinding subjects %v", plugins.Object["subjects"])
+			}
 			crb := findObj(t, objs, "ClusterRoleBinding", "", "open-cluster-management:klusterlet-c1-registration:agent")
 			if !jsonEqual(crb.Object["subjects"], []any{map[string]any{"kind": "ServiceAccount", "name": agentSA, "namespace": "open-cluster-management-klusterlet-c1"}}) {
 				t.Errorf("registration ClusterRoleBinding subjects %v", crb.Object["subjects"])
