@@ -66,26 +66,32 @@ func (v Values) NotApplied() (c metav1.Condition, ok bool) {
 // Flag names of `flotilla klusterlet` the values carry (chart values specFlags.registration
 // and specFlags.work; the singleton agent takes both).
 const (
-	flagClusterName          = "cluster-name"
-	flagFeatureGates         = "feature-gates"
-	flagCSRExpiration        = "csr-expiration-seconds"
-	flagMaxClaims            = "max-custom-cluster-claims"
-	flagReservedSuffixes     = "reserved-cluster-claim-suffixes"
-	flagClusterAnnotations   = "cluster-annotations"
-	flagClusterLabels        = "cluster-labels"
-	flagKubeAPIQPS           = "kube-api-qps"
-	flagKubeAPIBurst         = "kube-api-burst"
-	flagWorkKubeAPIQPS       = "work-kube-api-qps"
-	flagWorkKubeAPIBurst     = "work-kube-api-burst"
-	flagHubKubeAPIQPS        = "hub-kube-api-qps"
-	flagHubKubeAPIBurst      = "hub-kube-api-burst"
-	flagHubHostAlias         = "hub-host-alias"
-	flagHostingClusterClaim  = "hosting-cluster-claim"
-	flagExternalServerURLs   = "external-server-urls"
-	flagEvictionGracePeriod  = "appliedmanifestwork-eviction-grace-period"
-	flagStatusSyncInterval   = "status-sync-interval"
-	registrationFlags        = "registration"
-	workFlags                = "work"
+	flagClusterName         = "cluster-name"
+	flagFeatureGates        = "feature-gates"
+	flagCSRExpiration       = "csr-expiration-seconds"
+	flagMaxClaims           = "max-custom-cluster-claims"
+	flagReservedSuffixes    = "reserved-cluster-claim-suffixes"
+	flagClusterAnnotations  = "cluster-annotations"
+	flagClusterLabels       = "cluster-labels"
+	flagKubeAPIQPS          = "kube-api-qps"
+	flagKubeAPIBurst        = "kube-api-burst"
+	flagWorkKubeAPIQPS      = "work-kube-api-qps"
+	flagWorkKubeAPIBurst    = "work-kube-api-burst"
+	flagHubKubeAPIQPS       = "hub-kube-api-qps"
+	flagHubKubeAPIBurst     = "hub-kube-api-burst"
+	flagHubHostAlias        = "hub-host-alias"
+	flagHostingClusterClaim = "hosting-cluster-claim"
+	flagExternalServerURLs  = "external-server-urls"
+	flagEvictionGracePeriod = "appliedmanifestwork-eviction-grace-period"
+	flagStatusSyncInterval  = "status-sync-interval"
+)
+
+const (
+	// registrationFlags and workFlags key the agents in specFlags.
+	registrationFlags = "registration"
+	workFlags         = "work"
+	// ocmImagePrefix is where OCM's images live (registration, work, registration-operator...):
+	// an image pull spec naming one runs Flotilla's image, which does their jobs.
 	ocmImagePrefix           = "quay.io/open-cluster-management/"
 	ocmImageReplacedTemplate = "%s: OCM's image %s, running Flotilla's image instead"
 )
