@@ -88,6 +88,11 @@ type AddOnOptions struct {
 type WorkOptions struct {
 	// Disabled runs registration only.
 	Disabled bool
+	// Only runs the work agent alone, without registration: it waits for the hub kubeconfig
+	// secret (Registration.AgentNamespace/HubKubeconfigSecret) a registration agent with
+	// Disabled keeps, runs with its identity, and starts again when its certificate changes
+	// (workonly.go). The Lease of leader election defaults to DefaultWorkLeaderElectionName.
+	Only bool
 	// ServiceAccount, when set, is the ServiceAccount in the agent namespace the work agent
 	// acts as on the managed cluster (OCM's <klusterlet>-work-sa), with tokens requested with
 	// Registration.ManagedConfig's identity: that identity then needs only create on that
@@ -114,7 +119,10 @@ type WorkOptions struct {
 
 // Agent is a configured klusterlet.
 type Agent struct {
+	// Registration is nil in a work-only agent (WorkOptions.Only).
 	Registration *registration.Agent
+	// workOnly runs a work-only agent's sessions.
+	workOnly *workOnly
 	// plugins configures the plugin loader started by Run; nil for none.
 	plugins *plugins.Config
 	// loader is the running plugin loader, whose FeedbackExtractors the work agent uses.
@@ -164,6 +172,9 @@ func New(opts Options) (*Agent, error) {
 		if err != nil {
 			return nil, fmt.Errorf("klusterlet: managed cluster REST mapper: %w", err)
 		}
+	}
+	if opts.Work.Only {
+		return a.newWorkOnly(opts, cfg)
 	}
 	if !opts.Work.Disabled || !opts.AddOn.Disabled {
 		cfg.OnAccepted = a.session(opts, cfg.ManagedMapper)
@@ -338,6 +349,9 @@ func (a *Agent) runAgents(ctx context.Context) error {
 		done := make(chan struct{})
 		go func() { defer close(done); a.onRun(ctx, a) }()
 		defer func() { cancel(); <-done }()
+	}
+	if a.workOnly != nil {
+		return a.workOnly.Run(ctx)
 	}
 	return a.Registration.Run(ctx)
 }
