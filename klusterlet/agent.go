@@ -115,6 +115,11 @@ type WorkOptions struct {
 	RawFeedbackJSON bool
 	// Workers is how many ManifestWorks are reconciled at once (work.DefaultWorkers when 0).
 	Workers int
+	// KubeAPIQPS and KubeAPIBurst limit the work agent's requests to the managed cluster, and
+	// HubKubeAPIQPS and HubKubeAPIBurst its requests to the hub (Klusterlet
+	// workConfiguration.kubeAPIQPS... ); 0: work.Config's defaults.
+	KubeAPIQPS, HubKubeAPIQPS     float32
+	KubeAPIBurst, HubKubeAPIBurst int
 }
 
 // Agent is a configured klusterlet.
@@ -254,6 +259,10 @@ func (a *Agent) workSession(opts Options, managedMapper meta.RESTMapper) func(ct
 			MaxFeedbackWatch:         opts.Work.MaxFeedbackWatch,
 			RawFeedbackJSON:          opts.Work.RawFeedbackJSON,
 			Workers:                  opts.Work.Workers,
+			ManagedQPS:               opts.Work.KubeAPIQPS,
+			ManagedBurst:             opts.Work.KubeAPIBurst,
+			HubQPS:                   opts.Work.HubKubeAPIQPS,
+			HubBurst:                 opts.Work.HubKubeAPIBurst,
 			Scheme:                   s.Scheme,
 			HubMapper:                s.HubMapper,
 			ManagedMapper:            managedMapper,
