@@ -247,6 +247,10 @@ func (a *Agent) workSession(opts Options, managedMapper meta.RESTMapper) func(ct
 		if err != nil {
 			return err
 		}
+		// The managed config's rates are the other agents' (--kube-api-qps); the work agent's
+		// are Work.KubeAPIQPS and KubeAPIBurst, else its own defaults.
+		managed = rest.CopyConfig(managed)
+		managed.QPS, managed.Burst = 0, 0
 		cfg := work.Config{
 			ClusterName:              s.ClusterName,
 			AgentID:                  s.AgentName,

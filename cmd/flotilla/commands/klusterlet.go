@@ -26,6 +26,7 @@ func newKlusterletCommand() *cobra.Command {
 		klusterletName      string
 		verbosity           int
 		pprofAddr           string
+		fields              klusterletFieldFlags
 	)
 	gate, gateErr := featuregates.NewGate(klusterletFeatureGates())
 	cmd := &cobra.Command{
@@ -103,6 +104,9 @@ kubeconfig; a standby replica is ready), on every replica.`,
 			if err != nil {
 				return err
 			}
+			if err := fields.apply(&opts, cfg); err != nil {
+				return err
+			}
 			opts.Registration.ManagedConfig = cfg
 			opts.BootstrapKubeconfigFile = bootstrapKubeconfig
 			opts.Registration.Logger = newLogger(cmd.ErrOrStderr(), verbosity)
@@ -113,6 +117,13 @@ kubeconfig; a standby replica is ready), on every replica.`,
 				if err := servePprof(ctx, pprofAddr, opts.Registration.Logger); err != nil {
 					return err
 				}
+			}
+			if opts.Work.Only {
+				if !cmd.Flags().Changed("leader-elect-name") {
+					opts.LeaderElection.Name = klusterlet.DefaultWorkLeaderElectionName
+				}
+				// Its Deployment's settings are flags; the Klusterlet is the registration agent's.
+				return klusterlet.Run(ctx, opts)
 			}
 			return kop.RunKlusterlet(ctx, kop.Options{Klusterlet: opts, KlusterletName: klusterletName, Deployment: operatorrun.DeploymentFromEnv()})
 		},
@@ -165,6 +176,7 @@ kubeconfig; a standby replica is ready), on every replica.`,
 	f.StringVar(&opts.MetricsBindAddress, "metrics-bind-address", "0", "address serving Prometheus metrics, e.g. :8080 (0 disables)")
 	f.StringVar(&opts.HealthProbeBindAddress, "health-probe-bind-address", "0",
 		"address serving /healthz and /readyz (ready once the agents run and have read a bootstrap or hub kubeconfig; a standby replica is ready), e.g. :8081 (0 disables)")
+	fields.add(f, &opts)
 	f.IntVar(&verbosity, "v", 0, "log verbosity on standard error: 0 logs what the agent does and its errors, higher values add detail")
 	f.StringVar(&pprofAddr, "pprof-bind-address", "", "address serving Go's /debug/pprof profiles, e.g. 127.0.0.1:6060 (default: off)")
 	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
