@@ -84,6 +84,18 @@ with replicas > 1): the replica holding the Lease --leader-elect-name in
 kubeconfig secret. A replica that fails to renew the Lease exits non-zero. The defaults are
 OCM's (137 s, 107 s, 26 s).
 
+OCM's Default and Hosted modes run two agents: one with --disable-work-agent (registration
+and add-ons) and one with --work-only, which registers nothing: it waits for
+--hub-kubeconfig-secret in --agent-namespace (not ready until then), applies the cluster's
+ManifestWorks with the identity stored there, and starts its work agent again when the
+registration agent rotates the certificate. It elects on its own Lease
+(--leader-elect-name, default `+klusterlet.DefaultWorkLeaderElectionName+`).
+
+The flags --cluster-annotations, --cluster-labels, --external-server-urls,
+--reserved-cluster-claim-suffixes, --hosting-cluster-claim, --hub-host-alias and the
+--*kube-api-qps/--*kube-api-burst flags carry Klusterlet fields; each flag's help names
+its field.
+
 --metrics-bind-address serves Prometheus metrics at /metrics, --health-probe-bind-address
 /healthz and /readyz (ready once the agents run and have read the bootstrap or hub
 kubeconfig; a standby replica is ready), on every replica.`,

@@ -159,3 +159,23 @@ current-context: c
 		t.Fatalf("got %v, want an error naming --work-only and --disable-work-agent", err)
 	}
 }
+
+// TestKlusterletHelpNamesEachFlagsField checks that --help names the Klusterlet field of each
+// Klusterlet-field flag.
+func TestKlusterletHelpNamesEachFlagsField(t *testing.T) {
+	cmd := newKlusterletCommand()
+	var out strings.Builder
+	cmd.SetArgs([]string{"--help"})
+	cmd.SetOut(&out)
+	if err := cmd.ExecuteContext(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"--work-only", "registrationConfiguration.clusterAnnotations", "registrationConfiguration.clusterLabels",
+		"externalServerURLs", "reservedClusterClaimSuffixes", "deployOption.reportHostingCluster", "hubApiServerHostAlias",
+		"registrationConfiguration.kubeAPIQPS", "registrationConfiguration.kubeAPIBurst", "workConfiguration.kubeAPIQPS",
+		"workConfiguration.kubeAPIBurst", "workConfiguration.hubKubeAPIQPS", "workConfiguration.hubKubeAPIBurst"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("--help lacks %q", want)
+		}
+	}
+}
