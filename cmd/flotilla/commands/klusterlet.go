@@ -89,7 +89,7 @@ and add-ons) and one with --work-only, which registers nothing: it waits for
 --hub-kubeconfig-secret in --agent-namespace (not ready until then), applies the cluster's
 ManifestWorks with the identity stored there, and starts its work agent again when the
 registration agent rotates the certificate. It elects on its own Lease
-(--leader-elect-name, default `+klusterlet.DefaultWorkLeaderElectionName+`).
+(--leader-elect-name, default ` + klusterlet.DefaultWorkLeaderElectionName + `).
 
 The flags --cluster-annotations, --cluster-labels, --external-server-urls,
 --reserved-cluster-claim-suffixes, --hosting-cluster-claim, --hub-host-alias and the
