@@ -8,9 +8,11 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
@@ -98,6 +100,24 @@ var _ = Describe("a work-only agent beside a registration agent without its work
 			"the work-only agent's hub certificate to follow the rotated one in secret %s/%s", ns, registration.DefaultHubKubeconfigSecret)
 		applyConfigMap(ctx, "workonly-after-rotation")
 	}, SpecTimeout(6*time.Minute))
+
+	It("elects on its own Lease, apart from the registration agent's", func(ctx SpecContext) {
+		const leaseNS = "workonly-election"
+		startReplica(klusterlet.Options{
+			Registration: registration.Config{ClusterName: "cluster-workonly-election", AgentNamespace: leaseNS},
+			Work:         klusterlet.WorkOptions{Only: true},
+			LeaderElection: klusterlet.LeaderElection{Enabled: true, Identity: "work-only-a",
+				LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 300 * time.Millisecond},
+		})
+		Eventually(func(g Gomega) string {
+			lease := &coordinationv1.Lease{}
+			g.Expect(managedAdmin.Get(ctx, client.ObjectKey{Namespace: leaseNS, Name: klusterlet.DefaultWorkLeaderElectionName}, lease)).To(Succeed())
+			return ptr.Deref(lease.Spec.HolderIdentity, "")
+		}).WithContext(ctx).WithTimeout(60*time.Second).Should(Equal("work-only-a"),
+			"holder of Lease %s/%s", leaseNS, klusterlet.DefaultWorkLeaderElectionName)
+		Expect(managedAdmin.Get(ctx, client.ObjectKey{Namespace: leaseNS, Name: klusterlet.DefaultLeaderElectionName}, &coordinationv1.Lease{})).
+			NotTo(Succeed(), "the registration agent's Lease is not taken")
+	}, SpecTimeout(2*time.Minute))
 
 	It("refuses to run with the work agent disabled", func() {
 		_, err := klusterlet.New(klusterlet.Options{
