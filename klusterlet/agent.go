@@ -88,6 +88,11 @@ type AddOnOptions struct {
 type WorkOptions struct {
 	// Disabled runs registration only.
 	Disabled bool
+	// Only runs the work agent alone, without registration: it waits for the hub kubeconfig
+	// secret (Registration.AgentNamespace/HubKubeconfigSecret) a registration agent with
+	// Disabled keeps, runs with its identity, and starts again when its certificate changes
+	// (workonly.go). The Lease of leader election defaults to DefaultWorkLeaderElectionName.
+	Only bool
 	// ServiceAccount, when set, is the ServiceAccount in the agent namespace the work agent
 	// acts as on the managed cluster (OCM's <klusterlet>-work-sa), with tokens requested with
 	// Registration.ManagedConfig's identity: that identity then needs only create on that
@@ -110,11 +115,19 @@ type WorkOptions struct {
 	RawFeedbackJSON bool
 	// Workers is how many ManifestWorks are reconciled at once (work.DefaultWorkers when 0).
 	Workers int
+	// KubeAPIQPS and KubeAPIBurst limit the work agent's requests to the managed cluster, and
+	// HubKubeAPIQPS and HubKubeAPIBurst its requests to the hub (Klusterlet
+	// workConfiguration.kubeAPIQPS... ); 0: work.Config's defaults.
+	KubeAPIQPS, HubKubeAPIQPS     float32
+	KubeAPIBurst, HubKubeAPIBurst int
 }
 
 // Agent is a configured klusterlet.
 type Agent struct {
+	// Registration is nil in a work-only agent (WorkOptions.Only).
 	Registration *registration.Agent
+	// workOnly runs a work-only agent's sessions.
+	workOnly *workOnly
 	// plugins configures the plugin loader started by Run; nil for none.
 	plugins *plugins.Config
 	// loader is the running plugin loader, whose FeedbackExtractors the work agent uses.
@@ -164,6 +177,9 @@ func New(opts Options) (*Agent, error) {
 		if err != nil {
 			return nil, fmt.Errorf("klusterlet: managed cluster REST mapper: %w", err)
 		}
+	}
+	if opts.Work.Only {
+		return a.newWorkOnly(opts, cfg)
 	}
 	if !opts.Work.Disabled || !opts.AddOn.Disabled {
 		cfg.OnAccepted = a.session(opts, cfg.ManagedMapper)
@@ -231,6 +247,10 @@ func (a *Agent) workSession(opts Options, managedMapper meta.RESTMapper) func(ct
 		if err != nil {
 			return err
 		}
+		// The managed config's rates are the other agents' (--kube-api-qps); the work agent's
+		// are Work.KubeAPIQPS and KubeAPIBurst, else its own defaults.
+		managed = rest.CopyConfig(managed)
+		managed.QPS, managed.Burst = 0, 0
 		cfg := work.Config{
 			ClusterName:              s.ClusterName,
 			AgentID:                  s.AgentName,
@@ -243,6 +263,10 @@ func (a *Agent) workSession(opts Options, managedMapper meta.RESTMapper) func(ct
 			MaxFeedbackWatch:         opts.Work.MaxFeedbackWatch,
 			RawFeedbackJSON:          opts.Work.RawFeedbackJSON,
 			Workers:                  opts.Work.Workers,
+			ManagedQPS:               opts.Work.KubeAPIQPS,
+			ManagedBurst:             opts.Work.KubeAPIBurst,
+			HubQPS:                   opts.Work.HubKubeAPIQPS,
+			HubBurst:                 opts.Work.HubKubeAPIBurst,
 			Scheme:                   s.Scheme,
 			HubMapper:                s.HubMapper,
 			ManagedMapper:            managedMapper,
@@ -338,6 +362,9 @@ func (a *Agent) runAgents(ctx context.Context) error {
 		done := make(chan struct{})
 		go func() { defer close(done); a.onRun(ctx, a) }()
 		defer func() { cancel(); <-done }()
+	}
+	if a.workOnly != nil {
+		return a.workOnly.Run(ctx)
 	}
 	return a.Registration.Run(ctx)
 }

@@ -45,7 +45,9 @@ type lifecycle struct {
 	retryMax     time.Duration
 	log          logr.Logger
 	// kubeconfigLoaded says whether registration has read its bootstrap or hub kubeconfig.
-	kubeconfigLoaded   func() bool
+	kubeconfigLoaded func() bool
+	// notLoaded is readiness's message while kubeconfigLoaded is false; empty: registration's.
+	notLoaded          string
 	running            atomic.Bool
 	mu                 sync.Mutex
 	metricsLn, probeLn net.Addr
@@ -147,7 +149,7 @@ func (l *lifecycle) readyCheck(*http.Request) error {
 	case !l.running.Load():
 		return errors.New("the agents are not running")
 	case !l.kubeconfigLoaded():
-		return errors.New("the registration agent has not read a bootstrap or hub kubeconfig yet")
+		return errors.New(cmp.Or(l.notLoaded, "the registration agent has not read a bootstrap or hub kubeconfig yet"))
 	}
 	return nil
 }

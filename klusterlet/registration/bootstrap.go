@@ -100,6 +100,9 @@ func (a *Agent) storeCredentials(ctx context.Context, sec *HubSecret, ep HubEndp
 
 // desiredClientConfigs is how the hub can reach this managed cluster.
 func (a *Agent) desiredClientConfigs() []clusterv1.ClientConfig {
+	if ext := a.cfg.externalClientConfigs(); ext != nil {
+		return ext
+	}
 	if a.cfg.ManagedClusterURL == "" {
 		return nil
 	}
@@ -128,8 +131,12 @@ func (a *Agent) ensureManagedCluster(ctx context.Context, hub client.Client, id 
 	default:
 		return fmt.Errorf("reading ManagedCluster %s on the hub: %w", id.ClusterName, err)
 	}
+	annotations, dropped := a.cfg.clusterAnnotations()
+	if len(dropped) > 0 {
+		a.log.Info("Cluster annotations without the agent.open-cluster-management.io/ prefix are not set", "managedCluster", id.ClusterName, "keys", dropped)
+	}
 	mc = &clusterv1.ManagedCluster{
-		ObjectMeta: metav1.ObjectMeta{Name: id.ClusterName},
+		ObjectMeta: metav1.ObjectMeta{Name: id.ClusterName, Annotations: annotations, Labels: a.cfg.clusterLabels()},
 		Spec: clusterv1.ManagedClusterSpec{
 			HubAcceptsClient:            false,
 			ManagedClusterClientConfigs: a.desiredClientConfigs(),

@@ -2,6 +2,7 @@ package registration
 
 import (
 	"sort"
+	"strings"
 
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1alpha1"
@@ -23,8 +24,9 @@ type ClaimSet struct {
 // cluster. defaults supplies reserved claims the agent derives itself (id.k8s.io,
 // kubeversion...); a ClusterClaim object of the same name wins over a default.
 // Claims labelled open-cluster-management.io/spoke-only are never reported.
-// maxCustom < 0 reports no custom claims.
-func CollectClaims(objects []clusterv1alpha1.ClusterClaim, defaults map[string]string, maxCustom int) ClaimSet {
+// maxCustom < 0 reports no custom claims. A claim whose name ends with one of
+// reservedSuffixes is reserved too (OCM's --reserved-cluster-claim-suffixes).
+func CollectClaims(objects []clusterv1alpha1.ClusterClaim, defaults map[string]string, maxCustom int, reservedSuffixes ...string) ClaimSet {
 	reserved := map[string]string{}
 	for name, value := range defaults {
 		if value != "" {
@@ -40,7 +42,7 @@ func CollectClaims(objects []clusterv1alpha1.ClusterClaim, defaults map[string]s
 		if c.DeletionTimestamp != nil || c.Spec.Value == "" {
 			continue
 		}
-		if clusterv1alpha1.IsReservedClusterClaimName(c.Name) {
+		if clusterv1alpha1.IsReservedClusterClaimName(c.Name) || hasAnySuffix(c.Name, reservedSuffixes) {
 			reserved[c.Name] = c.Spec.Value
 			continue
 		}
@@ -59,6 +61,15 @@ func CollectClaims(objects []clusterv1alpha1.ClusterClaim, defaults map[string]s
 	}
 	out.Claims = append(out.Claims, custom...)
 	return out
+}
+
+func hasAnySuffix(name string, suffixes []string) bool {
+	for _, s := range suffixes {
+		if strings.HasSuffix(name, s) {
+			return true
+		}
+	}
+	return false
 }
 
 func sortedKeys(m map[string]string) []string {

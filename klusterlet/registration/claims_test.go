@@ -90,3 +90,20 @@ func TestCollectClaimsLimit(t *testing.T) {
 		t.Fatalf("limit 3: %v", names(got.Claims))
 	}
 }
+
+// TestCollectClaimsReservedSuffixes checks OCM's --reserved-cluster-claim-suffixes: a claim
+// ending with a suffix is reported among the reserved ones, regardless of the custom cap.
+func TestCollectClaimsReservedSuffixes(t *testing.T) {
+	objects := []clusterv1alpha1.ClusterClaim{
+		claim("a.custom.io", "1", nil),
+		claim("region.infra.example.com", "eu", nil),
+		claim("b.custom.io", "2", nil),
+	}
+	got := CollectClaims(objects, nil, 1, ".infra.example.com")
+	if want := []string{"region.infra.example.com=eu", "a.custom.io=1"}; !slices.Equal(names(got.Claims), want) {
+		t.Fatalf("claims = %v, want %v", names(got.Claims), want)
+	}
+	if got.CustomFound != 2 || got.Dropped != 1 {
+		t.Fatalf("found %d dropped %d, want 2 and 1", got.CustomFound, got.Dropped)
+	}
+}

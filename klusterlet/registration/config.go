@@ -67,6 +67,27 @@ type Config struct {
 	// Default: a plain net.Dialer.
 	HubDial DialFunc
 
+	// ClusterAnnotations are set on the ManagedCluster when the agent creates it (OCM's
+	// --cluster-annotations, Klusterlet registrationConfiguration.clusterAnnotations): only
+	// keys with the prefix agent.open-cluster-management.io; others are dropped and logged, as
+	// OCM does. Others may change them later.
+	ClusterAnnotations map[string]string
+	// ClusterLabels are set on the ManagedCluster when the agent creates it (Klusterlet
+	// registrationConfiguration.clusterLabels); others may change them later.
+	ClusterLabels map[string]string
+	// ExternalServers, when set, are reported in spec.managedClusterClientConfigs instead of
+	// ManagedClusterURL (OCM's --spoke-external-server-urls, Klusterlet externalServerURLs);
+	// an entry without a CABundle takes ManagedClusterCABundle. Each URL must be https.
+	ExternalServers []ExternalServer
+	// ReservedClusterClaimSuffixes makes ClusterClaims whose names end with one of them
+	// reserved: reported regardless of MaxCustomClusterClaims (OCM's
+	// --reserved-cluster-claim-suffixes).
+	ReservedClusterClaimSuffixes []string
+	// HostingClusterClaim, when set, is reported as the reserved claim
+	// hosting-cluster.open-cluster-management.io (Klusterlet deployOption.reportHostingCluster):
+	// the cluster the agent runs on in Hosted mode.
+	HostingClusterClaim string
+
 	// MaxCustomClusterClaims limits the custom (non-reserved) claims reported.
 	// 0 means clusterv1alpha1.DefaultMaxCustomClusterClaims; negative means none.
 	MaxCustomClusterClaims int
@@ -130,6 +151,9 @@ func (c Config) withDefaults() (Config, error) {
 			return c, fmt.Errorf("registration agent: CA file of ManagedConfig: %w", err)
 		}
 		c.ManagedClusterCABundle = ca
+	}
+	if err := c.klusterletFieldDefaults(); err != nil {
+		return c, err
 	}
 	if c.AgentNamespace == "" {
 		c.AgentNamespace = DefaultAgentNamespace

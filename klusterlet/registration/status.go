@@ -296,6 +296,9 @@ func (s *session) fillClaims(ctx context.Context, st *clusterv1.ManagedClusterSt
 		return err
 	}
 	defaults[clusterv1alpha1.ClusterClaimID] = uid
+	if s.a.cfg.HostingClusterClaim != "" {
+		defaults[HostingClusterClaimName] = s.a.cfg.HostingClusterClaim
+	}
 
 	var objects []clusterv1alpha1.ClusterClaim
 	list := &clusterv1alpha1.ClusterClaimList{}
@@ -307,7 +310,7 @@ func (s *session) fillClaims(ctx context.Context, st *clusterv1.ManagedClusterSt
 	default:
 		return fmt.Errorf("listing ClusterClaims on the managed cluster: %w", err)
 	}
-	set := CollectClaims(objects, defaults, s.a.cfg.MaxCustomClusterClaims)
+	set := CollectClaims(objects, defaults, s.a.cfg.MaxCustomClusterClaims, s.a.cfg.ReservedClusterClaimSuffixes...)
 	st.ClusterClaims = set.Claims
 	if set.Dropped != s.droppedClaims {
 		s.droppedClaims = set.Dropped

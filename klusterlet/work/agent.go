@@ -54,13 +54,25 @@ const (
 	managedQPS, managedBurst = 400, 800
 )
 
-// clientRates sets the hub and managed clients' rates: at least the work agent's own on the
-// hub, where the klusterlet's connection carries the default of all its agents; on the managed
-// cluster the work agent's own unless the caller set one.
-func clientRates(hub, managed *rest.Config) {
+// clientRates sets the hub and managed clients' rates: Config's when set; else at least the
+// work agent's own on the hub, where the klusterlet's connection carries the default of all its
+// agents, and on the managed cluster the work agent's own unless the caller's config has one.
+func clientRates(hub, managed *rest.Config, c Config) {
 	hub.QPS, hub.Burst = max(hub.QPS, hubQPS), max(hub.Burst, hubBurst)
 	if managed.QPS == 0 {
 		managed.QPS, managed.Burst = managedQPS, managedBurst
+	}
+	if c.HubQPS > 0 {
+		hub.QPS = c.HubQPS
+	}
+	if c.HubBurst > 0 {
+		hub.Burst = c.HubBurst
+	}
+	if c.ManagedQPS > 0 {
+		managed.QPS = c.ManagedQPS
+	}
+	if c.ManagedBurst > 0 {
+		managed.Burst = c.ManagedBurst
 	}
 }
 
@@ -98,7 +110,7 @@ func New(cfg Config) (*Agent, error) {
 	managedCfg.UserAgent = userAgent
 	hubCfg := rest.CopyConfig(cfg.HubConfig)
 	hubCfg.UserAgent = userAgent
-	clientRates(hubCfg, managedCfg)
+	clientRates(hubCfg, managedCfg, cfg)
 	// One mapper for the manager's clients and caches and the manifests: it reads a group's
 	// discovery when first needed and again when a kind is unknown (a work may install a CRD
 	// and its custom resources together; the kind appears once the CRD is established).

@@ -58,6 +58,15 @@ type Config struct {
 	// FeedbackExtractors serves WellKnownStatus feedback rules (the klusterlet's plugin
 	// loader); nil means none, and such rules report that no plugin serves the kind.
 	FeedbackExtractors ExtractorSource
+	// HubQPS and HubBurst, when positive, limit the agent's requests to the hub (OCM's
+	// --hub-kube-api-qps and --hub-kube-api-burst); 0: at least 200 and 400 (clientRates).
+	HubQPS   float32
+	HubBurst int
+	// ManagedQPS and ManagedBurst, when positive, limit the agent's requests to the managed
+	// cluster (OCM's work agent --kube-api-qps and --kube-api-burst); 0: ManagedConfig's, else
+	// 400 and 800.
+	ManagedQPS   float32
+	ManagedBurst int
 	// Workers is how many ManifestWorks are reconciled at once. Default DefaultWorkers.
 	Workers int
 	// Scheme, when set, is the scheme of the agent's clients and caches, shared with other

@@ -1,14 +1,21 @@
 package work
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
@@ -82,7 +89,7 @@ func TestAnExecutorRefusalWaitsForRBACOrTheStatusSync(t *testing.T) {
 func TestClientRatesFitOneClustersBurst(t *testing.T) {
 	hub := &rest.Config{QPS: 50, Burst: 100} // the klusterlet's hub connection
 	managed := &rest.Config{}
-	clientRates(hub, managed)
+	clientRates(hub, managed, Config{})
 	limited := func(c *rest.Config, requests int) time.Duration {
 		return time.Duration(float64(max(0, requests-c.Burst)) / float64(c.QPS) * float64(time.Second))
 	}
@@ -95,9 +102,51 @@ func TestClientRatesFitOneClustersBurst(t *testing.T) {
 	}
 	// A caller's higher hub rate and its own managed rate stay.
 	hub, managed = &rest.Config{QPS: 1000, Burst: 2000}, &rest.Config{QPS: 20, Burst: 40}
-	clientRates(hub, managed)
+	clientRates(hub, managed, Config{})
 	if hub.QPS != 1000 || hub.Burst != 2000 || managed.QPS != 20 || managed.Burst != 40 {
 		t.Errorf("caller's rates changed: hub %v/%d, managed %v/%d", hub.QPS, hub.Burst, managed.QPS, managed.Burst)
+	}
+}
+
+// roundTripFunc is an http.RoundTripper.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// Config's rates (the klusterlet's --work-kube-api-qps/-burst and --hub-kube-api-qps/-burst)
+// limit the clients built from the agent's configs: with a QPS that grants no token during the
+// test, exactly Burst of the requests reach a counting RoundTripper; the rate limiter refuses
+// the others at once, as their context's deadline comes before the next token.
+func TestConfiguredRatesLimitRequests(t *testing.T) {
+	hub, managed := &rest.Config{QPS: 50, Burst: 100}, &rest.Config{}
+	clientRates(hub, managed, Config{HubQPS: 0.001, HubBurst: 3, ManagedQPS: 0.001, ManagedBurst: 5})
+	for _, c := range []struct {
+		name string
+		cfg  *rest.Config
+		want int
+	}{{"hub", hub, 3}, {"managed", managed, 5}} {
+		var sent atomic.Int32
+		c.cfg.Host = "https://cluster.invalid"
+		c.cfg.Transport = roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			sent.Add(1)
+			return &http.Response{StatusCode: http.StatusOK, Request: r,
+				Header: http.Header{"Content-Type": []string{"application/json"}},
+				Body:   io.NopCloser(strings.NewReader(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"x"}}`))}, nil
+		})
+		kube, err := kubernetes.NewForConfig(c.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		var wg sync.WaitGroup
+		for range c.want + 5 {
+			wg.Go(func() { _, _ = kube.CoreV1().Namespaces().Get(ctx, "x", metav1.GetOptions{}) })
+		}
+		wg.Wait()
+		cancel()
+		if got := int(sent.Load()); got != c.want {
+			t.Errorf("%s client: %d of %d requests sent, want the burst of %d", c.name, got, c.want+5, c.want)
+		}
 	}
 }
 

@@ -26,6 +26,7 @@ func newKlusterletCommand() *cobra.Command {
 		klusterletName      string
 		verbosity           int
 		pprofAddr           string
+		fields              klusterletFieldFlags
 	)
 	gate, gateErr := featuregates.NewGate(klusterletFeatureGates())
 	cmd := &cobra.Command{
@@ -83,6 +84,18 @@ with replicas > 1): the replica holding the Lease --leader-elect-name in
 kubeconfig secret. A replica that fails to renew the Lease exits non-zero. The defaults are
 OCM's (137 s, 107 s, 26 s).
 
+OCM's Default and Hosted modes run two agents: one with --disable-work-agent (registration
+and add-ons) and one with --work-only, which registers nothing: it waits for
+--hub-kubeconfig-secret in --agent-namespace (not ready until then), applies the cluster's
+ManifestWorks with the identity stored there, and starts its work agent again when the
+registration agent rotates the certificate. It elects on its own Lease
+(--leader-elect-name, default ` + klusterlet.DefaultWorkLeaderElectionName + `).
+
+The flags --cluster-annotations, --cluster-labels, --external-server-urls,
+--reserved-cluster-claim-suffixes, --hosting-cluster-claim, --hub-host-alias and the
+--*kube-api-qps/--*kube-api-burst flags carry Klusterlet fields; each flag's help names
+its field.
+
 --metrics-bind-address serves Prometheus metrics at /metrics, --health-probe-bind-address
 /healthz and /readyz (ready once the agents run and have read the bootstrap or hub
 kubeconfig; a standby replica is ready), on every replica.`,
@@ -103,6 +116,9 @@ kubeconfig; a standby replica is ready), on every replica.`,
 			if err != nil {
 				return err
 			}
+			if err := fields.apply(&opts, cfg); err != nil {
+				return err
+			}
 			opts.Registration.ManagedConfig = cfg
 			opts.BootstrapKubeconfigFile = bootstrapKubeconfig
 			opts.Registration.Logger = newLogger(cmd.ErrOrStderr(), verbosity)
@@ -113,6 +129,13 @@ kubeconfig; a standby replica is ready), on every replica.`,
 				if err := servePprof(ctx, pprofAddr, opts.Registration.Logger); err != nil {
 					return err
 				}
+			}
+			if opts.Work.Only {
+				if !cmd.Flags().Changed("leader-elect-name") {
+					opts.LeaderElection.Name = klusterlet.DefaultWorkLeaderElectionName
+				}
+				// Its Deployment's settings are flags; the Klusterlet is the registration agent's.
+				return klusterlet.Run(ctx, opts)
 			}
 			return kop.RunKlusterlet(ctx, kop.Options{Klusterlet: opts, KlusterletName: klusterletName, Deployment: operatorrun.DeploymentFromEnv()})
 		},
@@ -165,6 +188,7 @@ kubeconfig; a standby replica is ready), on every replica.`,
 	f.StringVar(&opts.MetricsBindAddress, "metrics-bind-address", "0", "address serving Prometheus metrics, e.g. :8080 (0 disables)")
 	f.StringVar(&opts.HealthProbeBindAddress, "health-probe-bind-address", "0",
 		"address serving /healthz and /readyz (ready once the agents run and have read a bootstrap or hub kubeconfig; a standby replica is ready), e.g. :8081 (0 disables)")
+	fields.add(f, &opts)
 	f.IntVar(&verbosity, "v", 0, "log verbosity on standard error: 0 logs what the agent does and its errors, higher values add detail")
 	f.StringVar(&pprofAddr, "pprof-bind-address", "", "address serving Go's /debug/pprof profiles, e.g. 127.0.0.1:6060 (default: off)")
 	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {

@@ -1,0 +1,212 @@
+package klusterlet
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+
+	"github.com/flotilla-dev/flotilla/core/backoff"
+	"github.com/flotilla-dev/flotilla/klusterlet/registration"
+)
+
+// DefaultWorkLeaderElectionName is the work-only agent's Lease (OCM's
+// <klusterlet>-work-agent-lock), apart from the registration agent's.
+const DefaultWorkLeaderElectionName = "klusterlet-work-agent-lock"
+
+// workOnly runs the work agent alone, from the hub kubeconfig secret a registration agent in
+// another process (Options.Work.Disabled) keeps: OCM's separate work agent Deployment.
+type workOnly struct {
+	kube      kubernetes.Interface
+	namespace string
+	name      string
+	// cluster is Registration.ClusterName: when set, the secret must be that cluster's.
+	cluster  string
+	sessOpts registration.SessionOptions
+	run      func(context.Context, registration.Session) error
+	retryMin time.Duration
+	retryMax time.Duration
+	log      logr.Logger
+	// running is true while a work session runs from the secret (readiness).
+	running atomic.Bool
+	// cert is the running session's client certificate.
+	cert atomic.Pointer[x509.Certificate]
+}
+
+// HubCertificate is the client certificate a work-only agent's running session uses; nil while
+// none runs, and for an agent that runs registration.
+func (a *Agent) HubCertificate() *x509.Certificate {
+	if a.workOnly == nil {
+		return nil
+	}
+	return a.workOnly.cert.Load()
+}
+
+// newWorkOnly sets a up as a work-only agent; cfg is opts.Registration with the shared
+// scheme and mappers filled in.
+func (a *Agent) newWorkOnly(opts Options, cfg registration.Config) (*Agent, error) {
+	if opts.Work.Disabled {
+		return nil, errors.New("klusterlet: Work.Only (--work-only) and Work.Disabled (--disable-work-agent) exclude each other")
+	}
+	if cfg.ManagedConfig == nil {
+		return nil, errors.New("klusterlet: the work-only agent needs Registration.ManagedConfig")
+	}
+	kube, err := kubernetes.NewForConfig(cfg.ManagedConfig)
+	if err != nil {
+		return nil, fmt.Errorf("klusterlet: managed cluster client: %w", err)
+	}
+	log := cfg.Logger
+	if log.GetSink() == nil {
+		log = logr.Discard()
+	}
+	w := &workOnly{
+		kube:      kube,
+		namespace: cmp.Or(cfg.AgentNamespace, registration.DefaultAgentNamespace),
+		name:      cmp.Or(cfg.HubKubeconfigSecret, registration.DefaultHubKubeconfigSecret),
+		cluster:   cfg.ClusterName,
+		sessOpts:  registration.SessionOptions{Dial: cfg.HubDial, Scheme: cfg.Scheme, HubMapper: cfg.HubMapper, Logger: log},
+		run:       a.workSession(opts, cfg.ManagedMapper),
+		retryMin:  cmp.Or(cfg.RetryInitial, registration.DefaultRetryInitial),
+		retryMax:  cmp.Or(cfg.RetryMax, registration.DefaultRetryMax),
+		log:       log.WithName("work-only"),
+	}
+	a.workOnly = w
+	opts.LeaderElection.Name = cmp.Or(opts.LeaderElection.Name, DefaultWorkLeaderElectionName)
+	if a.life, err = newLifecycle(opts); err != nil {
+		return nil, fmt.Errorf("klusterlet: %w", err)
+	}
+	a.life.kubeconfigLoaded = w.running.Load
+	a.life.notLoaded = fmt.Sprintf("the work agent has not read the hub kubeconfig secret %s/%s yet", w.namespace, w.name)
+	return a, nil
+}
+
+// ref names the secret in logs.
+func (w *workOnly) ref() string { return "secret " + w.namespace + "/" + w.name }
+
+// Run runs work sessions from the secret until ctx ends: it waits for the secret, starts a
+// session from it, and starts a new one when its kubeconfig, certificate or identity change
+// (the registration agent rotated the certificate or registered again).
+func (w *workOnly) Run(ctx context.Context) error {
+	changed := make(chan struct{}, 1)
+	notify := func() {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}
+	factory := informers.NewSharedInformerFactoryWithOptions(w.kube, 0, informers.WithNamespace(w.namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", w.name).String()
+		}))
+	informer := factory.Core().V1().Secrets().Informer()
+	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { notify() }, UpdateFunc: func(any, any) { notify() }, DeleteFunc: func(any) { notify() },
+	}); err != nil {
+		return fmt.Errorf("work-only agent: watching %s: %w", w.ref(), err)
+	}
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+
+	b := backoff.New(w.retryMin, w.retryMax)
+	lastWait := ""
+	for ctx.Err() == nil {
+		sec, sess, conn, err := w.read(ctx)
+		if err != nil {
+			w.running.Store(false)
+			if msg := err.Error(); msg != lastWait {
+				w.log.Info("Waiting for the hub kubeconfig secret the registration agent writes", "secret", w.namespace+"/"+w.name, "reason", msg)
+				lastWait = msg
+			}
+			// A change of the secret wakes the wait; a failed read is retried with backoff.
+			t := time.NewTimer(b.Next())
+			select {
+			case <-ctx.Done():
+			case <-changed:
+			case <-t.C:
+			}
+			t.Stop()
+			continue
+		}
+		lastWait = ""
+		b.Reset()
+		w.running.Store(true)
+		w.cert.Store(conn.Credentials().Leaf)
+		w.log.Info("Starting the work agent with the hub kubeconfig secret", "secret", w.namespace+"/"+w.name,
+			"cluster", sess.ClusterName, "agent", sess.AgentName)
+		err = w.serve(ctx, sec, sess, changed)
+		conn.Close()
+		w.cert.Store(nil)
+		if err != nil {
+			w.log.Error(err, "Work agent stopped; starting again", "secret", w.namespace+"/"+w.name)
+			if !backoff.Sleep(ctx, clock.RealClock{}, b.Next()) {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// read reads the secret and the session it holds; the session's connection is the caller's to
+// close once the session ends.
+func (w *workOnly) read(ctx context.Context) (*registration.HubSecret, registration.Session, *registration.HubConnection, error) {
+	sec, err := registration.ReadHubSecret(ctx, w.kube.CoreV1(), w.namespace, w.name)
+	if err != nil {
+		return nil, registration.Session{}, nil, err
+	}
+	if w.cluster != "" && sec.Exists() && sec.ClusterName != "" && sec.ClusterName != w.cluster {
+		return nil, registration.Session{}, nil, fmt.Errorf("%s holds cluster %q, not %q (Registration.ClusterName)", w.ref(), sec.ClusterName, w.cluster)
+	}
+	sess, conn, err := registration.SessionFromHubSecret(sec, w.sessOpts)
+	if err != nil {
+		return nil, registration.Session{}, nil, err
+	}
+	return sec, sess, conn, nil
+}
+
+// serve runs one work session until ctx ends, the session fails (its error), or the secret's
+// credentials change (nil: the caller starts a new session).
+func (w *workOnly) serve(ctx context.Context, sec *registration.HubSecret, sess registration.Session, changed <-chan struct{}) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- w.run(ctx, sess) }()
+	for {
+		select {
+		case err := <-done:
+			if ctx.Err() != nil {
+				return nil
+			}
+			if err == nil {
+				err = errors.New("the work agent returned")
+			}
+			return err
+		case <-changed:
+			cur, err := registration.ReadHubSecret(ctx, w.kube.CoreV1(), w.namespace, w.name)
+			if err == nil && sameCredentials(sec, cur) {
+				continue
+			}
+			w.log.Info("The hub kubeconfig secret changed; restarting the work agent", "secret", w.namespace+"/"+w.name)
+			cancel()
+			<-done
+			return nil
+		}
+	}
+}
+
+// sameCredentials reports that b holds the identity, kubeconfig and certificate of a.
+func sameCredentials(a, b *registration.HubSecret) bool {
+	return b.Exists() && a.ClusterName == b.ClusterName && a.AgentName == b.AgentName &&
+		bytes.Equal(a.Kubeconfig, b.Kubeconfig) && bytes.Equal(a.CertPEM, b.CertPEM) && bytes.Equal(a.KeyPEM, b.KeyPEM)
+}
