@@ -61,12 +61,13 @@ var HubChartOwnedFlags = []string{
 
 // KlusterletChartOwnedFlags are the `flotilla klusterlet` flags the klusterlet chart sets
 // from its other values (agent namespace, probe and metrics ports, leader election,
-// Klusterlet, the work agent's ServiceAccount) or leaves unset on purpose (kubeconfig: in-cluster; bootstrap-kubeconfig: the
-// Secret bootstrap-hub-kubeconfig). Every other flag is a key of the values' flags.
+// Klusterlet, the work agent's ServiceAccount, hosted mode's managed kubeconfig) or leaves
+// unset on purpose (kubeconfig: in-cluster; bootstrap-kubeconfig: the Secret
+// bootstrap-hub-kubeconfig). Every other flag is a key of the values' flags.
 var KlusterletChartOwnedFlags = []string{
 	"kubeconfig", "bootstrap-kubeconfig", "leader-elect", "leader-elect-namespace",
 	"metrics-bind-address", "health-probe-bind-address", "agent-namespace", "klusterlet-name",
-	"work-service-account",
+	"work-service-account", "managed-kubeconfig", "managed-kubeconfig-secret",
 }
 
 // Load returns the embedded chart.
