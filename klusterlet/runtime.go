@@ -48,9 +48,9 @@ type lifecycle struct {
 	// managedKubeconfigError why it could not use the managed kubeconfig Secret ("" if it could).
 	kubeconfigLoaded       func() bool
 	managedKubeconfigError func() string
-	running            atomic.Bool
-	mu                 sync.Mutex
-	metricsLn, probeLn net.Addr
+	running                atomic.Bool
+	mu                     sync.Mutex
+	metricsLn, probeLn     net.Addr
 }
 
 func newLifecycle(opts Options) (*lifecycle, error) {
