@@ -44,13 +44,15 @@ type lifecycle struct {
 	retryInitial time.Duration
 	retryMax     time.Duration
 	log          logr.Logger
-	// kubeconfigLoaded says whether registration has read its bootstrap or hub kubeconfig;
-	// managedKubeconfigError why it could not use the managed kubeconfig Secret ("" if it could).
-	kubeconfigLoaded       func() bool
+	// kubeconfigLoaded says whether registration has read its bootstrap or hub kubeconfig.
+	kubeconfigLoaded   func() bool
+	running            atomic.Bool
+	mu                 sync.Mutex
+	metricsLn, probeLn net.Addr
+
+	// managedKubeconfigError is why registration could not use its managed kubeconfig Secret
+	// ("" when it could, or has none).
 	managedKubeconfigError func() string
-	running                atomic.Bool
-	mu                     sync.Mutex
-	metricsLn, probeLn     net.Addr
 }
 
 func newLifecycle(opts Options) (*lifecycle, error) {
