@@ -137,26 +137,29 @@ func New(cfg Config) (*Agent, error) {
 			return nil, fmt.Errorf("registration agent: building scheme: %w", err)
 		}
 	}
-	managementCfg := rest.CopyConfig(cfg.ManagementConfig)
-	if managementCfg.UserAgent == "" {
-		managementCfg.UserAgent = userAgent
-	}
-	management, err := kubernetes.NewForConfig(managementCfg)
-	if err != nil {
-		return nil, fmt.Errorf("registration agent: management cluster client: %w", err)
-	}
 	a := &Agent{
-		cfg:        cfg,
-		log:        cfg.Logger,
-		scheme:     scheme,
-		management: management,
-		state:      State{Phase: PhaseStarting, ClusterName: cfg.ClusterName, AgentName: cfg.AgentName},
-		rotation:   newRotationSchedule(cfg.RotationThreshold, cfg.RotationRand),
+		cfg:      cfg,
+		log:      cfg.Logger,
+		scheme:   scheme,
+		state:    State{Phase: PhaseStarting, ClusterName: cfg.ClusterName, AgentName: cfg.AgentName},
+		rotation: newRotationSchedule(cfg.RotationThreshold, cfg.RotationRand),
 	}
 	if cfg.ManagedConfig != nil {
 		if err := a.setManaged(cfg.ManagedConfig, cfg.ManagedMapper); err != nil {
 			return nil, fmt.Errorf("registration agent: %w", err)
 		}
+	}
+	if cfg.ManagementConfig == cfg.ManagedConfig {
+		// Default mode: one cluster, one clientset (a fleet simulator runs thousands).
+		a.management = a.managed
+		return a, nil
+	}
+	managementCfg := rest.CopyConfig(cfg.ManagementConfig)
+	if managementCfg.UserAgent == "" {
+		managementCfg.UserAgent = userAgent
+	}
+	if a.management, err = kubernetes.NewForConfig(managementCfg); err != nil {
+		return nil, fmt.Errorf("registration agent: management cluster client: %w", err)
 	}
 	return a, nil
 }
