@@ -313,6 +313,40 @@ var _ = Describe("a hosted klusterlet", Ordered, func() {
 			Spec: coordinationv1.LeaseSpec{RenewTime: ptr.To(metav1.NewMicroTime(time.Now()))}})).To(Succeed())
 		Eventually(ctx, availableCondition(ctx, name)).Should(And(HaveField("Status", metav1.ConditionTrue),
 			HaveField("Reason", addonv1alpha1.AddonAvailableReasonLeaseLeaseUpdated)), "the Lease on the management cluster makes it available")
+
+		Expect(hubClient.Delete(ctx, mca)).To(Succeed())
+		Eventually(ctx, exists(ctx, managementClient, &corev1.Secret{}, ns, secretName)).Should(BeFalse(),
+			"the disabled add-on's Secret is removed from the management cluster")
+	}, SpecTimeout(3*time.Minute))
+
+	It("keeps the Secret and Lease of an add-on running on the managed cluster there", func(ctx SpecContext) {
+		const name, ns = "localaddon", "local-addon-agent"
+		ensureNamespace(ctx, managementClient, ns)
+		ensureNamespace(ctx, managedClient, ns)
+		mca := &addonv1alpha1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: cluster, Name: name},
+			Spec: addonv1alpha1.ManagedClusterAddOnSpec{InstallNamespace: ns}}
+		Expect(hubClient.Create(ctx, mca)).To(Succeed())
+		Eventually(ctx, func() error {
+			if err := hubClient.Get(ctx, client.ObjectKeyFromObject(mca), mca); err != nil {
+				return err
+			}
+			mca.Status.Namespace = ns
+			mca.Status.HealthCheck.Mode = addonv1alpha1.HealthCheckModeLease
+			mca.Status.Registrations = hubaddon.Registrations(cluster, name, []addonv1alpha1.RegistrationSpec{{Type: addonv1alpha1.RegistrationTypeKubeClient}})
+			return hubClient.Status().Update(ctx, mca)
+		}).Should(Succeed(), "setting the add-on's registrations")
+
+		secretName := addon.SecretName(name, certificatesv1.KubeAPIServerClientSignerName)
+		Eventually(ctx, func(g Gomega) bool {
+			approveAddonCSRs(ctx, g, name)
+			return exists(ctx, managedClient, &corev1.Secret{}, ns, secretName)(g)
+		}).Should(BeTrue(), "the add-on's hub kubeconfig on the managed cluster")
+		Expect(exists(ctx, managementClient, &corev1.Secret{}, ns, secretName)(Default)).To(BeFalse(), "no add-on Secret on the management cluster")
+
+		Expect(managedClient.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: coordinationv1.LeaseSpec{RenewTime: ptr.To(metav1.NewMicroTime(time.Now()))}})).To(Succeed())
+		Eventually(ctx, availableCondition(ctx, name)).Should(And(HaveField("Status", metav1.ConditionTrue),
+			HaveField("Reason", addonv1alpha1.AddonAvailableReasonLeaseLeaseUpdated)), "the Lease on the managed cluster makes it available")
 	}, SpecTimeout(3*time.Minute))
 
 	It("follows a rotated managed kubeconfig secret and keeps working", func(ctx SpecContext) {
