@@ -50,7 +50,7 @@ Registration is a double opt-in handshake (as in Open Cluster Management):
        O=system:open-cluster-management:<cluster-name>,
        O=system:open-cluster-management:managed-clusters,
        CN=system:open-cluster-management:<cluster-name>:<agent-name>
-     The private key is generated here and stays in the managed cluster.
+     The private key is generated here and stays on the cluster the agent runs on.
   2. A hub admin approves the CSR and sets hubAcceptsClient=true
      (flotilla accept --clusters <cluster-name>).
   3. The agent stores kubeconfig, tls.crt, tls.key, cluster-name and agent-name in the
@@ -176,7 +176,7 @@ is not read).`,
 		"longest wait between retries while the hub or managed API server fails")
 	f.BoolVar(&opts.Work.Disabled, "disable-work-agent", false, "run registration only: do not apply the cluster's ManifestWorks")
 	f.StringVar(&opts.Work.ServiceAccount, "work-service-account", "",
-		"ServiceAccount in --agent-namespace the work agent applies ManifestWorks as (OCM's <klusterlet>-work-sa), with tokens requested with the agent's identity; empty: the agent's own identity (--kubeconfig)")
+		"ServiceAccount in --agent-namespace the work agent applies ManifestWorks as (OCM's <klusterlet>-work-sa), with tokens requested with the agent's identity; empty: the agent's own identity on the managed cluster (--kubeconfig, or the hosted managed kubeconfig)")
 	f.DurationVar(&opts.Work.StatusSyncInterval, "status-sync-interval", work.DefaultStatusSyncInterval,
 		"how often applied resources are read back for availability and status feedback (feedbackScrapeType Poll)")
 	f.IntVar(&opts.Work.MaxFeedbackWatch, "max-feedback-watch", work.DefaultMaxFeedbackWatch,
