@@ -268,6 +268,14 @@ func (a *Agent) recordError(err error) {
 
 func (a *Agent) backoff() *backoff.Backoff { return backoff.New(a.cfg.RetryInitial, a.cfg.RetryMax) }
 
+// agentCluster names the cluster holding the agent namespace, for messages.
+func (a *Agent) agentCluster() string {
+	if a.cfg.ManagementConfig == a.cfg.ManagedConfig {
+		return "the managed cluster"
+	}
+	return "the management cluster"
+}
+
 // ensureAgentNamespace creates the namespace holding the agent's secrets.
 func (a *Agent) ensureAgentNamespace(ctx context.Context) error {
 	ns := a.cfg.AgentNamespace
@@ -276,11 +284,11 @@ func (a *Agent) ensureAgentNamespace(ctx context.Context) error {
 		return nil
 	}
 	if !apierrors.IsNotFound(err) {
-		return fmt.Errorf("reading agent namespace %s on the management cluster: %w", ns, err)
+		return fmt.Errorf("reading agent namespace %s on %s: %w", ns, a.agentCluster(), err)
 	}
 	_, err = a.management.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating agent namespace %s on the management cluster: %w", ns, err)
+		return fmt.Errorf("creating agent namespace %s on %s: %w", ns, a.agentCluster(), err)
 	}
 	return nil
 }

@@ -374,7 +374,7 @@ func (s *session) watchClaims(ctx context.Context) {
 // the managed cluster's admin asks for a fresh registration.
 func (s *session) watchHubSecret(ctx context.Context) {
 	ns, name := s.a.cfg.AgentNamespace, s.a.cfg.HubKubeconfigSecret
-	watchForever(ctx, s.a.log, s.a.cfg.Clock, s.a.backoff(), "secret "+ns+"/"+name+" on the management cluster",
+	watchForever(ctx, s.a.log, s.a.cfg.Clock, s.a.backoff(), "secret "+ns+"/"+name+" on "+s.a.agentCluster(),
 		func(ctx context.Context) (watch.Interface, error) {
 			return s.a.management.CoreV1().Secrets(ns).Watch(ctx, metav1.ListOptions{
 				FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(),
