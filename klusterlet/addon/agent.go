@@ -265,7 +265,8 @@ func (a *Agent) cleanup(ctx context.Context, name string, keep map[string]*regCo
 		delete(a.regs[name], key)
 		reused := false
 		for _, k := range keep {
-			reused = reused || (k.namespace == r.reg.namespace && k.secretName == r.reg.secretName && k.hosted == r.reg.hosted)
+			reused = reused || (k.namespace == r.reg.namespace && k.secretName == r.reg.secretName &&
+				a.kube(k.hosted) == a.kube(r.reg.hosted))
 		}
 		if !reused {
 			if err := deleteSecret(ctx, a.kube(r.reg.hosted), r.reg.namespace, r.reg.secretName, r.reg.hosted); err != nil {
