@@ -373,3 +373,63 @@ var _ = Describe("a hosted klusterlet", Ordered, func() {
 		Expect(slices.Contains(appliedWorks(ctx)(Default), "hosted-work")).To(BeTrue(), "the earlier work stays applied")
 	}, SpecTimeout(3*time.Minute))
 })
+
+// The library equivalent of --managed-kubeconfig FILE: both configs given, registration only.
+var _ = Describe("a hosted registration agent with a fixed managed config", Ordered, func() {
+	const cluster2, agentNS2 = "hosted2", "klusterlet-hosted2"
+	var agent *klusterlet.Agent
+
+	BeforeAll(func(ctx SpecContext) {
+		var err error
+		agent, err = klusterlet.New(klusterlet.Options{
+			Registration: registration.Config{
+				ClusterName: cluster2, AgentNamespace: agentNS2, BootstrapKubeconfig: bootstrapKubeconfig,
+				ManagementConfig: management.Config, ManagedConfig: managed.Config,
+				LeaseDurationSeconds: 2, RetryInitial: 200 * time.Millisecond, RetryMax: 2 * time.Second,
+				Logger: logger.WithName("klusterlet-" + cluster2),
+			},
+			LeaderElection: klusterlet.LeaderElection{Enabled: true, Identity: "fixed-replica"},
+			Work:           klusterlet.WorkOptions{Disabled: true},
+			AddOn:          klusterlet.AddOnOptions{Disabled: true},
+		})
+		Expect(err).NotTo(HaveOccurred())
+		runCtx, stop := context.WithCancel(suiteCtx)
+		done := make(chan struct{})
+		go func() {
+			defer GinkgoRecover()
+			defer close(done)
+			Expect(agent.Run(runCtx)).To(Succeed())
+		}()
+		DeferCleanup(func(ctx SpecContext) {
+			stop()
+			Eventually(ctx, done).Should(BeClosed(), "the klusterlet stops")
+		}, NodeTimeout(time.Minute))
+	}, NodeTimeout(time.Minute))
+
+	It("registers with its Secrets and Lease on the management cluster and reports the managed one", func(ctx SpecContext) {
+		Eventually(ctx, func(g Gomega) {
+			_, err := admin.Accept(ctx, hubClient, hubKube, []string{cluster2})
+			g.Expect(err).NotTo(HaveOccurred())
+			mc := &clusterv1.ManagedCluster{}
+			g.Expect(hubClient.Get(ctx, client.ObjectKey{Name: cluster2}, mc)).To(Succeed())
+			g.Expect(meta.IsStatusConditionTrue(mc.Status.Conditions, clusterv1.ManagedClusterConditionJoined)).To(BeTrue())
+		}).Should(Succeed(), "the hub accepts %s and the agent reports it joined", cluster2)
+		Expect(exists(ctx, managementClient, &corev1.Secret{}, agentNS2, registration.DefaultHubKubeconfigSecret)(Default)).
+			To(BeTrue(), "the hub kubeconfig secret is on the management cluster")
+		Expect(exists(ctx, managementClient, &coordinationv1.Lease{}, agentNS2, klusterlet.DefaultLeaderElectionName)(Default)).
+			To(BeTrue(), "the leader election Lease is on the management cluster")
+		Expect(exists(ctx, managedClient, &corev1.Namespace{}, "", agentNS2)(Default)).To(BeFalse(), "no agent namespace on the managed cluster")
+
+		managedSystem, err := managedKube.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(ctx, func(g Gomega) map[string]string {
+			mc := &clusterv1.ManagedCluster{}
+			g.Expect(hubClient.Get(ctx, client.ObjectKey{Name: cluster2}, mc)).To(Succeed())
+			claims := map[string]string{}
+			for _, c := range mc.Status.ClusterClaims {
+				claims[c.Name] = c.Value
+			}
+			return claims
+		}).Should(HaveKeyWithValue(clusterv1alpha1.ClusterClaimID, string(managedSystem.UID)), "claim id.k8s.io is the managed cluster's kube-system UID")
+	}, SpecTimeout(3*time.Minute))
+})
