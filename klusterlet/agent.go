@@ -40,7 +40,8 @@ import (
 // Options configures a klusterlet: one section per agent it runs.
 type Options struct {
 	// Registration configures the registration agent; registration.Config documents each
-	// field and its default. Only Registration.ManagedConfig is required.
+	// field and its default. Only Registration.ManagedConfig (or ManagementConfig with
+	// ManagedKubeconfigSecret, the hosted agent) is required.
 	Registration registration.Config
 	// BootstrapKubeconfigFile is read into Registration.BootstrapKubeconfig when that is
 	// empty; with both empty the agent reads the secret bootstrap-hub-kubeconfig.
@@ -53,7 +54,7 @@ type Options struct {
 	// AddOn configures add-on registration and health (klusterlet/addon).
 	AddOn AddOnOptions
 	// LeaderElection lets several replicas run for the cluster: the holder of a Lease on the
-	// managed cluster runs the agents (runtime.go).
+	// management cluster (Registration.ManagementConfig) runs the agents (runtime.go).
 	LeaderElection LeaderElection
 	// MetricsBindAddress serves Prometheus metrics at /metrics (controller-runtime's
 	// registry); HealthProbeBindAddress serves /healthz and /readyz. Both run on every
@@ -169,6 +170,9 @@ func New(opts Options) (*Agent, error) {
 	if cfg.HubMapper == nil {
 		cfg.HubMapper = opts.HubMapper
 	}
+	if cfg.ManagementConfig == nil && cfg.ManagedKubeconfigSecret == "" {
+		cfg.ManagementConfig = cfg.ManagedConfig
+	}
 	if cfg.ManagedMapper == nil && cfg.ManagedConfig != nil {
 		httpClient, err := rest.HTTPClientFor(cfg.ManagedConfig)
 		if err == nil {
@@ -189,10 +193,12 @@ func New(opts Options) (*Agent, error) {
 		return nil, fmt.Errorf("klusterlet: %w", err)
 	}
 	a.Registration = reg
+	opts.Registration.ManagementConfig = cfg.ManagementConfig
 	if a.life, err = newLifecycle(opts); err != nil {
 		return nil, fmt.Errorf("klusterlet: %w", err)
 	}
 	a.life.kubeconfigLoaded = func() bool { return reg.State().KubeconfigLoaded }
+	a.life.managedKubeconfigError = func() string { return reg.State().ManagedKubeconfigError }
 	return a, nil
 }
 
@@ -208,13 +214,17 @@ func (a *Agent) session(opts Options, managedMapper meta.RESTMapper) func(ctx co
 			n++
 			go func() { errs <- runWork(ctx, s) }()
 		}
+		// Built-in add-ons and the Secrets and Leases of add-ons running on the managed
+		// cluster go through ManagedConfig; those of hosted add-ons through ManagementConfig.
+		managementConfig := cmp.Or(s.ManagementConfig, s.ManagedConfig)
 		if !opts.AddOn.Disabled {
 			n++
 			go func() {
 				ag, err := addon.New(addon.Config{
 					ClusterName: s.ClusterName, AgentName: s.AgentName, HubConfig: s.HubConfig, HubEndpoint: s.HubEndpoint,
 					AgentNamespace:       opts.Registration.AgentNamespace,
-					ManagedConfig:        opts.Registration.ManagedConfig,
+					ManagedConfig:        s.ManagedConfig,
+					ManagementConfig:     managementConfig,
 					CSRExpirationSeconds: opts.Registration.CSRExpirationSeconds, RotationThreshold: opts.Registration.RotationThreshold,
 					LeaseDurationSeconds: opts.AddOn.LeaseDurationSeconds,
 					Scheme:               s.Scheme,
@@ -243,7 +253,7 @@ func (a *Agent) session(opts Options, managedMapper meta.RESTMapper) func(ctx co
 // workSession runs a work agent for one accepted hub session, until the session ends.
 func (a *Agent) workSession(opts Options, managedMapper meta.RESTMapper) func(ctx context.Context, s registration.Session) error {
 	return func(ctx context.Context, s registration.Session) error {
-		managed, err := workManagedConfig(ctx, opts)
+		managed, err := workManagedConfig(ctx, opts, s.ManagedConfig)
 		if err != nil {
 			return err
 		}
@@ -269,7 +279,7 @@ func (a *Agent) workSession(opts Options, managedMapper meta.RESTMapper) func(ct
 			HubBurst:                 opts.Work.HubKubeAPIBurst,
 			Scheme:                   s.Scheme,
 			HubMapper:                s.HubMapper,
-			ManagedMapper:            managedMapper,
+			ManagedMapper:            cmp.Or(managedMapper, s.ManagedMapper),
 			Logger:                   s.Logger.WithName("work"),
 		}
 		// The loader starts before registration (Run), so it is there for every session.
@@ -280,7 +290,7 @@ func (a *Agent) workSession(opts Options, managedMapper meta.RESTMapper) func(ct
 		if err != nil {
 			return err
 		}
-		if err := ensureNamespace(ctx, opts.Registration.ManagedConfig, AddOnNamespace); err != nil {
+		if err := ensureNamespace(ctx, s.ManagedConfig, AddOnNamespace); err != nil {
 			// Not fatal: add-ons installed elsewhere still work, and the next session retries.
 			s.Logger.Error(err, "ensuring the add-on namespace")
 		}
@@ -293,13 +303,13 @@ func (a *Agent) workSession(opts Options, managedMapper meta.RESTMapper) func(ct
 // impersonation: the work agent itself impersonates executors (dry-run creates of RBAC
 // objects), and Kubernetes does not chain impersonation, so it must authenticate as the
 // ServiceAccount, whose own rights (OCM's: impersonate serviceaccounts) allow that.
-func workManagedConfig(ctx context.Context, opts Options) (*rest.Config, error) {
+func workManagedConfig(ctx context.Context, opts Options, managed *rest.Config) (*rest.Config, error) {
 	sa := opts.Work.ServiceAccount
 	if sa == "" {
-		return opts.Registration.ManagedConfig, nil
+		return managed, nil
 	}
 	ns := cmp.Or(opts.Registration.AgentNamespace, registration.DefaultAgentNamespace)
-	cfg, err := satoken.Config(ctx, opts.Registration.ManagedConfig, ns, sa, satoken.Options{})
+	cfg, err := satoken.Config(ctx, managed, ns, sa, satoken.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("work agent: acting as ServiceAccount %s/%s: %w", ns, sa, err)
 	}

@@ -1,12 +1,14 @@
 package klusterlet
 
 import (
+	"cmp"
+
 	"github.com/flotilla-dev/flotilla/klusterlet/plugins"
 	"github.com/flotilla-dev/flotilla/klusterlet/registration"
 )
 
-// PluginOptions configures the Wasm plugin loader the klusterlet runs on its managed cluster
-// for the work agent (klusterlet/plugins): the WasmPlugin CRD, the klusterlet's own
+// PluginOptions configures the Wasm plugin loader the klusterlet runs on the cluster it runs
+// on (the managed cluster, or the management cluster in hosted mode) for the work agent (klusterlet/plugins): the WasmPlugin CRD, the klusterlet's own
 // FeedbackExtractors, and the WasmPlugin controller loading FeedbackExtractor plugins. It runs
 // only with the work agent, from the start (it needs no hub).
 type PluginOptions struct {
@@ -29,7 +31,9 @@ func pluginConfig(opts Options) *plugins.Config {
 		ns = registration.DefaultAgentNamespace
 	}
 	return &plugins.Config{
-		ManagedConfig: opts.Registration.ManagedConfig,
+		// The WasmPlugins are the agent's configuration, in its namespace: on the cluster the
+		// agent runs on (the managed one in Default mode).
+		ManagedConfig: cmp.Or(opts.Registration.ManagementConfig, opts.Registration.ManagedConfig),
 		Namespace:     ns,
 		CacheDir:      opts.Plugins.CacheDir,
 		SkipInstall:   opts.Plugins.SkipInstall,

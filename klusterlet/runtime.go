@@ -22,7 +22,7 @@ import (
 )
 
 // LeaderElection lets several klusterlet replicas run for one managed cluster: the holder of
-// a Lease on the managed cluster runs the agents, the others wait to take over. Zero values
+// a Lease on the management cluster (the managed one in Default mode) runs the agents, the others wait to take over. Zero values
 // take the defaults: the Lease DefaultLeaderElectionName in the agent namespace
 // (Registration.AgentNamespace, created when missing), OCM's timings (the hub's too).
 type LeaderElection = flotillale.Config
@@ -51,6 +51,10 @@ type lifecycle struct {
 	running            atomic.Bool
 	mu                 sync.Mutex
 	metricsLn, probeLn net.Addr
+
+	// managedKubeconfigError is why registration could not use its managed kubeconfig Secret
+	// ("" when it could, or has none).
+	managedKubeconfigError func() string
 }
 
 func newLifecycle(opts Options) (*lifecycle, error) {
@@ -68,11 +72,13 @@ func newLifecycle(opts Options) (*lifecycle, error) {
 	if !opts.LeaderElection.Enabled {
 		return l, nil
 	}
-	if r.ManagedConfig == nil {
-		return nil, errors.New("leader election needs Registration.ManagedConfig")
+	// The Lease is on the cluster the agent runs on, beside its Secrets.
+	cfg := cmp.Or(r.ManagementConfig, r.ManagedConfig)
+	if cfg == nil {
+		return nil, errors.New("leader election needs Registration.ManagementConfig or ManagedConfig")
 	}
 	le := opts.LeaderElection.WithDefaults(cmp.Or(r.AgentNamespace, registration.DefaultAgentNamespace), DefaultLeaderElectionName)
-	e, err := flotillale.New(r.ManagedConfig, le, "flotilla-klusterlet", l.log)
+	e, err := flotillale.New(cfg, le, "flotilla-klusterlet", l.log)
 	if err != nil {
 		return nil, err
 	}
@@ -148,6 +154,8 @@ func (l *lifecycle) readyCheck(*http.Request) error {
 		return nil
 	case !l.running.Load():
 		return errors.New("the agents are not running")
+	case l.managedKubeconfigError != nil && l.managedKubeconfigError() != "":
+		return errors.New(l.managedKubeconfigError())
 	case !l.kubeconfigLoaded():
 		return errors.New(cmp.Or(l.notLoaded, "the registration agent has not read a bootstrap or hub kubeconfig yet"))
 	}

@@ -33,7 +33,10 @@ type Agent struct {
 	hub     client.Client
 	hubKube kubernetes.Interface
 	managed kubernetes.Interface
-	addons  cache.Cache
+	// management holds hosted add-ons' Secrets and Leases; managed itself when both configs
+	// reach one cluster.
+	management kubernetes.Interface
+	addons     cache.Cache
 
 	// Touched by the worker only.
 	regs   map[string]map[string]*running // add-on -> registration key -> running
@@ -49,8 +52,10 @@ type running struct {
 	done   chan struct{}
 	// reg is the registration it serves (registrations only).
 	reg *regConfig
-	// namespace is the install namespace it watches (leases only).
+	// namespace is the install namespace it watches, hosted whether on the management
+	// cluster (leases only).
 	namespace string
+	hosted    bool
 }
 
 func (r *running) stop() {
@@ -102,6 +107,16 @@ func New(cfg Config) (*Agent, error) {
 	}
 	if a.managed, err = kubernetes.NewForConfig(managedCfg); err != nil {
 		return nil, fmt.Errorf("add-on agent: managed cluster client: %w", err)
+	}
+	a.management = a.managed
+	if !sameCluster(cfg.ManagementConfig, cfg.ManagedConfig) {
+		managementCfg := rest.CopyConfig(cfg.ManagementConfig)
+		if managementCfg.UserAgent == "" {
+			managementCfg.UserAgent = userAgent
+		}
+		if a.management, err = kubernetes.NewForConfig(managementCfg); err != nil {
+			return nil, fmt.Errorf("add-on agent: management cluster client: %w", err)
+		}
 	}
 	a.addons, err = cache.New(hubCfg, cache.Options{
 		Scheme:                      scheme,
@@ -212,7 +227,7 @@ func (a *Agent) sync(ctx context.Context, name string) error {
 	if mca.Status.HealthCheck.Mode == addonv1alpha1.HealthCheckModeCustomized {
 		a.stopLease(name)
 	} else {
-		a.startLease(ctx, name, InstallNamespace(mca))
+		a.startLease(ctx, name, InstallNamespace(mca), Hosted(mca))
 	}
 	if !mca.DeletionTimestamp.IsZero() {
 		// The agent may need its hub kubeconfig to clean up: keep everything until it is gone.
@@ -250,13 +265,14 @@ func (a *Agent) cleanup(ctx context.Context, name string, keep map[string]*regCo
 		delete(a.regs[name], key)
 		reused := false
 		for _, k := range keep {
-			reused = reused || (k.namespace == r.reg.namespace && k.secretName == r.reg.secretName)
+			reused = reused || (k.namespace == r.reg.namespace && k.secretName == r.reg.secretName &&
+				a.kube(k.hosted) == a.kube(r.reg.hosted))
 		}
 		if !reused {
-			if err := deleteSecret(ctx, a.managed, r.reg.namespace, r.reg.secretName); err != nil {
+			if err := deleteSecret(ctx, a.kube(r.reg.hosted), r.reg.namespace, r.reg.secretName, r.reg.hosted); err != nil {
 				return err
 			}
-			a.log.Info("Removed add-on client certificate", "addon", name, "secret", r.reg.namespace+"/"+r.reg.secretName)
+			a.log.Info("Removed add-on client certificate", "addon", name, "secret", r.reg.namespace+"/"+r.reg.secretName, "hosted", r.reg.hosted)
 		}
 	}
 	if len(a.regs[name]) == 0 {
@@ -273,11 +289,6 @@ func (a *Agent) cleanup(ctx context.Context, name string, keep map[string]*regCo
 func (a *Agent) collect(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, collectTimeout)
 	defer cancel()
-	sel := labels.Set{SecretKlusterletLabel: a.cfg.AgentNamespace}.String()
-	secrets, err := a.managed.CoreV1().Secrets("").List(ctx, metav1.ListOptions{LabelSelector: sel})
-	if err != nil {
-		return fmt.Errorf("listing the add-on Secrets of this klusterlet (%s) on the managed cluster: %w", sel, err)
-	}
 	list := &addonv1alpha1.ManagedClusterAddOnList{}
 	if err := a.addons.List(ctx, list, client.InNamespace(a.cfg.ClusterName)); err != nil {
 		return fmt.Errorf("listing ManagedClusterAddOns of %s: %w", a.cfg.ClusterName, err)
@@ -286,28 +297,75 @@ func (a *Agent) collect(ctx context.Context) error {
 	for i := range list.Items {
 		enabled[list.Items[i].Name] = &list.Items[i]
 	}
-	for _, sec := range secrets.Items {
-		name := sec.Labels[SecretAddOnLabel]
-		mca, ok := enabled[name]
-		if ok && (!mca.DeletionTimestamp.IsZero() || a.wants(mca, sec.Namespace, sec.Name)) {
-			continue
+	sel := labels.Set{SecretKlusterletLabel: a.cfg.AgentNamespace}.String()
+	for _, hosted := range a.clusters() {
+		where := clusterName(hosted)
+		secrets, err := a.kube(hosted).CoreV1().Secrets("").List(ctx, metav1.ListOptions{LabelSelector: sel})
+		if err != nil {
+			return fmt.Errorf("listing the add-on Secrets of this klusterlet (%s) on the %s: %w", sel, where, err)
 		}
-		if err := deleteSecret(ctx, a.managed, sec.Namespace, sec.Name); err != nil {
-			return err
+		for _, sec := range secrets.Items {
+			name := sec.Labels[SecretAddOnLabel]
+			mca, ok := enabled[name]
+			if ok && (!mca.DeletionTimestamp.IsZero() || a.wants(mca, sec.Namespace, sec.Name, hosted)) {
+				continue
+			}
+			if err := deleteSecret(ctx, a.kube(hosted), sec.Namespace, sec.Name, hosted); err != nil {
+				return err
+			}
+			a.log.Info("Removed the client certificate of an add-on registration no longer there", "addon", name,
+				"secret", sec.Namespace+"/"+sec.Name, "cluster", where)
 		}
-		a.log.Info("Removed the client certificate of an add-on registration no longer there", "addon", name, "secret", sec.Namespace+"/"+sec.Name)
 	}
 	return nil
 }
 
-// wants reports whether a registration of mca writes Secret ns/name.
-func (a *Agent) wants(mca *addonv1alpha1.ManagedClusterAddOn, ns, name string) bool {
+// wants reports whether a registration of mca writes Secret ns/name on the management
+// cluster (hosted) or the managed one. With one cluster for both, either will do.
+func (a *Agent) wants(mca *addonv1alpha1.ManagedClusterAddOn, ns, name string, hosted bool) bool {
 	for _, reg := range mca.Status.Registrations {
-		if c := newRegConfig(a.cfg, mca, reg); c.namespace == ns && c.secretName == name {
+		c := newRegConfig(a.cfg, mca, reg)
+		if c.namespace == ns && c.secretName == name && (c.hosted == hosted || a.management == a.managed) {
 			return true
 		}
 	}
 	return false
+}
+
+// Hosted reports whether the add-on's agent runs outside the managed cluster, on the cluster
+// the klusterlet runs on (OCM's isAddonRunningOutsideManagedCluster): its ManagedClusterAddOn
+// names a hosting cluster.
+func Hosted(mca *addonv1alpha1.ManagedClusterAddOn) bool {
+	return mca.Annotations[addonv1alpha1.HostingClusterNameAnnotationKey] != ""
+}
+
+// kube is the client of the cluster holding the Secrets and Lease of an add-on, hosted or
+// not.
+func (a *Agent) kube(hosted bool) kubernetes.Interface {
+	if hosted {
+		return a.management
+	}
+	return a.managed
+}
+
+// clusters are the values of hosted naming each distinct cluster the agent writes Secrets to.
+func (a *Agent) clusters() []bool {
+	if a.management == a.managed {
+		return []bool{false}
+	}
+	return []bool{false, true}
+}
+
+func clusterName(hosted bool) string {
+	if hosted {
+		return "management cluster"
+	}
+	return "managed cluster"
+}
+
+// sameCluster reports whether two configs reach the same API server (Default mode).
+func sameCluster(a, b *rest.Config) bool {
+	return a == b || a.Host == b.Host
 }
 
 // start runs f in a goroutine until the returned running is stopped or ctx ends.

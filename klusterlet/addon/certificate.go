@@ -83,7 +83,9 @@ func DefaultGroup(cluster, addon string) string {
 type regConfig struct {
 	addon, cluster string
 	// agentNamespace is the klusterlet's (SecretKlusterletLabel).
-	agentNamespace        string
+	agentNamespace string
+	// hosted puts the Secret on the management cluster (Hosted).
+	hosted                bool
 	key                   string
 	namespace, secretName string
 	signer                string
@@ -95,7 +97,7 @@ type regConfig struct {
 
 func newRegConfig(cfg Config, mca *addonv1alpha1.ManagedClusterAddOn, reg addonv1alpha1.RegistrationConfig) *regConfig {
 	c := &regConfig{
-		addon: mca.Name, cluster: cfg.ClusterName, agentNamespace: cfg.AgentNamespace, namespace: InstallNamespace(mca),
+		addon: mca.Name, cluster: cfg.ClusterName, agentNamespace: cfg.AgentNamespace, namespace: InstallNamespace(mca), hosted: Hosted(mca),
 		signer: reg.SignerName, secretName: SecretName(mca.Name, reg.SignerName), expirationSeconds: cfg.CSRExpirationSeconds,
 		subject: pkix.Name{
 			CommonName:         reg.Subject.User,
@@ -112,7 +114,7 @@ func newRegConfig(cfg Config, mca *addonv1alpha1.ManagedClusterAddOn, reg addonv
 		}
 		c.kubeconfig = hubKubeconfig(cfg.HubEndpoint)
 	}
-	c.key = hash.MustJSON([]any{c.namespace, c.signer, c.subject.CommonName, c.subject.Organization, c.subject.OrganizationalUnit})
+	c.key = hash.MustJSON([]any{c.namespace, c.signer, c.subject.CommonName, c.subject.Organization, c.subject.OrganizationalUnit, c.hosted})
 	return c
 }
 
@@ -139,7 +141,9 @@ func hubKubeconfig(ep registration.HubEndpoint) []byte {
 	return data
 }
 
-func (c *regConfig) ref() string { return "secret " + c.namespace + "/" + c.secretName }
+func (c *regConfig) ref() string {
+	return "secret " + c.namespace + "/" + c.secretName + " on the " + clusterName(c.hosted)
+}
 
 // data is what the Secret must hold besides the certificate and key.
 func (c *regConfig) data() map[string][]byte {
@@ -174,7 +178,8 @@ func sameSet(a, b []string) bool {
 // up to a quarter more, drawn once per certificate) of its lifetime is left, and puts back
 // the cluster name and kubeconfig. It wakes on changes of the Secret and at the rotation time.
 func (a *Agent) certLoop(ctx context.Context, c *regConfig) {
-	log := a.log.WithValues("addon", c.addon, "signer", c.signer, "secret", c.namespace+"/"+c.secretName)
+	log := a.log.WithValues("addon", c.addon, "signer", c.signer, "secret", c.namespace+"/"+c.secretName, "hosted", c.hosted)
+	kube := a.kube(c.hosted)
 	changed := make(chan struct{}, 1)
 	notify := func(any) {
 		select {
@@ -183,7 +188,7 @@ func (a *Agent) certLoop(ctx context.Context, c *regConfig) {
 		}
 	}
 	_, informer := toolscache.NewInformerWithOptions(toolscache.InformerOptions{
-		ListerWatcher: toolscache.NewListWatchFromClient(a.managed.CoreV1().RESTClient(), "secrets", c.namespace,
+		ListerWatcher: toolscache.NewListWatchFromClient(kube.CoreV1().RESTClient(), "secrets", c.namespace,
 			fields.OneTermEqualSelector("metadata.name", c.secretName)),
 		ObjectType: &corev1.Secret{},
 		Handler: toolscache.ResourceEventHandlerFuncs{
@@ -198,7 +203,7 @@ func (a *Agent) certLoop(ctx context.Context, c *regConfig) {
 		rotateAt  time.Time
 	)
 	for ctx.Err() == nil {
-		sec, err := a.managed.CoreV1().Secrets(c.namespace).Get(ctx, c.secretName, metav1.GetOptions{})
+		sec, err := kube.CoreV1().Secrets(c.namespace).Get(ctx, c.secretName, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			sec, err = nil, nil
 		}
@@ -218,7 +223,7 @@ func (a *Agent) certLoop(ctx context.Context, c *regConfig) {
 					registration.JitteredThreshold(a.cfg.RotationThreshold, rand.Float64()))
 			}
 			if now.Before(rotateAt) {
-				if err := c.writeSecret(ctx, a.managed, sec, nil); err != nil {
+				if err := c.writeSecret(ctx, kube, sec, nil); err != nil {
 					log.Info("Updating the add-on's client certificate secret failed; retrying", "error", err.Error())
 					if !backoff.Sleep(ctx, a.cfg.Clock, b.Next()) {
 						return
@@ -251,12 +256,12 @@ func (a *Agent) certLoop(ctx context.Context, c *regConfig) {
 		// Store it, waiting for the install namespace if the add-on's manifests have not
 		// created it yet.
 		for ctx.Err() == nil {
-			sec, err := a.managed.CoreV1().Secrets(c.namespace).Get(ctx, c.secretName, metav1.GetOptions{})
+			sec, err := kube.CoreV1().Secrets(c.namespace).Get(ctx, c.secretName, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
 				sec, err = nil, nil
 			}
 			if err == nil {
-				err = c.writeSecret(ctx, a.managed, sec, creds)
+				err = c.writeSecret(ctx, kube, sec, creds)
 			}
 			if err == nil {
 				log.Info("Add-on client certificate stored", "subject", creds.Leaf.Subject.String(), "notAfter", creds.Leaf.NotAfter)
@@ -344,7 +349,7 @@ func (c *regConfig) writeSecret(ctx context.Context, kube kubernetes.Interface, 
 			Data:       want,
 		}, metav1.CreateOptions{})
 		if err != nil {
-			return fmt.Errorf("creating %s on the managed cluster: %w", c.ref(), err)
+			return fmt.Errorf("creating %s: %w", c.ref(), err)
 		}
 		return nil
 	}
@@ -371,15 +376,15 @@ func (c *regConfig) writeSecret(ctx context.Context, kube kubernetes.Interface, 
 		return nil
 	}
 	if _, err := kube.CoreV1().Secrets(c.namespace).Update(ctx, sec, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("updating %s on the managed cluster: %w", c.ref(), err)
+		return fmt.Errorf("updating %s: %w", c.ref(), err)
 	}
 	return nil
 }
 
-func deleteSecret(ctx context.Context, kube kubernetes.Interface, ns, name string) error {
+func deleteSecret(ctx context.Context, kube kubernetes.Interface, ns, name string, hosted bool) error {
 	err := kube.CoreV1().Secrets(ns).Delete(ctx, name, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting secret %s/%s on the managed cluster: %w", ns, name, err)
+		return fmt.Errorf("deleting secret %s/%s on the %s: %w", ns, name, clusterName(hosted), err)
 	}
 	return nil
 }

@@ -5,8 +5,9 @@
 //   - obtains the client certificates of the add-on's registrations (status.registrations):
 //     a CSR on the hub, filed with the cluster agent's identity, for the registration's signer
 //     and subject; the signed certificate goes into a Secret in the add-on's install namespace
-//     on the managed cluster, "<addon>-hub-kubeconfig" for kubernetes.io/kube-apiserver-client
-//     (with a kubeconfig for the hub) and "<addon>-<signer, / as ->-client-cert" for other
+//     on the managed cluster (on the management cluster for a hosted add-on, see Hosted),
+//     "<addon>-hub-kubeconfig" for kubernetes.io/kube-apiserver-client (with a kubeconfig for
+//     the hub) and "<addon>-<signer, / as ->-client-cert" for other
 //     signers, renewed when 20% to 25% of its lifetime is left, and deleted when the
 //     registration or the ManagedClusterAddOn goes; the Secrets are labelled with the add-on
 //     and the klusterlet (SecretAddOnLabel, SecretKlusterletLabel), so that those of an
@@ -14,8 +15,8 @@
 //     unjoin removes them all;
 //   - reports the add-on's health from its Lease: unless status.healthCheck.mode is
 //     Customized, the Lease named after the add-on in its install namespace on the managed
-//     cluster decides the Available condition (OCM's reasons and its grace of five lease
-//     durations).
+//     cluster (management cluster when hosted) decides the Available condition (OCM's
+//     reasons and its grace of five lease durations).
 //
 // The install namespace is status.namespace, else spec.installNamespace, else
 // open-cluster-management-agent-addon. The agent does not create it: the add-on's manifests
@@ -73,8 +74,14 @@ type Config struct {
 	HubConfig *rest.Config
 	// HubEndpoint is carried into the add-ons' hub kubeconfigs (server, CA bundle, proxy).
 	HubEndpoint registration.HubEndpoint
-	// ManagedConfig reaches the managed cluster, where the Secrets and Leases are.
+	// ManagedConfig reaches the managed cluster, where the Secrets and Leases of add-ons
+	// running there are, and the built-in add-ons act.
 	ManagedConfig *rest.Config
+	// ManagementConfig reaches the cluster the klusterlet runs on (OCM's management cluster),
+	// where the Secrets and Leases of hosted add-ons are: those whose ManagedClusterAddOn
+	// carries the annotation addon.open-cluster-management.io/hosting-cluster-name (OCM's
+	// isAddonRunningOutsideManagedCluster). Default ManagedConfig.
+	ManagementConfig *rest.Config
 
 	// CSRExpirationSeconds asks the signer for this certificate lifetime; 0 leaves it to the
 	// signer.
@@ -117,6 +124,9 @@ func (c Config) withDefaults() (Config, error) {
 		return c, errors.New("add-on agent: HubConfig is required")
 	case c.ManagedConfig == nil:
 		return c, errors.New("add-on agent: ManagedConfig is required")
+	}
+	if c.ManagementConfig == nil {
+		c.ManagementConfig = c.ManagedConfig
 	}
 	if c.AgentNamespace == "" {
 		c.AgentNamespace = registration.DefaultAgentNamespace

@@ -16,16 +16,17 @@ import (
 	"github.com/flotilla-dev/flotilla/core/apply"
 )
 
-// startLease makes sure the add-on's Lease in ns is watched (and no other of its Leases).
-func (a *Agent) startLease(ctx context.Context, addon, ns string) {
+// startLease makes sure the add-on's Lease in ns is watched (and no other of its Leases), on
+// the management cluster when hosted.
+func (a *Agent) startLease(ctx context.Context, addon, ns string, hosted bool) {
 	if l, ok := a.leases[addon]; ok {
-		if l.namespace == ns {
+		if l.namespace == ns && l.hosted == hosted {
 			return
 		}
 		l.stop()
 	}
-	r := a.start(ctx, func(ctx context.Context) { a.leaseLoop(ctx, addon, ns) })
-	r.namespace = ns
+	r := a.start(ctx, func(ctx context.Context) { a.leaseLoop(ctx, addon, ns, hosted) })
+	r.namespace, r.hosted = ns, hosted
 	a.leases[addon] = r
 }
 
@@ -38,7 +39,7 @@ func (a *Agent) stopLease(addon string) {
 
 // leaseLoop keeps the add-on's Available condition in step with its Lease: it looks again on
 // every change of the Lease, when the Lease is due to turn stale, and every LeaseResync.
-func (a *Agent) leaseLoop(ctx context.Context, addon, ns string) {
+func (a *Agent) leaseLoop(ctx context.Context, addon, ns string, hosted bool) {
 	changed := make(chan struct{}, 1)
 	notify := func(any) {
 		select {
@@ -47,7 +48,7 @@ func (a *Agent) leaseLoop(ctx context.Context, addon, ns string) {
 		}
 	}
 	store, informer := toolscache.NewInformerWithOptions(toolscache.InformerOptions{
-		ListerWatcher: toolscache.NewListWatchFromClient(a.managed.CoordinationV1().RESTClient(), "leases", ns,
+		ListerWatcher: toolscache.NewListWatchFromClient(a.kube(hosted).CoordinationV1().RESTClient(), "leases", ns,
 			fields.OneTermEqualSelector("metadata.name", addon)),
 		ObjectType: &coordinationv1.Lease{},
 		Handler: toolscache.ResourceEventHandlerFuncs{
@@ -64,7 +65,7 @@ func (a *Agent) leaseLoop(ctx context.Context, addon, ns string) {
 		if obj, ok, _ := store.GetByKey(ns + "/" + addon); ok {
 			lease, _ = obj.(*coordinationv1.Lease)
 		}
-		next, err := a.checkHealth(ctx, addon, ns, lease)
+		next, err := a.checkHealth(ctx, addon, ns, hosted, lease)
 		if err != nil {
 			a.log.Info("Updating add-on health failed; retrying", "addon", addon, "error", err.Error())
 			next = b.Next()
@@ -82,8 +83,9 @@ func (a *Agent) leaseLoop(ctx context.Context, addon, ns string) {
 }
 
 // checkHealth sets the add-on's Available condition from lease (nil: none on the managed
-// cluster) and returns when to look again at the latest.
-func (a *Agent) checkHealth(ctx context.Context, addon, ns string, lease *coordinationv1.Lease) (time.Duration, error) {
+// cluster, or on the management cluster when hosted) and returns when to look again at the
+// latest.
+func (a *Agent) checkHealth(ctx context.Context, addon, ns string, hosted bool, lease *coordinationv1.Lease) (time.Duration, error) {
 	mca := &addonv1alpha1.ManagedClusterAddOn{}
 	if err := a.addons.Get(ctx, client.ObjectKey{Namespace: a.cfg.ClusterName, Name: addon}, mca); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -99,7 +101,16 @@ func (a *Agent) checkHealth(ctx context.Context, addon, ns string, lease *coordi
 	grace := time.Duration(LeaseGraceTimes*a.cfg.LeaseDurationSeconds) * time.Second
 	next := a.cfg.LeaseResync
 	var cond metav1.Condition
-	if lease == nil {
+	if lease == nil && hosted {
+		// OCM's message: the add-on runs where the klusterlet runs, which may not be the
+		// hosting cluster the annotation names.
+		cond = metav1.Condition{
+			Type: addonv1alpha1.ManagedClusterAddOnConditionAvailable, Status: metav1.ConditionUnknown,
+			Reason: addonv1alpha1.AddonAvailableReasonLeaseLeaseNotFound,
+			Message: fmt.Sprintf("The status of %s add-on is unknown. No lease found on hosting cluster %q; verify it matches the cluster "+
+				"where this managed cluster's klusterlet actually runs.", addon, mca.Annotations[addonv1alpha1.HostingClusterNameAnnotationKey]),
+		}
+	} else if lease == nil {
 		// As OCM: add-ons of old Kubernetes versions renew their Lease on the hub, in the
 		// cluster namespace.
 		hubLease, err := a.hubKube.CoordinationV1().Leases(a.cfg.ClusterName).Get(ctx, addon, metav1.GetOptions{})

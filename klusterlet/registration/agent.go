@@ -10,12 +10,14 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1alpha1"
@@ -74,16 +76,30 @@ type State struct {
 	// LastError is the most recent failure, with the object it concerns.
 	LastError     string
 	LastErrorTime time.Time
+	// ManagedKubeconfigError is why the Secret Config.ManagedKubeconfigSecret could not be
+	// used when last read, naming it; empty once it was.
+	ManagedKubeconfigError string
+	// ManagedKubeconfigLoads counts the managed cluster kubeconfigs the agent started
+	// sessions with from that Secret (1 after the first, +1 per change).
+	ManagedKubeconfigLoads int
 }
 
 // Agent is one registration agent. Create it with New and start it with Run.
 type Agent struct {
-	cfg     Config
-	log     logr.Logger
-	scheme  *runtime.Scheme
-	managed kubernetes.Interface
-	// managedClient reads ClusterClaims on the managed cluster.
+	cfg    Config
+	log    logr.Logger
+	scheme *runtime.Scheme
+	// management holds the agent namespace and its Secrets (Config.ManagementConfig).
+	management kubernetes.Interface
+	// managedCfg, managed and managedClient reach the managed cluster; managedMapper maps its
+	// kinds; managedURL and managedCA are reported to the hub. Set by New, or, from
+	// Config.ManagedKubeconfigSecret, by Run while no session runs.
+	managedCfg    *rest.Config
+	managed       kubernetes.Interface
 	managedClient client.WithWatch
+	managedMapper meta.RESTMapper
+	managedURL    string
+	managedCA     []byte
 
 	mu       sync.Mutex
 	state    State
@@ -121,27 +137,67 @@ func New(cfg Config) (*Agent, error) {
 			return nil, fmt.Errorf("registration agent: building scheme: %w", err)
 		}
 	}
-	managedCfg := rest.CopyConfig(cfg.ManagedConfig)
+	a := &Agent{
+		cfg:      cfg,
+		log:      cfg.Logger,
+		scheme:   scheme,
+		state:    State{Phase: PhaseStarting, ClusterName: cfg.ClusterName, AgentName: cfg.AgentName},
+		rotation: newRotationSchedule(cfg.RotationThreshold, cfg.RotationRand),
+	}
+	if cfg.ManagedConfig != nil {
+		if err := a.setManaged(cfg.ManagedConfig, cfg.ManagedMapper); err != nil {
+			return nil, fmt.Errorf("registration agent: %w", err)
+		}
+	}
+	if cfg.ManagementConfig == cfg.ManagedConfig {
+		// Default mode: one cluster, one clientset (a fleet simulator runs thousands).
+		a.management = a.managed
+		return a, nil
+	}
+	managementCfg := rest.CopyConfig(cfg.ManagementConfig)
+	if managementCfg.UserAgent == "" {
+		managementCfg.UserAgent = userAgent
+	}
+	if a.management, err = kubernetes.NewForConfig(managementCfg); err != nil {
+		return nil, fmt.Errorf("registration agent: management cluster client: %w", err)
+	}
+	return a, nil
+}
+
+// setManaged builds the managed cluster's clients from cfg; mapper nil builds one. Only
+// while no session runs.
+func (a *Agent) setManaged(cfg *rest.Config, mapper meta.RESTMapper) error {
+	url, ca, err := a.cfg.managedClientConfig(cfg)
+	if err != nil {
+		return err
+	}
+	managedCfg := rest.CopyConfig(cfg)
 	if managedCfg.UserAgent == "" {
 		managedCfg.UserAgent = userAgent
 	}
 	managed, err := kubernetes.NewForConfig(managedCfg)
 	if err != nil {
-		return nil, fmt.Errorf("registration agent: managed cluster client: %w", err)
+		return fmt.Errorf("managed cluster client: %w", err)
 	}
-	managedClient, err := client.NewWithWatch(managedCfg, client.Options{Scheme: scheme, Mapper: cfg.ManagedMapper})
+	if mapper == nil {
+		httpClient, err := rest.HTTPClientFor(managedCfg)
+		if err == nil {
+			mapper, err = apiutil.NewDynamicRESTMapper(managedCfg, httpClient)
+		}
+		if err != nil {
+			return fmt.Errorf("managed cluster REST mapper: %w", err)
+		}
+	}
+	managedClient, err := client.NewWithWatch(managedCfg, client.Options{Scheme: a.scheme, Mapper: mapper})
 	if err != nil {
-		return nil, fmt.Errorf("registration agent: managed cluster client: %w", err)
+		return fmt.Errorf("managed cluster client: %w", err)
 	}
-	return &Agent{
-		cfg:           cfg,
-		log:           cfg.Logger,
-		scheme:        scheme,
-		managed:       managed,
-		managedClient: managedClient,
-		state:         State{Phase: PhaseStarting, ClusterName: cfg.ClusterName, AgentName: cfg.AgentName},
-		rotation:      newRotationSchedule(cfg.RotationThreshold, cfg.RotationRand),
-	}, nil
+	a.managedCfg, a.managed, a.managedClient, a.managedMapper = cfg, managed, managedClient, mapper
+	a.managedURL, a.managedCA = url, ca
+	a.mu.Lock()
+	a.kubeSystemUID = "" // read again through the new identity
+	a.mu.Unlock()
+	return nil
 }
 
 // Run registers the cluster and keeps it registered until ctx ends. It never
@@ -159,6 +215,16 @@ func (a *Agent) Run(ctx context.Context) error {
 			return nil
 		}
 	}
+	if a.cfg.ManagedKubeconfigSecret != "" {
+		a.runFromSecret(ctx)
+		return nil
+	}
+	a.runSessions(ctx)
+	return nil
+}
+
+// runSessions connects to the hub and serves one session after the other until ctx ends.
+func (a *Agent) runSessions(ctx context.Context) {
 	force := false
 	for ctx.Err() == nil {
 		id, conn, ok := a.connect(ctx, force)
@@ -173,7 +239,6 @@ func (a *Agent) Run(ctx context.Context) error {
 		a.log.Info("Hub connection ended; bootstrapping again", "cluster", id.ClusterName, "reason", end.reason)
 		force = end.forceBootstrap
 	}
-	return nil
 }
 
 // State returns a snapshot of the agent's progress.
@@ -203,19 +268,27 @@ func (a *Agent) recordError(err error) {
 
 func (a *Agent) backoff() *backoff.Backoff { return backoff.New(a.cfg.RetryInitial, a.cfg.RetryMax) }
 
+// agentCluster names the cluster holding the agent namespace, for messages.
+func (a *Agent) agentCluster() string {
+	if a.cfg.ManagementConfig == a.cfg.ManagedConfig {
+		return "the managed cluster"
+	}
+	return "the management cluster"
+}
+
 // ensureAgentNamespace creates the namespace holding the agent's secrets.
 func (a *Agent) ensureAgentNamespace(ctx context.Context) error {
 	ns := a.cfg.AgentNamespace
-	_, err := a.managed.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	_, err := a.management.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 	if err == nil {
 		return nil
 	}
 	if !apierrors.IsNotFound(err) {
-		return fmt.Errorf("reading agent namespace %s on the managed cluster: %w", ns, err)
+		return fmt.Errorf("reading agent namespace %s on %s: %w", ns, a.agentCluster(), err)
 	}
-	_, err = a.managed.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	_, err = a.management.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating agent namespace %s on the managed cluster: %w", ns, err)
+		return fmt.Errorf("creating agent namespace %s on %s: %w", ns, a.agentCluster(), err)
 	}
 	return nil
 }
@@ -223,7 +296,7 @@ func (a *Agent) ensureAgentNamespace(ctx context.Context) error {
 // loadIdentity settles the cluster and agent names and makes sure they are
 // persisted in the hub kubeconfig secret, so that a restart keeps them.
 func (a *Agent) loadIdentity(ctx context.Context) (Identity, *HubSecret, error) {
-	sec, err := ReadHubSecret(ctx, a.managed.CoreV1(), a.cfg.AgentNamespace, a.cfg.HubKubeconfigSecret)
+	sec, err := ReadHubSecret(ctx, a.management.CoreV1(), a.cfg.AgentNamespace, a.cfg.HubKubeconfigSecret)
 	if err != nil {
 		return Identity{}, nil, err
 	}
@@ -261,7 +334,7 @@ func (a *Agent) loadIdentity(ctx context.Context) (Identity, *HubSecret, error) 
 	}
 	if !sec.Exists() || sec.ClusterName != id.ClusterName || sec.AgentName != id.AgentName {
 		sec.ClusterName, sec.AgentName = id.ClusterName, id.AgentName
-		if err := sec.Write(ctx, a.managed.CoreV1()); err != nil {
+		if err := sec.Write(ctx, a.management.CoreV1()); err != nil {
 			return Identity{}, nil, err
 		}
 	}

@@ -26,7 +26,7 @@ func (a *Agent) bootstrapKubeconfig(ctx context.Context) ([]byte, string, error)
 	}
 	ns, name := a.cfg.AgentNamespace, a.cfg.BootstrapKubeconfigSecret
 	source := fmt.Sprintf("secret %s/%s key %s", ns, name, KubeconfigKey)
-	s, err := a.managed.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+	s, err := a.management.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return nil, source, fmt.Errorf("reading bootstrap kubeconfig %s: %w", source, err)
 	}
@@ -95,7 +95,7 @@ func (a *Agent) storeCredentials(ctx context.Context, sec *HubSecret, ep HubEndp
 		return err
 	}
 	sec.Kubeconfig, sec.CertPEM, sec.KeyPEM, sec.PendingKey = kubeconfig, creds.CertPEM, creds.KeyPEM, nil
-	return sec.Write(ctx, a.managed.CoreV1())
+	return sec.Write(ctx, a.management.CoreV1())
 }
 
 // desiredClientConfigs is how the hub can reach this managed cluster.
@@ -103,10 +103,10 @@ func (a *Agent) desiredClientConfigs() []clusterv1.ClientConfig {
 	if ext := a.cfg.externalClientConfigs(); ext != nil {
 		return ext
 	}
-	if a.cfg.ManagedClusterURL == "" {
+	if a.managedURL == "" {
 		return nil
 	}
-	return []clusterv1.ClientConfig{{URL: a.cfg.ManagedClusterURL, CABundle: a.cfg.ManagedClusterCABundle}}
+	return []clusterv1.ClientConfig{{URL: a.managedURL, CABundle: a.managedCA}}
 }
 
 // ensureManagedCluster creates the cluster's ManagedCluster, not yet accepted,
@@ -172,7 +172,7 @@ func (a *Agent) requestCertificate(ctx context.Context, hub kubernetes.Interface
 		// Persist the key before the CSR exists, so that no signed certificate
 		// can ever be issued for a key the agent lost.
 		sec.PendingKey = key
-		if err := sec.Write(ctx, a.managed.CoreV1()); err != nil {
+		if err := sec.Write(ctx, a.management.CoreV1()); err != nil {
 			return nil, err
 		}
 	}
@@ -184,7 +184,7 @@ func (a *Agent) requestCertificate(ctx context.Context, hub kubernetes.Interface
 	creds, err := a.waitForCertificate(ctx, hub, req, id)
 	if errors.Is(err, errCSRRejected) {
 		sec.PendingKey = nil
-		if werr := sec.Write(ctx, a.managed.CoreV1()); werr != nil {
+		if werr := sec.Write(ctx, a.management.CoreV1()); werr != nil {
 			return nil, errors.Join(err, werr)
 		}
 	}

@@ -38,13 +38,29 @@ type Config struct {
 	// name stored in the hub kubeconfig secret, else a generated one.
 	AgentName string
 
-	// ManagedConfig reaches the managed cluster's API server. Required.
+	// ManagedConfig reaches the managed cluster's API server: Nodes, version, ClusterClaims,
+	// kube-system's UID. Required unless ManagedKubeconfigSecret is set.
 	ManagedConfig *rest.Config
+	// ManagementConfig reaches the cluster the agent runs on (OCM's management cluster, the
+	// hosting cluster in Hosted mode): the agent namespace, the bootstrap and hub kubeconfig
+	// Secrets. Default ManagedConfig (Default mode: one cluster).
+	ManagementConfig *rest.Config
+	// ManagedKubeconfigSecret, when set, names a Secret in AgentNamespace on the management
+	// cluster whose key "kubeconfig" reaches the managed cluster, instead of ManagedConfig
+	// (which must then be nil; ManagementConfig is required). The agent watches it: a changed
+	// kubeconfig restarts the agent's sessions with it; a missing or unusable one is recorded
+	// (State.ManagedKubeconfigError) and read again with backoff.
+	ManagedKubeconfigSecret string
+	// ManagedQPS and ManagedBurst rate-limit the agent's requests to the managed cluster
+	// (Klusterlet registrationConfiguration.kubeAPIQPS/kubeAPIBurst), on ManagedConfig or the
+	// config read from ManagedKubeconfigSecret; 0 leaves that config's own.
+	ManagedQPS   float32
+	ManagedBurst int
 	// ManagedClusterURL is reported to the hub in
-	// spec.managedClusterClientConfigs. Default ManagedConfig.Host.
+	// spec.managedClusterClientConfigs. Default the managed cluster's kubeconfig server.
 	ManagedClusterURL string
 	// ManagedClusterCABundle is reported along with the URL. Default the CA of
-	// ManagedConfig.
+	// the managed cluster's kubeconfig.
 	ManagedClusterCABundle []byte
 
 	// BootstrapKubeconfig is a kubeconfig for the hub with the bootstrap
@@ -53,9 +69,9 @@ type Config struct {
 	BootstrapKubeconfig []byte
 	// BootstrapKubeconfigSecret default DefaultBootstrapKubeconfigSecret.
 	BootstrapKubeconfigSecret string
-	// AgentNamespace holds the agent's secrets on the managed cluster. Default
-	// DefaultAgentNamespace. Several agents may share one managed API server
-	// when each has its own namespace.
+	// AgentNamespace holds the agent's secrets on the management cluster. Default
+	// DefaultAgentNamespace. Several agents may share one API server when each has its
+	// own namespace.
 	AgentNamespace string
 	// HubKubeconfigSecret is where the signed credentials are stored. Default
 	// DefaultHubKubeconfigSecret.
@@ -135,22 +151,35 @@ type Config struct {
 }
 
 // withDefaults validates c and fills in defaults.
+// ManagedRate returns cfg with ManagedQPS and ManagedBurst, a copy when they are set.
+func (c Config) ManagedRate(cfg *rest.Config) *rest.Config {
+	if c.ManagedQPS <= 0 && c.ManagedBurst <= 0 {
+		return cfg
+	}
+	cfg = rest.CopyConfig(cfg)
+	if c.ManagedQPS > 0 {
+		cfg.QPS = c.ManagedQPS
+	}
+	if c.ManagedBurst > 0 {
+		cfg.Burst = c.ManagedBurst
+	}
+	return cfg
+}
+
 func (c Config) withDefaults() (Config, error) {
-	if c.ManagedConfig == nil {
+	switch {
+	case c.ManagedKubeconfigSecret != "" && c.ManagedConfig != nil:
+		return c, errors.New("registration agent: ManagedConfig and ManagedKubeconfigSecret are mutually exclusive")
+	case c.ManagedKubeconfigSecret != "" && c.ManagementConfig == nil:
+		return c, errors.New("registration agent: ManagedKubeconfigSecret needs ManagementConfig, the cluster the Secret is on")
+	case c.ManagedKubeconfigSecret == "" && c.ManagedConfig == nil:
 		return c, errors.New("registration agent: ManagedConfig is required")
 	}
-	if c.ManagedClusterURL == "" {
-		c.ManagedClusterURL = c.ManagedConfig.Host
+	if c.ManagedConfig != nil {
+		c.ManagedConfig = c.ManagedRate(c.ManagedConfig)
 	}
-	if len(c.ManagedClusterCABundle) == 0 {
-		c.ManagedClusterCABundle = c.ManagedConfig.CAData
-	}
-	if len(c.ManagedClusterCABundle) == 0 && c.ManagedConfig.CAFile != "" {
-		ca, err := os.ReadFile(c.ManagedConfig.CAFile)
-		if err != nil {
-			return c, fmt.Errorf("registration agent: CA file of ManagedConfig: %w", err)
-		}
-		c.ManagedClusterCABundle = ca
+	if c.ManagementConfig == nil {
+		c.ManagementConfig = c.ManagedConfig
 	}
 	if err := c.klusterletFieldDefaults(); err != nil {
 		return c, err
@@ -208,4 +237,23 @@ func (c Config) withDefaults() (Config, error) {
 		}
 	}
 	return c, nil
+}
+
+// managedClientConfig is what the agent reports in spec.managedClusterClientConfigs for a
+// managed cluster reached with managed: ManagedClusterURL and ManagedClusterCABundle, else
+// managed's server and CA.
+func (c Config) managedClientConfig(managed *rest.Config) (url string, ca []byte, err error) {
+	url, ca = c.ManagedClusterURL, c.ManagedClusterCABundle
+	if url == "" {
+		url = managed.Host
+	}
+	if len(ca) == 0 {
+		ca = managed.CAData
+	}
+	if len(ca) == 0 && managed.CAFile != "" {
+		if ca, err = os.ReadFile(managed.CAFile); err != nil {
+			return "", nil, fmt.Errorf("CA file of the managed cluster's kubeconfig: %w", err)
+		}
+	}
+	return url, ca, nil
 }

@@ -30,7 +30,13 @@ type Session struct {
 	HubMapper meta.RESTMapper
 	// HubKube is the registration agent's hub clientset of the session (HubConfig's).
 	HubKube kubernetes.Interface
-	Logger  logr.Logger
+	// ManagedConfig reaches the managed cluster for this session (Config.ManagedConfig, or
+	// the kubeconfig of Config.ManagedKubeconfigSecret at the session's start), ManagedMapper
+	// maps its kinds; ManagementConfig reaches the cluster the agent runs on.
+	ManagedConfig    *rest.Config
+	ManagedMapper    meta.RESTMapper
+	ManagementConfig *rest.Config
+	Logger           logr.Logger
 }
 
 // runOnAccepted calls Config.OnAccepted once the hub has accepted the cluster, and again
@@ -51,6 +57,7 @@ func (s *session) runOnAccepted(ctx context.Context) {
 		ClusterName: s.id.ClusterName, AgentName: s.id.AgentName,
 		HubServer: s.conn.Endpoint().Server, HubEndpoint: s.conn.Endpoint(), HubConfig: s.conn.Config(userAgent),
 		Scheme: s.a.scheme, HubMapper: s.hubMapper, HubKube: s.hubKube, Logger: s.a.log,
+		ManagedConfig: s.a.managedCfg, ManagedMapper: s.a.managedMapper, ManagementConfig: s.a.cfg.ManagementConfig,
 	}
 	b := s.a.backoff()
 	for ctx.Err() == nil {

@@ -55,7 +55,7 @@ func (s *session) rotate(ctx context.Context, expiry time.Time) (*Credentials, e
 	ctx, cancel := context.WithDeadline(ctx, expiry)
 	defer cancel()
 	a := s.a
-	sec, err := ReadHubSecret(ctx, a.managed.CoreV1(), a.cfg.AgentNamespace, a.cfg.HubKubeconfigSecret)
+	sec, err := ReadHubSecret(ctx, a.management.CoreV1(), a.cfg.AgentNamespace, a.cfg.HubKubeconfigSecret)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +79,7 @@ func (s *session) rotate(ctx context.Context, expiry time.Time) (*Credentials, e
 			return nil, ctx.Err()
 		}
 		// Re-read so that a conflicting write does not block us forever.
-		fresh, rerr := ReadHubSecret(ctx, a.managed.CoreV1(), a.cfg.AgentNamespace, a.cfg.HubKubeconfigSecret)
+		fresh, rerr := ReadHubSecret(ctx, a.management.CoreV1(), a.cfg.AgentNamespace, a.cfg.HubKubeconfigSecret)
 		if rerr == nil {
 			sec = fresh
 		}

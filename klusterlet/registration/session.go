@@ -374,9 +374,9 @@ func (s *session) watchClaims(ctx context.Context) {
 // the managed cluster's admin asks for a fresh registration.
 func (s *session) watchHubSecret(ctx context.Context) {
 	ns, name := s.a.cfg.AgentNamespace, s.a.cfg.HubKubeconfigSecret
-	watchForever(ctx, s.a.log, s.a.cfg.Clock, s.a.backoff(), "secret "+ns+"/"+name+" on the managed cluster",
+	watchForever(ctx, s.a.log, s.a.cfg.Clock, s.a.backoff(), "secret "+ns+"/"+name+" on "+s.a.agentCluster(),
 		func(ctx context.Context) (watch.Interface, error) {
-			return s.a.managed.CoreV1().Secrets(ns).Watch(ctx, metav1.ListOptions{
+			return s.a.management.CoreV1().Secrets(ns).Watch(ctx, metav1.ListOptions{
 				FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(),
 			})
 		},

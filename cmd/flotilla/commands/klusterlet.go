@@ -1,11 +1,16 @@
 package commands
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/component-base/featuregate"
 
 	"github.com/flotilla-dev/flotilla/core/apis/featuregates"
@@ -22,6 +27,7 @@ func newKlusterletCommand() *cobra.Command {
 	var (
 		opts                klusterlet.Options
 		managedKubeconfig   string
+		hosted              hostedFlags
 		bootstrapKubeconfig string
 		klusterletName      string
 		verbosity           int
@@ -45,7 +51,7 @@ Registration is a double opt-in handshake (as in Open Cluster Management):
        O=system:open-cluster-management:<cluster-name>,
        O=system:open-cluster-management:managed-clusters,
        CN=system:open-cluster-management:<cluster-name>:<agent-name>
-     The private key is generated here and stays in the managed cluster.
+     The private key is generated here and stays on the cluster the agent runs on.
   2. A hub admin approves the CSR and sets hubAcceptsClient=true
      (flotilla accept --clusters <cluster-name>).
   3. The agent stores kubeconfig, tls.crt, tls.key, cluster-name and agent-name in the
@@ -98,9 +104,26 @@ its field.
 
 --metrics-bind-address serves Prometheus metrics at /metrics, --health-probe-bind-address
 /healthz and /readyz (ready once the agents run and have read the bootstrap or hub
-kubeconfig; a standby replica is ready), on every replica.`,
+kubeconfig; a standby replica is ready), on every replica.
+
+Hosted mode (OCM's): the agent runs on a management cluster, outside the cluster it manages.
+--kubeconfig then reaches the management cluster (in-cluster when no kubeconfig is found),
+which holds --agent-namespace, the bootstrap and hub kubeconfig secrets and the leader
+election Lease; --managed-kubeconfig FILE or --managed-kubeconfig-secret NAME (key
+"kubeconfig" of a secret in --agent-namespace, watched: a changed kubeconfig restarts the
+agent's sessions with it) reaches the managed cluster, where the agent reads Nodes, the
+version, ClusterClaims and kube-system, and applies ManifestWorks. Add-ons whose
+ManagedClusterAddOn carries addon.open-cluster-management.io/hosting-cluster-name get their
+secrets written, and their Lease read, on the management cluster. A missing or unusable
+managed kubeconfig secret is logged, read again with backoff and fails /readyz, naming the
+secret. In hosted mode the agent takes its settings from its flags only (--klusterlet-name
+is not read).`,
 		Example: `  # Join the cluster of ~/.kube/config using a bootstrap kubeconfig file
   flotilla klusterlet --cluster-name cluster1 --bootstrap-kubeconfig bootstrap.kubeconfig
+
+  # Hosted: run on the management cluster, reach the managed one through a secret there
+  flotilla klusterlet --kubeconfig management.kubeconfig --cluster-name cluster1 \
+    --agent-namespace klusterlet-cluster1 --managed-kubeconfig-secret external-managed-kubeconfig
 
   # Bootstrap kubeconfig from the secret open-cluster-management-agent/bootstrap-hub-kubeconfig
   flotilla klusterlet --kubeconfig managed.kubeconfig --cluster-name cluster1`,
@@ -112,14 +135,19 @@ kubeconfig; a standby replica is ready), on every replica.`,
 			opts.Work.ExecutorValidatingCaches = gate.Enabled(featuregates.ExecutorValidatingCaches)
 			opts.Work.RawFeedbackJSON = gate.Enabled(featuregates.RawFeedbackJsonString)
 			opts.AddOn.Disabled = !gate.Enabled(featuregates.AddonManagement)
+			if hosted.managedKubeconfig != "" && hosted.managedKubeconfigSecret != "" {
+				return errors.New("--managed-kubeconfig and --managed-kubeconfig-secret are mutually exclusive: give the managed cluster's kubeconfig as a file or as a secret")
+			}
 			cfg, err := loadRESTConfig(managedKubeconfig)
 			if err != nil {
 				return err
 			}
-			if err := fields.apply(&opts, cfg); err != nil {
+			if err := hosted.apply(&opts, cfg); err != nil {
 				return err
 			}
-			opts.Registration.ManagedConfig = cfg
+			if err := fields.apply(&opts); err != nil {
+				return err
+			}
 			opts.BootstrapKubeconfigFile = bootstrapKubeconfig
 			opts.Registration.Logger = newLogger(cmd.ErrOrStderr(), verbosity)
 			setLibraryLoggers(opts.Registration.Logger)
@@ -137,6 +165,9 @@ kubeconfig; a standby replica is ready), on every replica.`,
 				// Its Deployment's settings are flags; the Klusterlet is the registration agent's.
 				return klusterlet.Run(ctx, opts)
 			}
+			if hosted.set() {
+				return klusterlet.Run(ctx, opts)
+			}
 			return kop.RunKlusterlet(ctx, kop.Options{Klusterlet: opts, KlusterletName: klusterletName, Deployment: operatorrun.DeploymentFromEnv()})
 		},
 	}
@@ -148,11 +179,12 @@ kubeconfig; a standby replica is ready), on every replica.`,
 	f.StringVar(&klusterletName, "klusterlet-name", operatorv1.KlusterletName,
 		"the Klusterlet (operator.open-cluster-management.io/v1) on the managed cluster the agent takes its cluster name, agent namespace, feature gates and hub host alias from, and reports its status in; changes apply without a restart; \"\" ignores it")
 	f.StringVar(&managedKubeconfig, "kubeconfig", "",
-		"kubeconfig of the managed cluster the agent runs for (default: $KUBECONFIG or ~/.kube/config)")
+		"kubeconfig of the cluster the agent runs on: the managed cluster, or the management cluster with --managed-kubeconfig or --managed-kubeconfig-secret (default: $KUBECONFIG or ~/.kube/config, else in-cluster)")
+	hosted.addFlags(f)
 	f.StringVar(&bootstrapKubeconfig, "bootstrap-kubeconfig", "",
 		"file with the bootstrap kubeconfig for the hub (default: key \"kubeconfig\" of the secret "+registration.DefaultBootstrapKubeconfigSecret+" in --agent-namespace)")
 	f.StringVar(&opts.Registration.AgentNamespace, "agent-namespace", registration.DefaultAgentNamespace,
-		"namespace on the managed cluster for the agent's secrets; created if missing")
+		"namespace for the agent's secrets on the cluster --kubeconfig reaches; created if missing")
 	f.StringVar(&opts.Registration.HubKubeconfigSecret, "hub-kubeconfig-secret", registration.DefaultHubKubeconfigSecret,
 		"secret in --agent-namespace that stores the hub kubeconfig, tls.crt, tls.key, cluster-name and agent-name")
 	f.IntVar(&opts.Registration.MaxCustomClusterClaims, "max-custom-cluster-claims", 20,
@@ -167,7 +199,7 @@ kubeconfig; a standby replica is ready), on every replica.`,
 		"longest wait between retries while the hub or managed API server fails")
 	f.BoolVar(&opts.Work.Disabled, "disable-work-agent", false, "run registration only: do not apply the cluster's ManifestWorks")
 	f.StringVar(&opts.Work.ServiceAccount, "work-service-account", "",
-		"ServiceAccount in --agent-namespace the work agent applies ManifestWorks as (OCM's <klusterlet>-work-sa), with tokens requested with the agent's identity; empty: the agent's own identity (--kubeconfig)")
+		"ServiceAccount in --agent-namespace the work agent applies ManifestWorks as (OCM's <klusterlet>-work-sa), with tokens requested with the agent's identity; empty: the agent's own identity on the managed cluster (--kubeconfig, or the hosted managed kubeconfig)")
 	f.DurationVar(&opts.Work.StatusSyncInterval, "status-sync-interval", work.DefaultStatusSyncInterval,
 		"how often applied resources are read back for availability and status feedback (feedbackScrapeType Poll)")
 	f.IntVar(&opts.Work.MaxFeedbackWatch, "max-feedback-watch", work.DefaultMaxFeedbackWatch,
@@ -178,9 +210,9 @@ kubeconfig; a standby replica is ready), on every replica.`,
 		featuregates.AddFlag(f, gate)
 	}
 	f.BoolVar(&opts.LeaderElection.Enabled, "leader-elect", false,
-		"run as one of several replicas for the cluster: the holder of Lease --leader-elect-namespace/--leader-elect-name on the managed cluster runs the agents")
+		"run as one of several replicas for the cluster: the holder of Lease --leader-elect-namespace/--leader-elect-name on the cluster --kubeconfig reaches runs the agents")
 	f.StringVar(&opts.LeaderElection.Namespace, "leader-elect-namespace", "",
-		"namespace of the leader election Lease on the managed cluster (default: --agent-namespace)")
+		"namespace of the leader election Lease on the cluster --kubeconfig reaches (default: --agent-namespace)")
 	f.StringVar(&opts.LeaderElection.Name, "leader-elect-name", klusterlet.DefaultLeaderElectionName, "name of the leader election Lease")
 	f.DurationVar(&opts.LeaderElection.LeaseDuration, "leader-elect-lease-duration", leaderelection.DefaultLeaseDuration, "how long a leader's Lease holds without renewal")
 	f.DurationVar(&opts.LeaderElection.RenewDeadline, "leader-elect-renew-deadline", leaderelection.DefaultRenewDeadline, "how long the leader tries to renew before it stops leading")
@@ -210,4 +242,37 @@ func klusterletFeatureGates() map[featuregate.Feature]featuregate.FeatureSpec {
 	gates := featuregates.DefaultSpokeWorkFeatureGates()
 	gates[featuregates.AddonManagement] = featuregates.DefaultSpokeRegistrationFeatureGates()[featuregates.AddonManagement]
 	return gates
+}
+
+// hostedFlags are the klusterlet's hosted-mode flags: how the agent, running on the cluster
+// --kubeconfig reaches (the management cluster), reaches the managed cluster.
+type hostedFlags struct {
+	managedKubeconfig, managedKubeconfigSecret string
+}
+
+func (h *hostedFlags) addFlags(f *pflag.FlagSet) {
+	f.StringVar(&h.managedKubeconfig, "managed-kubeconfig", "",
+		"hosted mode: kubeconfig file of the managed cluster; --kubeconfig is then the management cluster the agent runs on")
+	f.StringVar(&h.managedKubeconfigSecret, "managed-kubeconfig-secret", "",
+		"hosted mode: secret in --agent-namespace on the management cluster (--kubeconfig) whose key \"kubeconfig\" reaches the managed cluster; watched, a change restarts the agent's sessions")
+}
+
+func (h *hostedFlags) set() bool { return h.managedKubeconfig != "" || h.managedKubeconfigSecret != "" }
+
+// apply sets the registration's clients: cfg (--kubeconfig) is the managed cluster in Default
+// mode, the management cluster in hosted mode.
+func (h *hostedFlags) apply(opts *klusterlet.Options, cfg *rest.Config) error {
+	switch {
+	case h.managedKubeconfig != "":
+		managed, err := clientcmd.BuildConfigFromFlags("", h.managedKubeconfig)
+		if err != nil {
+			return fmt.Errorf("--managed-kubeconfig %s: %w", h.managedKubeconfig, err)
+		}
+		opts.Registration.ManagedConfig, opts.Registration.ManagementConfig = managed, cfg
+	case h.managedKubeconfigSecret != "":
+		opts.Registration.ManagedKubeconfigSecret, opts.Registration.ManagementConfig = h.managedKubeconfigSecret, cfg
+	default:
+		opts.Registration.ManagedConfig = cfg
+	}
+	return nil
 }

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
-	"k8s.io/client-go/rest"
 
 	"github.com/flotilla-dev/flotilla/klusterlet"
 	"github.com/flotilla-dev/flotilla/klusterlet/registration"
@@ -59,7 +58,7 @@ func (k *klusterletFieldFlags) add(f *pflag.FlagSet, opts *klusterlet.Options) {
 
 // apply sets what the flags need beyond plain options: the external servers with their CA
 // files, the host alias's dialer, and the rates of managed, the managed cluster's config.
-func (k *klusterletFieldFlags) apply(opts *klusterlet.Options, managed *rest.Config) error {
+func (k *klusterletFieldFlags) apply(opts *klusterlet.Options) error {
 	for _, s := range k.externalServers {
 		u, caFile, _ := strings.Cut(s, "=")
 		p, err := url.Parse(u)
@@ -84,6 +83,6 @@ func (k *klusterletFieldFlags) apply(opts *klusterlet.Options, managed *rest.Con
 	if k.kubeAPIQPS <= 0 || k.kubeAPIBurst <= 0 {
 		return fmt.Errorf("--kube-api-qps %v and --kube-api-burst %d must be positive", k.kubeAPIQPS, k.kubeAPIBurst)
 	}
-	managed.QPS, managed.Burst = k.kubeAPIQPS, k.kubeAPIBurst
+	opts.Registration.ManagedQPS, opts.Registration.ManagedBurst = k.kubeAPIQPS, k.kubeAPIBurst
 	return nil
 }

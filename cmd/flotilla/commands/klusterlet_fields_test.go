@@ -67,7 +67,7 @@ func TestKlusterletFieldFlags(t *testing.T) {
 		return &http.Response{StatusCode: http.StatusOK, Request: r, Header: http.Header{"Content-Type": []string{"application/json"}},
 			Body: io.NopCloser(strings.NewReader(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"x"}}`))}, nil
 	})}
-	if err := fields.apply(&opts, managed); err != nil {
+	if err := fields.apply(&opts); err != nil {
 		t.Fatal(err)
 	}
 	r := opts.Registration
@@ -97,7 +97,7 @@ func TestKlusterletFieldFlags(t *testing.T) {
 		t.Errorf("hub dials went to %v, want %v", dialed, want)
 	}
 
-	kube, err := kubernetes.NewForConfig(managed)
+	kube, err := kubernetes.NewForConfig(opts.Registration.ManagedRate(managed))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestKlusterletFieldFlagsRefuseBadValues(t *testing.T) {
 		if err := f.Parse(args); err != nil {
 			t.Fatal(err)
 		}
-		if err := fields.apply(&opts, &rest.Config{}); err == nil || !strings.Contains(err.Error(), args[0]) {
+		if err := fields.apply(&opts); err == nil || !strings.Contains(err.Error(), args[0]) {
 			t.Errorf("%v: error %v, want one naming %s", args, err, args[0])
 		}
 	}
