@@ -11,10 +11,12 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
@@ -35,10 +37,13 @@ type workOnly struct {
 	// cluster is Registration.ClusterName: when set, the secret must be that cluster's.
 	cluster  string
 	sessOpts registration.SessionOptions
-	run      func(context.Context, registration.Session) error
-	retryMin time.Duration
-	retryMax time.Duration
-	log      logr.Logger
+	// managed, management and managedMapper complete each session read from the secret.
+	managed, management *rest.Config
+	managedMapper       meta.RESTMapper
+	run                 func(context.Context, registration.Session) error
+	retryMin            time.Duration
+	retryMax            time.Duration
+	log                 logr.Logger
 	// running is true while a work session runs from the secret (readiness).
 	running atomic.Bool
 	// cert is the running session's client certificate.
@@ -60,12 +65,17 @@ func (a *Agent) newWorkOnly(opts Options, cfg registration.Config) (*Agent, erro
 	if opts.Work.Disabled {
 		return nil, errors.New("klusterlet: Work.Only (--work-only) and Work.Disabled (--disable-work-agent) exclude each other")
 	}
+	if cfg.ManagedKubeconfigSecret != "" {
+		return nil, errors.New("klusterlet: the work-only agent (--work-only) takes its managed cluster from Registration.ManagedConfig (--kubeconfig or --managed-kubeconfig), not from a secret (--managed-kubeconfig-secret)")
+	}
 	if cfg.ManagedConfig == nil {
 		return nil, errors.New("klusterlet: the work-only agent needs Registration.ManagedConfig")
 	}
-	kube, err := kubernetes.NewForConfig(cfg.ManagedConfig)
+	// The hub kubeconfig secret is where the agents run (the management cluster in Hosted mode).
+	management := cmp.Or(cfg.ManagementConfig, cfg.ManagedConfig)
+	kube, err := kubernetes.NewForConfig(management)
 	if err != nil {
-		return nil, fmt.Errorf("klusterlet: managed cluster client: %w", err)
+		return nil, fmt.Errorf("klusterlet: management cluster client: %w", err)
 	}
 	log := cfg.Logger
 	if log.GetSink() == nil {
@@ -82,6 +92,7 @@ func (a *Agent) newWorkOnly(opts Options, cfg registration.Config) (*Agent, erro
 		retryMax:  cmp.Or(cfg.RetryMax, registration.DefaultRetryMax),
 		log:       log.WithName("work-only"),
 	}
+	w.managed, w.management, w.managedMapper = cfg.ManagedConfig, management, cfg.ManagedMapper
 	a.workOnly = w
 	opts.LeaderElection.Name = cmp.Or(opts.LeaderElection.Name, DefaultWorkLeaderElectionName)
 	if a.life, err = newLifecycle(opts); err != nil {
@@ -172,6 +183,7 @@ func (w *workOnly) read(ctx context.Context) (*registration.HubSecret, registrat
 	if err != nil {
 		return nil, registration.Session{}, nil, err
 	}
+	sess.ManagedConfig, sess.ManagementConfig, sess.ManagedMapper = w.managed, w.management, w.managedMapper
 	return sec, sess, conn, nil
 }
 

@@ -100,7 +100,7 @@ func (a *Agent) storeCredentials(ctx context.Context, sec *HubSecret, ep HubEndp
 
 // desiredClientConfigs is how the hub can reach this managed cluster.
 func (a *Agent) desiredClientConfigs() []clusterv1.ClientConfig {
-	if ext := a.cfg.externalClientConfigs(); ext != nil {
+	if ext := a.cfg.externalClientConfigs(a.managedCA); ext != nil {
 		return ext
 	}
 	if a.managedURL == "" {

@@ -66,13 +66,14 @@ func (c *Config) clusterAnnotations() (keep map[string]string, dropped []string)
 // clusterLabels are the ClusterLabels the agent sets (a copy).
 func (c *Config) clusterLabels() map[string]string { return maps.Clone(c.ClusterLabels) }
 
-// externalClientConfigs are ExternalServers as client configs; nil without any.
-func (c *Config) externalClientConfigs() []clusterv1.ClientConfig {
+// externalClientConfigs are ExternalServers as client configs, an entry without a CA bundle
+// taking defaultCA (the managed cluster's); nil without any.
+func (c *Config) externalClientConfigs(defaultCA []byte) []clusterv1.ClientConfig {
 	var out []clusterv1.ClientConfig
 	for _, s := range c.ExternalServers {
 		ca := s.CABundle
 		if len(ca) == 0 {
-			ca = c.ManagedClusterCABundle
+			ca = defaultCA
 		}
 		out = append(out, clusterv1.ClientConfig{URL: s.URL, CABundle: ca})
 	}
