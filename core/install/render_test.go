@@ -1013,3 +1013,49 @@ func TestKlusterletIdentitiesKeepOtherNamespaces(t *testing.T) {
 		t.Errorf("the agent's Role in namespace %q, want agent-b", r.GetNamespace())
 	}
 }
+
+// withoutCRDs drops the chart's CRDs (crds/, the same in every render) from objs.
+func withoutCRDs(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetKind() != "CustomResourceDefinition" {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// TestSingleTopologyRendersTodaysObjects: render components with topology Single is,
+// byte for byte, what the chart rendered before the operator and Split renders existed
+// (testdata/*.golden.yaml, written from commit c893925's chart; FLOTILLA_UPDATE_GOLDEN=1
+// rewrites them).
+func TestSingleTopologyRendersTodaysObjects(t *testing.T) {
+	for _, tc := range []struct {
+		golden string
+		values map[string]any
+	}{
+		{"hub-single-default.golden.yaml", nil},
+		{"hub-single-nondefault.golden.yaml", nonDefaultHub()},
+		{"hub-single-explicit.golden.yaml", map[string]any{"render": "components", "topology": "Single"}},
+	} {
+		t.Run(tc.golden, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := install.WriteYAML(&buf, withoutCRDs(render(t, install.HubChart, hubRelease, install.HubNamespace, tc.values))); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join("testdata", tc.golden)
+			if os.Getenv("FLOTILLA_UPDATE_GOLDEN") == "1" {
+				if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(buf.Bytes(), want) {
+				t.Errorf("render differs from %s:\n%s", path, buf.String())
+			}
+		})
+	}
+}
