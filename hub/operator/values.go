@@ -13,6 +13,7 @@ import (
 
 	"github.com/flotilla-dev/flotilla/core/apis/featuregates"
 	operatorv1 "github.com/flotilla-dev/flotilla/core/apis/operator/v1"
+	"github.com/flotilla-dev/flotilla/core/install"
 	"github.com/flotilla-dev/flotilla/core/operatorrun"
 	"github.com/flotilla-dev/flotilla/hub/manager"
 )
@@ -495,4 +496,25 @@ func isZero(v any) bool {
 		return len(t) == 0
 	}
 	return false
+}
+
+// specOwnedValues are the chart values only the ClusterManager sets when the operator
+// renders: the values ConfigMap's are dropped (they seeded the ClusterManager's
+// nodePlacement when render: operator created it).
+var specOwnedValues = []string{"nodeSelector", "tolerations", "resourceRequirement", "render", "clusterManager"}
+
+// ComponentValues are the values the operator renders the hub chart with: the values
+// ConfigMap's (Flotilla-only settings) under the spec's, render components, the
+// ClusterManager's name.
+func ComponentValues(configMap map[string]any, spec SpecValues, clusterManagerName string) map[string]any {
+	base := map[string]any{}
+	for k, v := range configMap {
+		if !slices.Contains(specOwnedValues, k) {
+			base[k] = v
+		}
+	}
+	out := install.MergeValues(base, spec.Values)
+	out["render"] = "components"
+	out["clusterManager"] = map[string]any{"name": clusterManagerName, "create": false}
+	return out
 }

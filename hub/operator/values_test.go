@@ -10,9 +10,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	operatorv1 "github.com/flotilla-dev/flotilla/core/apis/operator/v1"
 	"github.com/flotilla-dev/flotilla/core/crds"
+	"github.com/flotilla-dev/flotilla/core/install"
 )
 
 // specLeaves lists the leaf paths of the schema s under prefix, core/v1 subtrees as one.
@@ -267,5 +269,55 @@ func TestValuesForFeatureGates(t *testing.T) {
 	}
 	if g := get(got.Values, "components.registration-controller.featureGates"); !reflect.DeepEqual(g, map[string]any{"ManagedClusterAutoApproval": true}) {
 		t.Errorf("registration gates %v", g)
+	}
+}
+
+// TestSpecRendersEveryComponent: the values of a spec render (topology Split) with each
+// acting field on every component it names.
+func TestSpecRendersEveryComponent(t *testing.T) {
+	spec := operatorv1.ClusterManagerSpec{
+		PlacementImagePullSpec: "example.com/flotilla:p",
+		NodePlacement: operatorv1.NodePlacement{NodeSelector: map[string]string{"role": "infra"},
+			Tolerations: []corev1.Toleration{{Key: "infra", Operator: corev1.TolerationOpExists}}},
+		ResourceRequirement:       &operatorv1.ResourceRequirement{Type: operatorv1.ResourceQosClassBestEffort},
+		AddOnManagerConfiguration: &operatorv1.AddOnManagerConfiguration{FeatureGates: gates(operatorv1.FeatureGateModeTypeDisable, "AddonManagement")},
+		PlacementConfiguration:    &operatorv1.PlacementConfiguration{},
+	}
+	sv, err := ValuesFor(&spec, "ghcr.io/flotilla-dev/flotilla:own")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The values ConfigMap's settings under the spec's, as the operator merges them.
+	cmValues := map[string]any{"topology": "Split", "nodeSelector": map[string]any{"from": "configmap"}}
+	objs, err := install.Render(install.HubChart, "flotilla-hub", install.HubNamespace, ComponentValues(cmValues, sv, "cluster-manager"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, o := range objs {
+		if o.GetKind() != "Deployment" {
+			continue
+		}
+		names = append(names, o.GetName())
+		pod, _, _ := unstructured.NestedMap(o.Object, "spec", "template", "spec")
+		if !reflect.DeepEqual(pod["nodeSelector"], map[string]any{"role": "infra"}) {
+			t.Errorf("%s nodeSelector %v, want the spec's only", o.GetName(), pod["nodeSelector"])
+		}
+		c := pod["containers"].([]any)[0].(map[string]any)
+		if _, ok := c["resources"]; ok {
+			t.Errorf("%s has resources %v with BestEffort", o.GetName(), c["resources"])
+		}
+		want := "ghcr.io/flotilla-dev/flotilla:own"
+		if o.GetName() == "cluster-manager-placement-controller" {
+			want = "example.com/flotilla:p"
+		}
+		if c["image"] != want {
+			t.Errorf("%s image %v, want %s", o.GetName(), c["image"], want)
+		}
+	}
+	slices.Sort(names)
+	if want := []string{"cluster-manager-placement-controller", "cluster-manager-registration-controller", "cluster-manager-registration-webhook",
+		"cluster-manager-work-controller", "cluster-manager-work-webhook"}; !slices.Equal(names, want) {
+		t.Errorf("Deployments %v, want %v (AddonManagement off)", names, want)
 	}
 }
