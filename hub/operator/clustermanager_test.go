@@ -14,10 +14,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	operatorv1 "github.com/flotilla-dev/flotilla/core/apis/operator/v1"
+	"github.com/flotilla-dev/flotilla/core/install"
 	"github.com/flotilla-dev/flotilla/core/leaderelection"
 	"github.com/flotilla-dev/flotilla/hub/operator"
 )
@@ -243,5 +246,57 @@ var _ = Describe("the hub operator", Ordered, func() {
 			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", operatorv1.ReasonUnsupportedConfiguration),
 			HaveField("Message", "spec.deployOption.mode: Hosted ClusterManager is not supported")))
 		Expect(opDeployments(ctx)).To(Equal(before), "no Deployment changed once observedGeneration caught up")
+	})
+})
+
+// rbacCM is the ClusterManager of the spec that runs the operator as the chart's
+// ServiceAccount.
+const rbacCM = "wp1-rbac"
+
+var _ = Describe("the hub operator with its chart's RBAC", Ordered, func() {
+	BeforeAll(func(ctx SpecContext) {
+		objs, err := install.Render(install.HubChart, install.HubChart, operator.OperatorNamespace, map[string]any{
+			"render": "operator", "topology": "Split", "clusterManager": map[string]any{"name": rbacCM}})
+		Expect(err).NotTo(HaveOccurred())
+		// Its RBAC, values ConfigMap and ClusterManager; the operator runs here, not in a Pod.
+		var apply []*unstructured.Unstructured
+		for _, o := range objs {
+			if o.GetKind() != "CustomResourceDefinition" && o.GetKind() != "Deployment" {
+				apply = append(apply, o)
+			}
+		}
+		Expect(install.Apply(ctx, hubConfig, apply)).To(Succeed())
+		for _, sa := range []string{"registration-controller-sa", "registration-webhook-sa", "work-webhook-sa", "work-controller-sa",
+			"placement-controller-sa", "addon-manager-controller-sa"} {
+			Expect(client.IgnoreAlreadyExists(hubClient.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: hubNS, Name: sa}}))).To(Succeed())
+		}
+		cfg := rest.CopyConfig(hubConfig)
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + operator.OperatorNamespace + ":cluster-manager",
+			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + operator.OperatorNamespace, "system:authenticated"}}
+		runCtx, stop := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer GinkgoRecover()
+			defer close(done)
+			Expect(operator.RunClusterManagerOperator(runCtx, operator.OperatorOptions{
+				Config: cfg, ClusterManagerName: rbacCM, Image: opImage,
+				LeaderElection: leaderelection.Config{Enabled: true}, Logger: GinkgoLogr.WithName("hub-operator-rbac"),
+			})).To(Succeed())
+		}()
+		DeferCleanup(func() {
+			stop()
+			Eventually(done).WithTimeout(time.Minute).Should(BeClosed(), "the hub operator stopping")
+		})
+	}, NodeTimeout(2*time.Minute))
+
+	It("deploys and reports with no more than the chart grants", func(ctx SpecContext) {
+		Eventually(func(g Gomega) {
+			cm := &operatorv1.ClusterManager{}
+			g.Expect(hubClient.Get(ctx, types.NamespacedName{Name: rbacCM}, cm)).To(Succeed())
+			g.Expect(opCondition(cm, operatorv1.ConditionClusterManagerApplied)).To(HaveField("Reason", operatorv1.ReasonClusterManagerApplied))
+			g.Expect(cm.Status.ObservedGeneration).To(Equal(cm.Generation))
+			g.Expect(cm.Status.Generations).To(HaveLen(6))
+			g.Expect(opCondition(cm, operatorv1.ConditionProgressing)).To(HaveField("Reason", operatorv1.ReasonUpToDate))
+		}).WithTimeout(2*time.Minute).Should(Succeed(), "ClusterManager %s applied and rolled out by the operator as its ServiceAccount", rbacCM)
 	})
 })
