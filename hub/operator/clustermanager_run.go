@@ -98,8 +98,8 @@ func RunClusterManagerOperator(ctx context.Context, opts OperatorOptions) error 
 	deploy := &deployReconciler{client: mgr.GetClient(), config: opts.Config, name: name, opNamespace: ns, ownImage: image, log: log}
 	status := &statusReconciler{client: mgr.GetClient(), name: name, opNamespace: ns, ownImage: image}
 	for _, c := range []manager.Component{
-		manager.ComponentFunc(func(mgr ctrl.Manager) error { return deploy.setup(mgr, name, ns) }),
-		manager.ComponentFunc(func(mgr ctrl.Manager) error { return status.setup(mgr, name, ns) }),
+		manager.ComponentFunc(func(mgr ctrl.Manager) error { return deploy.setup(mgr, name) }),
+		manager.ComponentFunc(func(mgr ctrl.Manager) error { return status.setup(mgr, name) }),
 	} {
 		if err := c.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("hub operator: %w", err)
@@ -141,8 +141,10 @@ func ours(name string) predicate.Predicate {
 	})
 }
 
-func (r *deployReconciler) setup(mgr ctrl.Manager, name, ns string) error {
-	return ctrl.NewControllerManagedBy(mgr).Named("cluster-manager-deploy").
+// Controllers are named after the ClusterManager (cluster-manager-deploy by default): names
+// are unique per process.
+func (r *deployReconciler) setup(mgr ctrl.Manager, name string) error {
+	return ctrl.NewControllerManagedBy(mgr).Named(name+"-deploy").
 		For(&operatorv1.ClusterManager{}, builder.WithPredicates(named(name), predicate.Or(predicate.GenerationChangedPredicate{}, deleted()))).
 		// A Deployment's spec changed or deleted by someone else is applied again.
 		Watches(&appsv1.Deployment{}, toClusterManager(name), builder.WithPredicates(ours(name), predicate.Or(predicate.GenerationChangedPredicate{}, deleted()))).
@@ -152,8 +154,8 @@ func (r *deployReconciler) setup(mgr ctrl.Manager, name, ns string) error {
 		})))
 }
 
-func (r *statusReconciler) setup(mgr ctrl.Manager, name, ns string) error {
-	return ctrl.NewControllerManagedBy(mgr).Named("cluster-manager-status").
+func (r *statusReconciler) setup(mgr ctrl.Manager, name string) error {
+	return ctrl.NewControllerManagedBy(mgr).Named(name+"-status").
 		For(&operatorv1.ClusterManager{}, builder.WithPredicates(named(name))).
 		Watches(&appsv1.Deployment{}, toClusterManager(name), builder.WithPredicates(ours(name))).
 		Watches(&corev1.ConfigMap{}, toClusterManager(name), builder.WithPredicates(named(ValuesConfigMap))).
