@@ -287,7 +287,8 @@ func validConfiguration(sv SpecValues) metav1.Condition {
 		Message: "Flotilla implements every field set"}
 }
 
-// progressing is True while a Deployment has not rolled out its generation to every replica.
+// progressing is True while a Deployment has not rolled out its generation to every
+// replica: OCM's test (observed generation, ready replicas) and every replica updated.
 func progressing(deps []appsv1.Deployment) metav1.Condition {
 	var rolling []string
 	for _, d := range deps {
@@ -295,16 +296,16 @@ func progressing(deps []appsv1.Deployment) metav1.Condition {
 		if d.Spec.Replicas != nil {
 			replicas = *d.Spec.Replicas
 		}
-		if d.Status.ObservedGeneration != d.Generation || d.Status.UpdatedReplicas != replicas {
+		if d.Status.ObservedGeneration != d.Generation || d.Status.UpdatedReplicas != replicas || d.Status.ReadyReplicas != replicas {
 			rolling = append(rolling, d.Name)
 		}
 	}
 	if len(rolling) > 0 {
 		return metav1.Condition{Type: operatorv1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: operatorv1.ReasonDeploymentRolling,
-			Message: "Deployments are rolling: " + strings.Join(rolling, ", ")}
+			Message: fmt.Sprintf("Deployments %s is still rolling", strings.Join(rolling, ","))}
 	}
 	return metav1.Condition{Type: operatorv1.ConditionProgressing, Status: metav1.ConditionFalse, Reason: operatorv1.ReasonUpToDate,
-		Message: "Components of the hub are up to date"}
+		Message: "Components of cluster manager are up to date"}
 }
 
 // degraded is a HubRegistrationDegraded or HubPlacementDegraded condition from the
@@ -318,7 +319,7 @@ func degraded(deps []appsv1.Deployment, cm, condType, component, what, getFailed
 	}
 	if dep == nil {
 		return metav1.Condition{Type: condType, Status: metav1.ConditionTrue, Reason: getFailed,
-			Message: fmt.Sprintf("Get %s deployment failed: deployment %s/%s-%s not found", what, operatorv1.ClusterManagerDefaultNamespace, cm, component)}
+			Message: fmt.Sprintf("Failed to get %s deployment %q %q: not found", what, operatorv1.ClusterManagerDefaultNamespace, cm+"-"+component)}
 	}
 	replicas := int32(1)
 	if dep.Spec.Replicas != nil {
@@ -326,7 +327,7 @@ func degraded(deps []appsv1.Deployment, cm, condType, component, what, getFailed
 	}
 	if n := replicas - dep.Status.AvailableReplicas; n > 0 {
 		return metav1.Condition{Type: condType, Status: metav1.ConditionTrue, Reason: unavailable,
-			Message: fmt.Sprintf("%d of requested instances are unavailable of %s deployment %s/%s", n, what, dep.Namespace, dep.Name)}
+			Message: fmt.Sprintf("%d of requested instances are unavailable of %s deployment %q %q", n, what, dep.Namespace, dep.Name)}
 	}
 	return metav1.Condition{Type: condType, Status: metav1.ConditionFalse, Reason: functional, Message: functionalMsg}
 }

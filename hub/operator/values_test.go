@@ -321,3 +321,33 @@ func TestSpecRendersEveryComponent(t *testing.T) {
 		t.Errorf("Deployments %v, want %v (AddonManagement off)", names, want)
 	}
 }
+
+// TestSingleUnderTheOperator: topology Single rendered by the operator is today's one
+// Deployment, following no ClusterManager itself (the operator does), and no ClusterManager.
+func TestSingleUnderTheOperator(t *testing.T) {
+	sv, err := ValuesFor(&operatorv1.ClusterManagerSpec{}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := install.Render(install.HubChart, "flotilla-hub", install.HubNamespace, ComponentValues(map[string]any{"topology": "Single"}, sv, "cluster-manager"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var deployments []string
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "ClusterManager":
+			t.Errorf("the operator's render holds ClusterManager %s", o.GetName())
+		case "Deployment":
+			deployments = append(deployments, o.GetName())
+			containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+			args := containers[0].(map[string]any)["args"].([]any)
+			if !slices.Contains(args, any("--cluster-manager-name=")) {
+				t.Errorf("%s args %v: the hub process follows the ClusterManager too", o.GetName(), args)
+			}
+		}
+	}
+	if !slices.Equal(deployments, []string{"flotilla-hub"}) {
+		t.Errorf("Deployments %v, want flotilla-hub", deployments)
+	}
+}
