@@ -180,6 +180,41 @@ var _ = Describe("the hub operator", Ordered, func() {
 		}).WithTimeout(2*time.Minute).Should(Succeed(), "the status of %s: applied, rolled out, functional", opCM)
 	})
 
+	It("re-creates a Deployment deleted by someone else", func(ctx SpecContext) {
+		name := opCM + "-placement-controller"
+		d := &appsv1.Deployment{}
+		Expect(hubClient.Get(ctx, types.NamespacedName{Namespace: hubNS, Name: name}, d)).To(Succeed())
+		Expect(hubClient.Delete(ctx, d)).To(Succeed())
+		Eventually(func(g Gomega) {
+			got := &appsv1.Deployment{}
+			g.Expect(hubClient.Get(ctx, types.NamespacedName{Namespace: hubNS, Name: name}, got)).To(Succeed())
+			g.Expect(got.UID).NotTo(Equal(d.UID))
+		}).WithTimeout(30*time.Second).Should(Succeed(), "Deployment %s applied again", name)
+	})
+
+	It("reports a values ConfigMap it cannot read, naming it, and changes nothing", func(ctx SpecContext) {
+		before := opDeployments(ctx)
+		setValues := func(data string) {
+			GinkgoHelper()
+			cmap := &corev1.ConfigMap{}
+			Expect(hubClient.Get(ctx, types.NamespacedName{Namespace: opNamespace, Name: operator.ValuesConfigMap}, cmap)).To(Succeed())
+			cmap.Data[operator.ValuesKey] = data
+			Expect(hubClient.Update(ctx, cmap)).To(Succeed())
+		}
+		good := "topology: Split\ncomponents:\n  placement-controller: {replicas: 2}\n"
+		setValues("topology: [Split\n")
+		Eventually(func(g Gomega) {
+			g.Expect(opCondition(opClusterManager(ctx), operatorv1.ConditionClusterManagerApplied)).To(And(
+				HaveField("Reason", operatorv1.ReasonRuntimeResourceApplyFailed),
+				HaveField("Message", ContainSubstring("ConfigMap "+opNamespace+"/"+operator.ValuesConfigMap))))
+		}).WithTimeout(30*time.Second).Should(Succeed(), "Applied False naming the values ConfigMap")
+		Expect(opDeployments(ctx)).To(Equal(before), "nothing applied from a values ConfigMap that does not parse")
+		setValues(good)
+		Eventually(func(g Gomega) {
+			g.Expect(opCondition(opClusterManager(ctx), operatorv1.ConditionClusterManagerApplied)).To(HaveField("Reason", operatorv1.ReasonClusterManagerApplied))
+		}).WithTimeout(30*time.Second).Should(Succeed(), "Applied True again")
+	})
+
 	It("rolls every Deployment on a nodePlacement change", func(ctx SpecContext) {
 		before := opDeployments(ctx)
 		gen := updateSpec(ctx, func(s *operatorv1.ClusterManagerSpec) {
