@@ -282,6 +282,16 @@ var _ = Describe("the hub operator", Ordered, func() {
 			HaveField("Message", "spec.deployOption.mode: Hosted ClusterManager is not supported")))
 		Expect(opDeployments(ctx)).To(Equal(before), "no Deployment changed once observedGeneration caught up")
 	})
+
+	It("leaves the components to garbage collection when the ClusterManager is deleted", func(ctx SpecContext) {
+		Expect(hubClient.Delete(ctx, opClusterManager(ctx))).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(opDeployments(ctx)).To(BeEmpty())
+			svcs := &corev1.ServiceList{}
+			g.Expect(hubClient.List(ctx, svcs, client.InNamespace(hubNS), client.MatchingLabels{operator.ClusterManagerLabel: opCM})).To(Succeed())
+			g.Expect(svcs.Items).To(BeEmpty())
+		}).WithTimeout(time.Minute).Should(Succeed(), "the Deployments and Services of %s deleted with it", opCM)
+	})
 })
 
 // rbacCM is the ClusterManager of the spec that runs the operator as the chart's

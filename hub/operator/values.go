@@ -212,7 +212,7 @@ func ValuesFor(spec *operatorv1.ClusterManagerSpec, ownImage string) (SpecValues
 			}
 		}
 		components[c] = v
-		if image != "" && ocmImage.MatchString(image) && ownImage != "" && !slices.Contains(out.Notes, path) {
+		if image != "" && ocmImage.MatchString(image) && ownImage != "" {
 			out.Notes = append(out.Notes, fmt.Sprintf("%s %s is OCM's image: running %s", path, image, ownImage))
 		}
 	}

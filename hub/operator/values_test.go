@@ -351,3 +351,15 @@ func TestSingleUnderTheOperator(t *testing.T) {
 		t.Errorf("Deployments %v, want flotilla-hub", deployments)
 	}
 }
+
+// TestValuesForNotesReplacedImages: an OCM image replaced by the operator's is said once.
+func TestValuesForNotesReplacedImages(t *testing.T) {
+	got, err := ValuesFor(&operatorv1.ClusterManagerSpec{RegistrationImagePullSpec: "quay.io/open-cluster-management/registration:v0.16.0"}, "own:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"spec.registrationImagePullSpec quay.io/open-cluster-management/registration:v0.16.0 is OCM's image: running own:1"}
+	if !slices.Equal(got.Notes, want) {
+		t.Errorf("notes %q, want %q", got.Notes, want)
+	}
+}
