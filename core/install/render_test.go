@@ -1269,7 +1269,7 @@ func TestOperatorRender(t *testing.T) {
 	if err := yaml.Unmarshal([]byte(data), &values); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"render", "clusterManager", "nodeSelector", "tolerations"} {
+	for _, k := range []string{"render", "clusterManager", "nodeSelector", "tolerations", "resourceRequirement"} {
 		if _, ok := values[k]; ok {
 			t.Errorf("values ConfigMap carries %s", k)
 		}
