@@ -186,9 +186,11 @@ type ManifestSelector struct {
 	Name string `json:"name,omitempty"`
 }
 
-// JSONPatchOperation is one RFC 6902 operation.
+// JSONPatchOperation is one RFC 6902 operation. CEL cannot see value (schemaless JSON), so
+// "add, replace and test take value or valueTemplate, the others neither" is checked by
+// override.Compile (the webhook and the controller); the schema checks valueTemplate.
 //
-// +kubebuilder:validation:XValidation:rule="self.op in ['add', 'replace', 'test'] ? (has(self.value) != has(self.valueTemplate)) : (!has(self.value) && !has(self.valueTemplate))",message="add, replace and test take value or valueTemplate; remove, move and copy take neither"
+// +kubebuilder:validation:XValidation:rule="!has(self.valueTemplate) || self.op in ['add', 'replace', 'test']",message="valueTemplate is for add, replace and test"
 // +kubebuilder:validation:XValidation:rule="(self.op in ['move', 'copy']) == has(self.from)",message="from is for move and copy"
 // +kubebuilder:validation:XValidation:rule="!has(self.valueType) || has(self.valueTemplate)",message="valueType goes with valueTemplate"
 type JSONPatchOperation struct {
