@@ -27,6 +27,17 @@ func patchOptions() *jsonpatch.ApplyOptions {
 	return o
 }
 
+// notApplicableError is an overrider meeting a kind it has nothing to change in (image on a
+// ConfigMap). A rule without manifest selectors skips such manifests; a rule that selected
+// the manifest fails, since it said the manifest has what it changes.
+type notApplicableError struct{ msg string }
+
+func (e *notApplicableError) Error() string { return e.msg }
+
+func notApplicable(format string, args ...any) error {
+	return &notApplicableError{msg: fmt.Sprintf(format, args...)}
+}
+
 // ---- jsonPatch
 
 type patchOp struct {
@@ -352,7 +363,7 @@ func (o imageOverrider) apply(rc *ruleContext, obj map[string]any) (map[string]a
 		return nil, fmt.Errorf("image: %w", err)
 	}
 	if all == nil {
-		return nil, fmt.Errorf("image: kind %s has no pod template; set path", identityOf(obj).Kind)
+		return nil, notApplicable("image: kind %s has no pod template; set path", identityOf(obj).Kind)
 	}
 	cs, err := selectContainers(all, o.containers)
 	if err != nil {
@@ -472,7 +483,7 @@ func (o listOverrider) apply(rc *ruleContext, obj map[string]any) (map[string]an
 		return nil, fmt.Errorf("%s: %w", o.key, err)
 	}
 	if all == nil {
-		return nil, fmt.Errorf("%s: kind %s has no pod template", o.key, identityOf(obj).Kind)
+		return nil, notApplicable("%s: kind %s has no pod template", o.key, identityOf(obj).Kind)
 	}
 	cs, err := selectContainers(all, o.containers)
 	if err != nil {
@@ -626,7 +637,7 @@ func (o replicasOverrider) apply(rc *ruleContext, obj map[string]any) (map[strin
 	}
 	spec, _ := obj["spec"].(map[string]any)
 	if _, ok := spec["replicas"]; !ok && !scalable[identityOf(obj).Kind] {
-		return nil, fmt.Errorf("replicas: kind %s has no spec.replicas", identityOf(obj).Kind)
+		return nil, notApplicable("replicas: kind %s has no spec.replicas", identityOf(obj).Kind)
 	}
 	spec, err := childObject(obj, "spec")
 	if err != nil {
@@ -682,7 +693,7 @@ func (o envOverrider) apply(rc *ruleContext, obj map[string]any) (map[string]any
 		return nil, fmt.Errorf("env: %w", err)
 	}
 	if all == nil {
-		return nil, fmt.Errorf("env: kind %s has no pod template", identityOf(obj).Kind)
+		return nil, notApplicable("env: kind %s has no pod template", identityOf(obj).Kind)
 	}
 	cs, err := selectContainers(all, o.containers)
 	if err != nil {

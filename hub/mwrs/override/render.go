@@ -229,6 +229,10 @@ func applyRule(rc *ruleContext, r *Rule, obj map[string]any) (out map[string]any
 		return nil, false, err
 	}
 	out, err = r.op.apply(rc, work)
+	var na *notApplicableError
+	if errors.As(err, &na) && len(r.manifests) == 0 {
+		return obj, false, nil
+	}
 	if err != nil {
 		return nil, false, err
 	}
