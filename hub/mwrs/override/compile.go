@@ -188,4 +188,3 @@ func compileTemplate(src string, fld *field.Path) (*tmpl, field.ErrorList) {
 	}
 	return t, nil
 }
-
