@@ -140,4 +140,3 @@ func FuzzTemplate(f *testing.F) {
 		}
 	})
 }
-

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -200,7 +201,8 @@ func compileMergePatch(raw []byte, fld *field.Path) (overrider, field.ErrorList)
 		switch x := v.(type) {
 		case map[string]any:
 			out := make(map[string]any, len(x))
-			for k, c := range x {
+			for _, k := range slices.Sorted(maps.Keys(x)) {
+				c := x[k]
 				out[k] = walk(c, f.Key(k))
 			}
 			return out
@@ -226,7 +228,8 @@ func renderTree(v any, values map[string]any) (any, error) {
 	switch x := v.(type) {
 	case map[string]any:
 		out := make(map[string]any, len(x))
-		for k, c := range x {
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			c := x[k]
 			r, err := renderTree(c, values)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", k, err)
@@ -519,7 +522,8 @@ type metadataOverrider struct {
 func compileMetadata(key string, o *flotillav1alpha1.MetadataOverride, fld *field.Path) (overrider, field.ErrorList) {
 	var errs field.ErrorList
 	mo := metadataOverrider{key: key, set: map[string]*tmpl{}, remove: o.Remove}
-	for k, v := range o.Set {
+	for _, k := range slices.Sorted(maps.Keys(o.Set)) {
+		v := o.Set[k]
 		for _, msg := range validation.IsQualifiedName(k) {
 			errs = append(errs, field.Invalid(fld.Child("set").Key(k), k, "not a "+strings.TrimSuffix(key, "s")+" key: "+msg))
 		}
@@ -540,7 +544,8 @@ func compileMetadata(key string, o *flotillav1alpha1.MetadataOverride, fld *fiel
 
 func (o metadataOverrider) apply(rc *ruleContext, obj map[string]any) (map[string]any, error) {
 	rendered := make(map[string]any, len(o.set))
-	for k, t := range o.set {
+	for _, k := range slices.Sorted(maps.Keys(o.set)) {
+		t := o.set[k]
 		s, err := t.execute(rc.values)
 		if err != nil {
 			return nil, fmt.Errorf("%s.set[%s]: %w", o.key, k, err)
@@ -743,7 +748,8 @@ func (expandTemplates) apply(rc *ruleContext, obj map[string]any) (map[string]an
 	walk = func(v any, path string) (any, error) {
 		switch x := v.(type) {
 		case map[string]any:
-			for k, c := range x {
+			for _, k := range slices.Sorted(maps.Keys(x)) {
+				c := x[k]
 				r, err := walk(c, path+"/"+escapeAll([]string{k})[0])
 				if err != nil {
 					return nil, err

@@ -189,6 +189,7 @@ func Render(ctx context.Context, in Input) (Result, *RuleFailure) {
 	res.Spec = in.Template
 	if slices.Contains(changed, true) {
 		spec := in.Template.DeepCopy()
+		same := true
 		for i := range changed {
 			if !changed[i] {
 				continue
@@ -197,10 +198,19 @@ func Render(ctx context.Context, in Input) (Result, *RuleFailure) {
 			if err != nil {
 				return fail("", "", identityOf(objs[i]).String(), err)
 			}
+			// Rules that undid each other leave the manifest's bytes as written.
+			if orig, err := decode(manifests[i].Raw); err == nil {
+				if was, err := canonical(orig); err == nil && bytes.Equal(was, raw) {
+					continue
+				}
+			}
 			spec.Workload.Manifests[i].Raw = raw
 			spec.Workload.Manifests[i].Object = nil
+			same = false
 		}
-		res.Spec = spec
+		if !same {
+			res.Spec = spec
+		}
 	}
 	h, err := Hash(res.Spec)
 	if err != nil {
