@@ -47,7 +47,8 @@ type TransformRequest struct {
 	ReplicaSet types.NamespacedName
 	Override   string
 	Rule       string
-	// Values are the template values of the cluster (cluster, placement, group, replicaSet).
+	// Values are the template values of the cluster (cluster, placement, group, replicaSet),
+	// shared by the render: read only.
 	Values   map[string]any
 	Manifest json.RawMessage
 }
