@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	flotillav1alpha1 "github.com/flotilla-dev/flotilla/core/apis/flotilla/v1alpha1"
+	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
 )
 
 // Caps on what an override's spec may make the renderer do.
@@ -187,4 +188,23 @@ func compileTemplate(src string, fld *field.Path) (*tmpl, field.ErrorList) {
 		return nil, field.ErrorList{field.Invalid(fld, src, err.Error())}
 	}
 	return t, nil
+}
+
+// RulesSelectingNothing names the rules of p whose manifest selectors match no manifest of
+// tmpl: not an error (the template may change), but worth saying in the Valid condition.
+func (p *Program) RulesSelectingNothing(tmpl *workv1.ManifestWorkSpec) []string {
+	var out []string
+	for _, r := range p.Rules {
+		found := false
+		for _, m := range tmpl.Workload.Manifests {
+			if obj, err := decode(m.Raw); err == nil && r.selectsManifest(identityOf(obj)) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			out = append(out, r.Name)
+		}
+	}
+	return out
 }

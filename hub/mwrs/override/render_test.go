@@ -602,3 +602,15 @@ func TestRenderAll(t *testing.T) {
 		t.Errorf("cluster3 without a region label: %+v", out[2].Failure)
 	}
 }
+
+func TestRulesSelectingNothing(t *testing.T) {
+	p := compile(t, "o", rules(`
+- {name: all, replicas: {value: 1}}
+- {name: cm, manifests: [{kind: ConfigMap, name: cfg}], labels: {set: {a: b}}}
+- {name: core-deployment, manifests: [{kind: Deployment}], labels: {set: {a: b}}}
+- {name: other-ns, manifests: [{namespace: other}], labels: {set: {a: b}}}
+`))
+	if got := fmt.Sprint(p.RulesSelectingNothing(tmplSpec())); got != "[core-deployment other-ns]" {
+		t.Errorf("rules selecting nothing: %s, want [core-deployment other-ns] (a Deployment selector without group is the core group)", got)
+	}
+}
