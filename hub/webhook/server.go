@@ -98,7 +98,9 @@ type Options struct {
 	// DefaultNamespace.
 	Namespace string
 	// SecretName default DefaultSecretName; ConfigurationName default
-	// DefaultConfigurationName.
+	// DefaultConfigurationName, the name of both the Validating- and the
+	// MutatingWebhookConfiguration. Servers of different names (the webhook components of a
+	// split hub) write, and delete, only their own configurations and Secret.
 	SecretName, ConfigurationName string
 	// CALifetime and CertLifetime are the lifetimes of the CA and of a serving certificate;
 	// defaults DefaultCALifetime and DefaultCertLifetime. CertLifetime may not exceed
@@ -166,6 +168,15 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Logger.GetSink() == nil {
 		o.Logger = log.Log.WithName("webhook")
+	}
+	// The configuration's name is also a label value (the probe's) and, with
+	// APIServiceSuffix, a Service's name: a DNS-1035 label.
+	if errs := validation.IsDNS1035Label(o.ConfigurationName + APIServiceSuffix); len(errs) > 0 {
+		return o, fmt.Errorf("webhook configuration name %q: must be a lowercase DNS label of at most %d characters: %s",
+			o.ConfigurationName, validation.DNS1035LabelMaxLength-len(APIServiceSuffix), strings.Join(errs, "; "))
+	}
+	if errs := validation.IsDNS1123Subdomain(o.SecretName); len(errs) > 0 {
+		return o, fmt.Errorf("webhook secret name %q: %s", o.SecretName, strings.Join(errs, "; "))
 	}
 	host, port, err := net.SplitHostPort(o.BindAddress)
 	if err != nil {

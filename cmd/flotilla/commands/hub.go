@@ -81,8 +81,10 @@ Deployments, so each can run, scale and fail on its own (default all: the single
   addon-manager: add-ons (--addons), the add-on kinds' v1alpha1/v1beta1 conversion.
 A process serves webhooks only with registration-webhook, work-webhook or addon-manager, and
 elects no leader when it runs webhook components only; give each process its own
---leader-elect-name. For now registration-webhook, work-webhook and addon-manager must share
-one process (they write one webhook configuration); the hub chart runs the single process.
+--leader-elect-name, and each process serving webhooks its own --webhook-configuration-name
+and --webhook-secret-name (OCM's layout: cluster-manager-<component> and
+cluster-manager-<component>-serving-cert): it writes and prunes only its own configurations
+and Secret. The hub chart runs the single process.
 
 ` + webhook.FlagsHelp + `
 --leader-elect runs the hub as one of several replicas (a Deployment with replicas > 1): the
