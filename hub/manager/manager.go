@@ -27,6 +27,7 @@ import (
 
 	"github.com/flotilla-dev/flotilla/core/apis/featuregates"
 	apischeme "github.com/flotilla-dev/flotilla/core/apis/scheme"
+	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
 	"github.com/flotilla-dev/flotilla/core/crds"
 	"github.com/flotilla-dev/flotilla/core/leaderelection"
 	"github.com/flotilla-dev/flotilla/core/sarcache"
@@ -540,7 +541,8 @@ func (h *Hub) setupWebhooks(kube kubernetes.Interface) error {
 		}
 		h.parts = append(h.parts, part{AddonManager, conv})
 	}
-	// The policies gate both webhook components' groups, and the cluster-gateway's requests.
+	// The policies gate both webhook components' groups (each registers its own when they run
+	// apart), and the cluster-gateway's requests.
 	admits := o.runs(RegistrationWebhook) || o.runs(WorkWebhook)
 	var policies *admission.Handler
 	if admits || h.addonEnabled(builtin.ClusterGateway) {
@@ -564,6 +566,21 @@ func (h *Hub) setupWebhooks(kube kubernetes.Interface) error {
 	return nil
 }
 
+// policyGroups are the API groups whose policies the process's webhook registers: the
+// work-webhook serves work.open-cluster-management.io (execute-as), the registration-webhook
+// every other group; a process running both (or neither: the cluster-gateway only evaluates)
+// registers all.
+func (o *Options) policyGroups() admission.Groups {
+	work := []string{workv1.GroupVersion.Group}
+	switch reg, wrk := o.runs(RegistrationWebhook), o.runs(WorkWebhook); {
+	case reg && !wrk:
+		return admission.Groups{Except: work}
+	case wrk && !reg:
+		return admission.Groups{Only: work}
+	}
+	return admission.Groups{}
+}
+
 // setupPolicies builds the policy admission: the handler and the loader of policy ConfigMaps.
 func (h *Hub) setupPolicies(kube kubernetes.Interface, srv *webhook.Server) (*admission.Handler, error) {
 	sars, err := sarcache.New(sarcache.Options{Reviews: kube.AuthorizationV1().SubjectAccessReviews(), Name: "admission"})
@@ -577,6 +594,7 @@ func (h *Hub) setupPolicies(kube kubernetes.Interface, srv *webhook.Server) (*ad
 		FeatureGates: h.opts.FeatureGates,
 		EvalTimeout:  h.opts.PolicyEvalTimeout,
 		Namespace:    h.opts.PolicyNamespace,
+		Groups:       h.opts.policyGroups(),
 		Logger:       h.opts.Logger.WithName("admission"),
 	})
 	if err != nil {

@@ -73,9 +73,11 @@ Deployments, so each can run, scale and fail on its own (default all: the single
   registration-controller: cluster namespaces and RBAC, leases, taints, cluster sets and
     bindings, CSR approval; it installs the CRDs, bootstrap identities, agent roles and flow
     schemas and the built-in plugins; a process without it waits for the CRDs.
-  registration-webhook: ManagedCluster defaults and the Rego admission policies.
+  registration-webhook: ManagedCluster defaults and the Rego admission policies of every
+    API group but work.open-cluster-management.io (accept, join, bind, your own).
   work-webhook: ManifestWork validation and its cleanup finalizer at create, and the Rego
-    admission policies.
+    admission policies of work.open-cluster-management.io (execute-as, your own); a process
+    running both registers the policies of every group.
   work-controller: ManifestWork availability and completion, ManifestWorkReplicaSets.
   placement-controller: placement decisions (--placement-debug-bind-address).
   addon-manager: add-ons (--addons), the add-on kinds' v1alpha1/v1beta1 conversion.
