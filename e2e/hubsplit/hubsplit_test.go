@@ -49,8 +49,10 @@ var (
 )
 
 // The first process runs every component but the work webhook and the placement controller,
-// its webhooks under the default names (flotilla-hub); the second runs the work webhook under
-// OCM's names; the third (started and stopped by the specs) the placement controller.
+// as the hub's admin, its webhooks under the default names (flotilla-hub); the second runs the
+// work webhook under OCM's names; the third (started and stopped by the specs) the placement
+// controller. The second and third run as their components' ServiceAccounts, with only the
+// RBAC the hub chart gives them (topology Split).
 var (
 	others = sets.New(manager.RegistrationController, manager.RegistrationWebhook,
 		manager.WorkController, manager.AddonManager)
@@ -70,7 +72,10 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	// One control plane (no managed clusters): the klusterlets run against the hub API server.
 	env = fleettest.Start(suiteCtx, fleettest.Options{Hub: manager.Options{Run: others}})
 	Eventually(env.Hub.Webhooks().Ready()).Should(BeClosed(), "the first process's webhooks serve")
-	workWebhookProcess = start("work-webhook", manager.Options{Run: sets.New(manager.WorkWebhook), Webhook: workWebhook})
+	applyComponentRBAC(ctx)
+	workWebhookProcess = start("work-webhook", manager.Options{
+		Config: configAs(manager.WorkWebhook), Run: sets.New(manager.WorkWebhook), Webhook: workWebhook,
+	})
 	Eventually(workWebhookProcess.hub.Webhooks().Ready()).Should(BeClosed(), "the work-webhook process's webhooks serve")
 }, NodeTimeout(5*time.Minute))
 
@@ -89,7 +94,10 @@ func (p *process) stop() {
 // startPlacement runs a hub process of the placement controller only.
 func startPlacement() *process {
 	GinkgoHelper()
-	p := start("placement", manager.Options{Run: sets.New(manager.PlacementController)})
+	p := start("placement", manager.Options{
+		Config: configAs(manager.PlacementController), Run: sets.New(manager.PlacementController),
+		LeaderElection: manager.LeaderElection{Enabled: true, Name: clusterManager + "-" + manager.PlacementController + "-lock"},
+	})
 	Expect(p.hub.Webhooks()).To(BeNil(), "a placement-controller process serves no webhook")
 	return p
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -16,6 +17,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/component-base/featuregate"
@@ -459,6 +461,15 @@ func (h *Hub) Prepare(ctx context.Context) error {
 	return h.prepareAddons(ctx, c)
 }
 
+// FlowSchemaName is the FlowSchema of a hub process running components (rbac.HubName for
+// the single-process hub): flotilla-hub-<component>[-<component>...], sorted.
+func FlowSchemaName(components ComponentSet) string {
+	if len(components) == 0 || components.Len() == len(ComponentNames()) {
+		return rbac.HubName
+	}
+	return rbac.HubName + "-" + strings.Join(sets.List(components), "-")
+}
+
 // hubFlowControl puts the hub's own requests in the workload-high priority level
 // (rbac.HubFlowSchema), under the identity the API server sees for it.
 func (h *Hub) hubFlowControl(ctx context.Context, c client.Client) error {
@@ -469,6 +480,11 @@ func (h *Hub) hubFlowControl(ctx context.Context, c client.Client) error {
 	fs := rbac.HubFlowSchema(review.Status.UserInfo.Username, review.Status.UserInfo.Groups)
 	if fs == nil {
 		return nil
+	}
+	// Each process of a split hub runs as its own identity: one FlowSchema each, named after
+	// its components, so that none replaces another's subject.
+	if !h.opts.runsAll() {
+		fs.Name = FlowSchemaName(h.opts.Run)
 	}
 	if err := rbac.Apply(ctx, c, fs); err != nil {
 		return fmt.Errorf("hub: flow schema %s for its own requests: %w", fs.Name, err)

@@ -708,9 +708,18 @@ func (s *Server) writeSecret(ctx context.Context, cur *corev1.Secret, m *materia
 	return nil
 }
 
+// ensureNamespace creates Namespace when missing. It reads it first: a server whose RBAC
+// allows it only to get its own namespace (the split hub's webhook components) is refused a
+// create even of a namespace that exists.
 func (s *Server) ensureNamespace(ctx context.Context) error {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.opts.Namespace}}
-	if _, err := s.kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	_, err := s.kube.CoreV1().Namespaces().Get(ctx, s.opts.Namespace, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.opts.Namespace}}
+		if _, err = s.kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
+			err = nil
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("creating namespace %s: %w", s.opts.Namespace, err)
 	}
 	return nil
