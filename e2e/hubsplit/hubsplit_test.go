@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
 	clusterv1beta1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta1"
@@ -48,14 +49,14 @@ var (
 	env      *fleettest.Env
 )
 
-// The first process runs every component but the work webhook and the placement controller,
-// as the hub's admin, its webhooks under the default names (flotilla-hub); the second runs the
-// work webhook under OCM's names; the third (started and stopped by the specs) the placement
-// controller. The second and third run as their components' ServiceAccounts, with only the
-// RBAC the hub chart gives them (topology Split).
+// The hub runs as five processes. The first (fleettest's hub, which must create the bootstrap
+// identity before the chart's RBAC can be applied) runs the registration controller and
+// webhook as the hub's admin, its webhooks under the default names (flotilla-hub). Every other
+// component runs in a process of its own as its component's ServiceAccount with only the RBAC
+// the hub chart gives it (topology Split), its webhooks under OCM's names, each controller
+// process with its own leader election Lease. The specs stop and start the placement
+// controller's.
 var (
-	others = sets.New(manager.RegistrationController, manager.RegistrationWebhook,
-		manager.WorkController, manager.AddonManager)
 	workWebhook = webhook.Options{
 		ConfigurationName: "cluster-manager-work-webhook",
 		SecretName:        "cluster-manager-work-webhook-serving-cert",
@@ -69,13 +70,17 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	DeferCleanup(cancel)
 	SetDefaultEventuallyTimeout(60 * time.Second)
 	SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
+	// What client-go's informers report (a list the RBAC refuses) goes to the spec's output.
+	log.SetLogger(GinkgoLogr)
 	// One control plane (no managed clusters): the klusterlets run against the hub API server.
-	env = fleettest.Start(suiteCtx, fleettest.Options{Hub: manager.Options{Run: others}})
-	Eventually(env.Hub.Webhooks().Ready()).Should(BeClosed(), "the first process's webhooks serve")
+	env = fleettest.Start(suiteCtx, fleettest.Options{Hub: manager.Options{Run: sets.New(manager.RegistrationController, manager.RegistrationWebhook)}})
+	Eventually(env.Hub.Webhooks().Ready()).Should(BeClosed(), "the registration process's webhooks serve")
 	applyComponentRBAC(ctx)
-	workWebhookProcess = start("work-webhook", manager.Options{
-		Config: configAs(manager.WorkWebhook), Run: sets.New(manager.WorkWebhook), Webhook: workWebhook,
-	})
+	start(manager.WorkController, asComponent(manager.WorkController))
+	addons := asComponent(manager.AddonManager)
+	addons.Webhook = webhook.Options{ConfigurationName: clusterManager + "-addon-webhook", SecretName: clusterManager + "-addon-webhook-serving-cert"}
+	Eventually(start(manager.AddonManager, addons).hub.Webhooks().Ready()).Should(BeClosed(), "the addon-manager process's webhooks serve")
+	workWebhookProcess = start(manager.WorkWebhook, asComponent(manager.WorkWebhook))
 	Eventually(workWebhookProcess.hub.Webhooks().Ready()).Should(BeClosed(), "the work-webhook process's webhooks serve")
 }, NodeTimeout(5*time.Minute))
 
@@ -94,12 +99,23 @@ func (p *process) stop() {
 // startPlacement runs a hub process of the placement controller only.
 func startPlacement() *process {
 	GinkgoHelper()
-	p := start("placement", manager.Options{
-		Config: configAs(manager.PlacementController), Run: sets.New(manager.PlacementController),
-		LeaderElection: manager.LeaderElection{Enabled: true, Name: clusterManager + "-" + manager.PlacementController + "-lock"},
-	})
+	p := start(manager.PlacementController, asComponent(manager.PlacementController))
 	Expect(p.hub.Webhooks()).To(BeNil(), "a placement-controller process serves no webhook")
 	return p
+}
+
+// asComponent is the options of a process of component c as the chart runs it: as c's
+// ServiceAccount, with c's leader election Lease (controllers) or webhook names (webhooks).
+func asComponent(c string) manager.Options {
+	opts := manager.Options{Config: configAs(c), Run: sets.New(c)}
+	switch c {
+	case manager.WorkWebhook:
+		opts.Webhook = workWebhook
+	case manager.RegistrationWebhook:
+	default:
+		opts.LeaderElection = manager.LeaderElection{Enabled: true, Name: clusterManager + "-" + c + "-lock"}
+	}
+	return opts
 }
 
 // start runs a hub process with opts (Config and Logger filled in when unset), as `flotilla

@@ -212,6 +212,8 @@ var needs = map[string][]access{
 			res("create", "apiregistration.k8s.io", "apiservices", "", ""), res("create", "", "services", hubNamespace, ""),
 			res("create", "authentication.k8s.io", "tokenreviews", "", ""), res("create", "authorization.k8s.io", "subjectaccessreviews", "", ""),
 			res("create", "authentication.open-cluster-management.io", "managedserviceaccounts", "cluster1", ""),
+			res("watch", certG, "certificatesigningrequests", "", ""), res("update", certG, "certificatesigningrequests/status", "", "csr1"),
+			res("sign", certG, "signers", "", "example.com/addon-signer"),
 			res("create", clusterG, "placements", "open-cluster-management-addon", ""), res("create", clusterG, "managedclustersetbindings", "open-cluster-management-addon", ""),
 		}),
 }
