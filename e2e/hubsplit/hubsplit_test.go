@@ -75,7 +75,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	// One control plane (no managed clusters): the klusterlets run against the hub API server.
 	env = fleettest.Start(suiteCtx, fleettest.Options{Hub: manager.Options{Run: sets.New(manager.RegistrationController, manager.RegistrationWebhook)}})
 	Eventually(env.Hub.Webhooks().Ready()).Should(BeClosed(), "the registration process's webhooks serve")
-	applyComponentRBAC(ctx)
+	applyComponentRBAC(ctx, env.HubClient)
 	start(manager.WorkController, asComponent(manager.WorkController))
 	addons := asComponent(manager.AddonManager)
 	addons.Webhook = webhook.Options{ConfigurationName: clusterManager + "-addon-webhook", SecretName: clusterManager + "-addon-webhook-serving-cert"}

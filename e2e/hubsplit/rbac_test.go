@@ -5,16 +5,28 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
+	clusterv1beta2 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta2"
+	"github.com/flotilla-dev/flotilla/core/environment"
 	"github.com/flotilla-dev/flotilla/core/install"
+	hubadmin "github.com/flotilla-dev/flotilla/hub/admin"
 	"github.com/flotilla-dev/flotilla/hub/manager"
+	"github.com/flotilla-dev/flotilla/hub/registration/bootstrap"
+	"github.com/flotilla-dev/flotilla/hub/webhook"
+	"github.com/flotilla-dev/flotilla/klusterlet"
+	"github.com/flotilla-dev/flotilla/klusterlet/registration"
 )
 
 // The chart's names for the split hub (values clusterManager.name and the release namespace).
@@ -38,8 +50,11 @@ func userOf(c string) (string, []string) {
 }
 
 // configAs is the hub's admin config impersonating component c's ServiceAccount.
-func configAs(c string) *rest.Config {
-	cfg := rest.CopyConfig(env.Fleet.Hub.Config)
+func configAs(c string) *rest.Config { return impersonating(env.Fleet.Hub.Config, c) }
+
+// impersonating is admin impersonating component c's ServiceAccount.
+func impersonating(admin *rest.Config, c string) *rest.Config {
+	cfg := rest.CopyConfig(admin)
 	user, groups := userOf(c)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: groups}
 	return cfg
@@ -48,7 +63,7 @@ func configAs(c string) *rest.Config {
 // applyComponentRBAC renders the hub chart with topology Split and applies what it renders
 // beyond the Single topology's objects of the RBAC kinds: the components' ServiceAccounts,
 // roles and bindings.
-func applyComponentRBAC(ctx context.Context) {
+func applyComponentRBAC(ctx context.Context, admin client.Client) {
 	GinkgoHelper()
 	single, err := install.Render(install.HubChart, install.HubChart, hubNamespace, nil)
 	Expect(err).NotTo(HaveOccurred())
@@ -65,7 +80,7 @@ func applyComponentRBAC(ctx context.Context) {
 		if singles[k] || !slices.Contains([]string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}, o.GetKind()) {
 			continue
 		}
-		Expect(env.HubClient.Patch(ctx, o, client.Apply, client.FieldOwner("hubsplit-test"), client.ForceOwnership)).To(Succeed(), "applying %s", k)
+		Expect(admin.Patch(ctx, o, client.Apply, client.FieldOwner("hubsplit-test"), client.ForceOwnership)).To(Succeed(), "applying %s", k)
 		applied++
 	}
 	// Per component: ServiceAccount, ClusterRole and binding, at least one Role and binding.
@@ -178,11 +193,14 @@ var needs = map[string][]access{
 			res("approve", certG, "signers", "", "kubernetes.io/kube-apiserver-client"), res("approve", certG, "signers", "", "example.com/addon-signer"),
 			res("create", flowG, "flowschemas", "", ""), res("create", flowG, "prioritylevelconfigurations", "", ""),
 			res("patch", clusterG, "managedclusters", "", "cluster1"), res("update", clusterG, "managedclusters/status", "", "cluster1"),
+			res("create", clusterG, "managedclustersets/join", "", "default"), res("update", "register.open-cluster-management.io", "managedclusters/accept", "", "cluster1"),
 			res("create", clusterG, "managedclustersets", "", ""), res("update", clusterG, "managedclustersets/status", "", "default"),
 			res("update", clusterG, "managedclustersetbindings/status", "ns1", "default"),
 			res("list", workG, "manifestworks", "", ""), res("delete", workG, "manifestworks", "cluster1", "w"),
 			res("list", addonG, "managedclusteraddons", "", ""), res("watch", addonG, "managedclusteraddons", "", ""),
 			res("create", flotillaG, "wasmplugins", "", ""), res("patch", flotillaG, "wasmplugins", "", "csr-renewal"),
+			res("create", "", "configmaps", hubNamespace, ""), res("patch", "", "configmaps", hubNamespace, "flotilla-plugin-csr-renewal"),
+			res("delete", "", "configmaps", hubNamespace, "flotilla-plugin-csr-autoapprove"),
 		}),
 	manager.RegistrationWebhook: concat(common(manager.RegistrationWebhook), servesWebhooks(clusterManager+"-registration-webhook"), loadsPolicies(),
 		[]access{res("delete", admissionG, "validatingadmissionpolicies", "", "managedclusters-accept.flotilla.dev")}),
@@ -194,6 +212,7 @@ var needs = map[string][]access{
 			res("update", workG, "manifestworks", "cluster1", "w"), res("delete", workG, "manifestworks", "cluster1", "w"),
 			res("update", workG, "manifestworkreplicasets/status", "ns1", "r"), res("update", workG, "manifestworkreplicasets/finalizers", "ns1", "r"),
 			res("create", "apps", "controllerrevisions", "ns1", ""), res("delete", "apps", "controllerrevisions", "ns1", "r-1"),
+			res("execute-as", workG, "manifestworks", "cluster1", "system:serviceaccount:apps:deployer"),
 		}),
 	manager.PlacementController: concat(common(manager.PlacementController), elects(manager.PlacementController), loadsPlugins(),
 		watch(clusterG, "placements"), watch(clusterG, "placementdecisions"), watch(clusterG, "managedclusters"), watch(clusterG, "managedclustersets"),
@@ -214,7 +233,7 @@ var needs = map[string][]access{
 			res("create", "authentication.open-cluster-management.io", "managedserviceaccounts", "cluster1", ""),
 			res("watch", certG, "certificatesigningrequests", "", ""), res("update", certG, "certificatesigningrequests/status", "", "csr1"),
 			res("sign", certG, "signers", "", "example.com/addon-signer"),
-			res("create", clusterG, "placements", "open-cluster-management-addon", ""), res("create", clusterG, "managedclustersetbindings", "open-cluster-management-addon", ""),
+			res("create", clusterG, "placements", "open-cluster-management-addon", ""), res("create", clusterG, "managedclustersets/bind", "", "global"), res("create", clusterG, "managedclustersetbindings", "open-cluster-management-addon", ""),
 		}),
 }
 
@@ -245,6 +264,7 @@ var lacks = map[string][]access{
 		res("create", workG, "manifestworks", "cluster1", ""), res("patch", clusterG, "managedclusters", "", "cluster1"),
 		res("create", rbacG, "clusterroles", "", ""), res("get", "", "secrets", hubNamespace, "any"), res("create", "", "namespaces", "", ""),
 		res("get", coordG, "leases", hubNamespace, clusterManager+"-registration-controller-lock"),
+		res("create", clusterG, "managedclustersets/join", "", "default"), res("execute-as", workG, "manifestworks", "cluster1", "system:serviceaccount:apps:deployer"),
 	},
 	manager.AddonManager: {
 		res("update", certG, "certificatesigningrequests/approval", "", "csr1"), res("create", clusterG, "placementdecisions", "ns1", ""),
@@ -289,4 +309,49 @@ var _ = Describe("the split hub's RBAC (chart topology Split)", func() {
 			Expect(extra).To(BeEmpty(), "%s (ServiceAccount %s) may do what only other components do", c, serviceAccountOf(c))
 		}
 	})
+})
+
+var _ = Describe("the registration components as their ServiceAccounts", func() {
+	It("install the hub and register, approve and join a cluster with only the chart's RBAC", func(ctx SpecContext) {
+		By("a hub API server of its own with the chart's CRDs and RBAC")
+		cp, err := environment.StartControlPlane(suiteCtx, environment.ControlPlaneOptions{Name: "registration-hub", AllCRDs: true})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() { Expect(cp.Stop()).To(Succeed()) })
+		admin, err := client.New(cp.Config, client.Options{Scheme: env.Scheme})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: hubNamespace}})).To(Succeed())
+		applyComponentRBAC(ctx, admin)
+
+		By("the registration controller (it applies the CRDs, makes the bootstrap identity) and webhook, each as its ServiceAccount")
+		controller := asComponent(manager.RegistrationController)
+		controller.Config = impersonating(cp.Config, manager.RegistrationController)
+		start("solo-"+manager.RegistrationController, controller)
+		hook := asComponent(manager.RegistrationWebhook)
+		hook.Config = impersonating(cp.Config, manager.RegistrationWebhook)
+		hook.Webhook = webhook.Options{ConfigurationName: clusterManager + "-registration-webhook", SecretName: clusterManager + "-registration-webhook-serving-cert"}
+		Eventually(start("solo-"+manager.RegistrationWebhook, hook).hub.Webhooks().Ready()).Should(BeClosed(), "the registration-webhook process's webhooks serve")
+
+		By("a klusterlet bootstraps with the identity the registration controller made; accepted, its cluster joins")
+		var kubeconfig []byte
+		Eventually(func() (err error) {
+			kubeconfig, err = bootstrap.Kubeconfig(ctx, cp.Config, time.Hour)
+			return err
+		}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed(), "the bootstrap identity exists")
+		k := env.StartKlusterlet(klusterlet.Options{Registration: registration.Config{
+			ClusterName: "solo", ManagedConfig: cp.Config, AgentNamespace: "agent-solo", BootstrapKubeconfig: kubeconfig,
+		}})
+		DeferCleanup(k.Stop)
+		kube := kubernetes.NewForConfigOrDie(cp.Config)
+		Eventually(func() error {
+			_, err := hubadmin.Accept(ctx, admin, kube, []string{"solo"})
+			return err
+		}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed(), "cluster solo registers and is accepted")
+		Eventually(func(g Gomega) {
+			mc := &clusterv1.ManagedCluster{}
+			g.Expect(admin.Get(ctx, client.ObjectKey{Name: "solo"}, mc)).To(Succeed())
+			g.Expect(meta.IsStatusConditionTrue(mc.Status.Conditions, clusterv1.ManagedClusterConditionJoined)).To(BeTrue())
+			// Through the join gate, as the registration controller's ServiceAccount.
+			g.Expect(mc.Labels).To(HaveKeyWithValue(clusterv1beta2.ClusterSetLabel, clusterv1beta2.DefaultClusterSetName))
+		}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed(), "cluster solo is Joined (its CSR approved, its namespace and RBAC made) and in the default set")
+	}, SpecTimeout(5*time.Minute))
 })
