@@ -297,7 +297,7 @@ var _ = Describe("the webhook components in processes of their own", func() {
 			},
 		}
 		Expect(env.HubClient.Create(ctx, cm)).To(Succeed())
-		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(env.HubClient.Delete(ctx, cm))).To(Succeed()) })
+		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(env.HubClient.Delete(ctx, cm))).To(Succeed()) }, NodeTimeout(30*time.Second))
 
 		regPort, workPort := portOf(env.Hub), portOf(workWebhookProcess.hub)
 		ownsItsOwn := func(g Gomega) {

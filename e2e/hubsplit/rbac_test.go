@@ -308,7 +308,7 @@ var _ = Describe("the split hub's RBAC (chart topology Split)", func() {
 			Expect(missing).To(BeEmpty(), "%s (ServiceAccount %s) is refused what it does", c, serviceAccountOf(c))
 			Expect(extra).To(BeEmpty(), "%s (ServiceAccount %s) may do what only other components do", c, serviceAccountOf(c))
 		}
-	})
+	}, SpecTimeout(2*time.Minute))
 })
 
 var _ = Describe("the registration components as their ServiceAccounts", func() {
@@ -316,7 +316,7 @@ var _ = Describe("the registration components as their ServiceAccounts", func() 
 		By("a hub API server of its own with the chart's CRDs and RBAC")
 		cp, err := environment.StartControlPlane(suiteCtx, environment.ControlPlaneOptions{Name: "registration-hub", AllCRDs: true})
 		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func() { Expect(cp.Stop()).To(Succeed()) })
+		DeferCleanup(func(SpecContext) { Expect(cp.Stop()).To(Succeed()) }, NodeTimeout(time.Minute))
 		admin, err := client.New(cp.Config, client.Options{Scheme: env.Scheme})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: hubNamespace}})).To(Succeed())
