@@ -1,6 +1,8 @@
 package webhook
 
 import (
+	"fmt"
+
 	"github.com/spf13/pflag"
 )
 
@@ -48,6 +50,16 @@ func (f *Flags) AddFlags(fs *pflag.FlagSet) {
 func (f *Flags) Options() (Options, error) {
 	if f.BindAddress == "0" {
 		return Options{Disabled: true}, nil
+	}
+	if f.ConfigurationName != "" {
+		if err := checkConfigurationName(f.ConfigurationName); err != nil {
+			return Options{}, fmt.Errorf("--webhook-configuration-name %w", err)
+		}
+	}
+	if f.SecretName != "" {
+		if err := checkSecretName(f.SecretName); err != nil {
+			return Options{}, fmt.Errorf("--webhook-secret-name %w", err)
+		}
 	}
 	o := Options{BindAddress: f.BindAddress, Hosts: f.Hosts, ConfigurationName: f.ConfigurationName, SecretName: f.SecretName}
 	if f.Service != "" {

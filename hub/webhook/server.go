@@ -169,14 +169,11 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Logger.GetSink() == nil {
 		o.Logger = log.Log.WithName("webhook")
 	}
-	// The configuration's name is also a label value (the probe's) and, with
-	// APIServiceSuffix, a Service's name: a DNS-1035 label.
-	if errs := validation.IsDNS1035Label(o.ConfigurationName + APIServiceSuffix); len(errs) > 0 {
-		return o, fmt.Errorf("webhook configuration name %q: must be a lowercase DNS label of at most %d characters: %s",
-			o.ConfigurationName, validation.DNS1035LabelMaxLength-len(APIServiceSuffix), strings.Join(errs, "; "))
+	if err := checkConfigurationName(o.ConfigurationName); err != nil {
+		return o, fmt.Errorf("webhook configuration name %w", err)
 	}
-	if errs := validation.IsDNS1123Subdomain(o.SecretName); len(errs) > 0 {
-		return o, fmt.Errorf("webhook secret name %q: %s", o.SecretName, strings.Join(errs, "; "))
+	if err := checkSecretName(o.SecretName); err != nil {
+		return o, fmt.Errorf("webhook secret name %w", err)
 	}
 	host, port, err := net.SplitHostPort(o.BindAddress)
 	if err != nil {
@@ -201,6 +198,24 @@ func (o Options) withDefaults() (Options, error) {
 			o.ResyncPeriod, time.Duration(o.RenewalFraction*float64(o.CertLifetime)/4))
 	}
 	return o, nil
+}
+
+// checkConfigurationName: the configuration's name is also a label value (the probe's) and,
+// with APIServiceSuffix, a Service's name, so a DNS-1035 label.
+func checkConfigurationName(name string) error {
+	if errs := validation.IsDNS1035Label(name + APIServiceSuffix); len(errs) > 0 {
+		return fmt.Errorf("%q: must be a lowercase DNS label of at most %d characters: %s",
+			name, validation.DNS1035LabelMaxLength-len(APIServiceSuffix), strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// checkSecretName: a Secret's name is a DNS subdomain.
+func checkSecretName(name string) error {
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return fmt.Errorf("%q: %s", name, strings.Join(errs, "; "))
+	}
+	return nil
 }
 
 // certPolicy is the certificate policy of o: which names and addresses to cover.
