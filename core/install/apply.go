@@ -3,6 +3,7 @@ package install
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -40,10 +41,66 @@ const discoveryTimeout = 30 * time.Second
 // name the object (kind namespace/name). It needs only a rest.Config (dynamic client +
 // REST mapper that is reset after CRDs are applied).
 func Apply(ctx context.Context, cfg *rest.Config, objs []*unstructured.Unstructured) error {
+	return ApplyWith(ctx, cfg, objs, ApplyOptions{})
+}
+
+// ApplyOptions are what an operator adds to Apply: its own field manager, and the removal
+// of what it applied before and renders no more (a component switched off).
+type ApplyOptions struct {
+	// FieldManager of the server-side apply; "" is FieldManager.
+	FieldManager string
+	// Labels are set on every object applied; with Prune they select what was applied
+	// before. They must name the one applier (e.g. the operator and its custom resource).
+	Labels map[string]string
+	// Prune deletes, after the apply, the objects of these kinds labelled Labels that objs
+	// does not hold. Nil prunes nothing.
+	Prune *Prune
+}
+
+// Prune says where to look for objects to delete.
+type Prune struct {
+	// Kinds are listed with Labels as the label selector (apiVersion and kind).
+	Kinds []schema.GroupVersionKind
+	// Namespace limits the listing of namespaced kinds to one namespace (least privilege:
+	// an operator may hold rights in its namespace only); "" lists every namespace.
+	Namespace string
+}
+
+// ApplyWith is Apply with opts. Objects are modified: Labels are set on them. A prune
+// needs non-empty Labels.
+func ApplyWith(ctx context.Context, cfg *rest.Config, objs []*unstructured.Unstructured, opts ApplyOptions) error {
+	if opts.Prune != nil && len(opts.Labels) == 0 {
+		return fmt.Errorf("pruning needs labels: without them every object of the kinds would match")
+	}
+	manager := opts.FieldManager
+	if manager == "" {
+		manager = FieldManager
+	}
+	for _, o := range objs {
+		if len(opts.Labels) == 0 {
+			break
+		}
+		l := o.GetLabels()
+		if l == nil {
+			l = map[string]string{}
+		}
+		maps.Copy(l, opts.Labels)
+		o.SetLabels(l)
+	}
 	c, err := newClients(cfg)
 	if err != nil {
 		return err
 	}
+	if err := c.apply(ctx, objs, manager); err != nil {
+		return err
+	}
+	if opts.Prune != nil {
+		return c.prune(ctx, objs, opts.Labels, *opts.Prune)
+	}
+	return nil
+}
+
+func (c *clients) apply(ctx context.Context, objs []*unstructured.Unstructured, manager string) error {
 	var pending []*unstructured.Unstructured // CRDs applied, not yet seen Established
 	for _, o := range objs {
 		if len(pending) > 0 && !isCRD(o) {
@@ -57,7 +114,7 @@ func Apply(ctx context.Context, cfg *rest.Config, objs []*unstructured.Unstructu
 		if err != nil {
 			return fmt.Errorf("applying %s: %w", describe(o), err)
 		}
-		if _, err := res.Apply(ctx, o.GetName(), o, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
+		if _, err := res.Apply(ctx, o.GetName(), o, metav1.ApplyOptions{FieldManager: manager, Force: true}); err != nil {
 			return fmt.Errorf("applying %s: %w", describe(o), err)
 		}
 		if isCRD(o) {
@@ -68,6 +125,54 @@ func Apply(ctx context.Context, cfg *rest.Config, objs []*unstructured.Unstructu
 		return c.waitEstablished(ctx, pending)
 	}
 	return nil
+}
+
+// prune deletes the objects of p.Kinds labelled labels that objs does not hold, without
+// waiting for them to go (their owner's controller, e.g. a Deployment's ReplicaSets, follows
+// by garbage collection).
+func (c *clients) prune(ctx context.Context, objs []*unstructured.Unstructured, labels map[string]string, p Prune) error {
+	keep := map[string]bool{}
+	for _, o := range objs {
+		keep[pruneKey(o.GroupVersionKind().GroupKind(), o.GetNamespace(), o.GetName())] = true
+	}
+	selector := metav1.FormatLabelSelector(metav1.SetAsLabelSelector(labels))
+	background := metav1.DeletePropagationBackground
+	for _, gvk := range p.Kinds {
+		mapping, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			return fmt.Errorf("pruning %s: %w", gvk.Kind, err)
+		}
+		var res dynamic.ResourceInterface = c.dynamic.Resource(mapping.Resource)
+		if mapping.Scope.Name() == meta.RESTScopeNameNamespace && p.Namespace != "" {
+			res = c.dynamic.Resource(mapping.Resource).Namespace(p.Namespace)
+		}
+		list, err := res.List(ctx, metav1.ListOptions{LabelSelector: selector})
+		if err != nil {
+			return fmt.Errorf("pruning %s labelled %s: %w", gvk.Kind, selector, err)
+		}
+		for i := range list.Items {
+			o := &list.Items[i]
+			if keep[pruneKey(gvk.GroupKind(), o.GetNamespace(), o.GetName())] || o.GetDeletionTimestamp() != nil {
+				continue
+			}
+			r := c.dynamic.Resource(mapping.Resource)
+			var del dynamic.ResourceInterface = r
+			if o.GetNamespace() != "" {
+				del = r.Namespace(o.GetNamespace())
+			}
+			// Preconditioned on the UID listed: an object re-created since is not ours to judge.
+			uid := o.GetUID()
+			err := del.Delete(ctx, o.GetName(), metav1.DeleteOptions{PropagationPolicy: &background, Preconditions: &metav1.Preconditions{UID: &uid}})
+			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+				return fmt.Errorf("pruning %s: %w", describe(o), err)
+			}
+		}
+	}
+	return nil
+}
+
+func pruneKey(gk schema.GroupKind, namespace, name string) string {
+	return gk.String() + " " + namespace + "/" + name
 }
 
 // Delete deletes objects in reverse order (ignoring NotFound), skipping CRDs unless

@@ -474,3 +474,94 @@ func TestHubRunsWithChartRBAC(t *testing.T) {
 		}
 	}
 }
+
+// TestApplyWithPrunes: ApplyWith labels what it applies with its own field manager, and
+// deletes what it applied before and no longer holds (a component switched off), leaving
+// the same kinds without its labels, with another applier's labels, or outside the prune
+// namespace.
+func TestApplyWithPrunes(t *testing.T) {
+	cp := controlPlane(t, "install-prune")
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	dyn, err := dynamic.NewForConfig(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := func(kind, ns, name string, labels map[string]string) *unstructured.Unstructured {
+		o := &unstructured.Unstructured{}
+		o.SetAPIVersion("v1")
+		if kind == "ClusterRole" {
+			o.SetAPIVersion("rbac.authorization.k8s.io/v1")
+		}
+		o.SetKind(kind)
+		o.SetNamespace(ns)
+		o.SetName(name)
+		o.SetLabels(labels)
+		return o
+	}
+	const ns, other = "prune-a", "prune-b"
+	ours := map[string]string{"app.kubernetes.io/managed-by": "flotilla-operator", "operator.open-cluster-management.io/clustermanager": "cm-a"}
+	theirs := map[string]string{"app.kubernetes.io/managed-by": "flotilla-operator", "operator.open-cluster-management.io/clustermanager": "cm-b"}
+	opts := install.ApplyOptions{FieldManager: "flotilla-test-operator", Labels: ours, Prune: &install.Prune{
+		Namespace: ns,
+		Kinds: []schema.GroupVersionKind{{Version: "v1", Kind: "ServiceAccount"}, {Version: "v1", Kind: "Service"},
+			{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole"}},
+	}}
+	// Set up: namespaces, an unlabelled and a foreign object in ns, one of ours in other.
+	if err := install.Apply(ctx, cp.Config, []*unstructured.Unstructured{
+		obj("Namespace", "", ns, nil), obj("Namespace", "", other, nil),
+		obj("ServiceAccount", ns, "unlabelled", nil),
+		obj("ServiceAccount", ns, "foreign", theirs),
+		obj("ServiceAccount", other, "elsewhere", ours),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	full := func() []*unstructured.Unstructured {
+		return []*unstructured.Unstructured{
+			obj("ServiceAccount", ns, "kept", nil), obj("ServiceAccount", ns, "switched-off", nil),
+			obj("ClusterRole", "", "prune-test-switched-off", nil),
+		}
+	}
+	if err := install.ApplyWith(ctx, cp.Config, full(), opts); err != nil {
+		t.Fatal(err)
+	}
+	kept, err := get(ctx, t, dyn, obj("ServiceAccount", ns, "kept", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kept.GetLabels()["operator.open-cluster-management.io/clustermanager"] != "cm-a" ||
+		!slices.ContainsFunc(kept.GetManagedFields(), func(m metav1.ManagedFieldsEntry) bool { return m.Manager == "flotilla-test-operator" }) {
+		t.Errorf("ServiceAccount kept: labels %v, managers %v; want ours, by flotilla-test-operator", kept.GetLabels(), kept.GetManagedFields())
+	}
+	for _, o := range full() {
+		if _, err := get(ctx, t, dyn, o); err != nil {
+			t.Errorf("after the first apply: %v", err)
+		}
+	}
+
+	// The second render lacks two objects: they are deleted, nothing else is.
+	if err := install.ApplyWith(ctx, cp.Config, full()[:1], opts); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range full()[1:] {
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			_, err := get(ctx, t, dyn, o)
+			return apierrors.IsNotFound(err), nil
+		})
+		if err != nil {
+			t.Errorf("%s %s was not pruned within 30s", o.GetKind(), o.GetName())
+		}
+	}
+	for _, o := range []*unstructured.Unstructured{
+		obj("ServiceAccount", ns, "kept", nil), obj("ServiceAccount", ns, "unlabelled", nil),
+		obj("ServiceAccount", ns, "foreign", nil), obj("ServiceAccount", other, "elsewhere", nil),
+	} {
+		if _, err := get(ctx, t, dyn, o); err != nil {
+			t.Errorf("%s %s/%s should be left: %v", o.GetKind(), o.GetNamespace(), o.GetName(), err)
+		}
+	}
+
+	if err := install.ApplyWith(ctx, cp.Config, full(), install.ApplyOptions{Prune: opts.Prune}); err == nil {
+		t.Error("a prune without labels was accepted")
+	}
+}

@@ -1013,3 +1013,292 @@ func TestKlusterletIdentitiesKeepOtherNamespaces(t *testing.T) {
 		t.Errorf("the agent's Role in namespace %q, want agent-b", r.GetNamespace())
 	}
 }
+
+// withoutCRDs drops the chart's CRDs (crds/, the same in every render) from objs.
+func withoutCRDs(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetKind() != "CustomResourceDefinition" {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// TestSingleTopologyRendersTodaysObjects: render components with topology Single is,
+// byte for byte, what the chart rendered before the operator and Split renders existed
+// (testdata/*.golden.yaml, written from commit c893925's chart; FLOTILLA_UPDATE_GOLDEN=1
+// rewrites them).
+func TestSingleTopologyRendersTodaysObjects(t *testing.T) {
+	for _, tc := range []struct {
+		golden string
+		values map[string]any
+	}{
+		{"hub-single-default.golden.yaml", nil},
+		{"hub-single-nondefault.golden.yaml", nonDefaultHub()},
+		{"hub-single-explicit.golden.yaml", map[string]any{"render": "components", "topology": "Single"}},
+	} {
+		t.Run(tc.golden, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := install.WriteYAML(&buf, withoutCRDs(render(t, install.HubChart, hubRelease, install.HubNamespace, tc.values))); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join("testdata", tc.golden)
+			if os.Getenv("FLOTILLA_UPDATE_GOLDEN") == "1" {
+				if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(buf.Bytes(), want) {
+				t.Errorf("render differs from %s:\n%s", path, buf.String())
+			}
+		})
+	}
+}
+
+// splitDeployments are the Deployments of topology Split with the default ClusterManager
+// name, as OCM's cluster-manager names them, and their ServiceAccounts.
+var splitDeployments = map[string]string{
+	"cluster-manager-registration-controller":  "registration-controller-sa",
+	"cluster-manager-registration-webhook":     "registration-webhook-sa",
+	"cluster-manager-work-webhook":             "work-webhook-sa",
+	"cluster-manager-work-controller":          "work-controller-sa",
+	"cluster-manager-placement-controller":     "placement-controller-sa",
+	"cluster-manager-addon-manager-controller": "addon-manager-controller-sa",
+}
+
+func deploymentsOf(objs []*unstructured.Unstructured) []string {
+	var out []string
+	for _, o := range objs {
+		if o.GetKind() == "Deployment" {
+			out = append(out, o.GetName())
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestSplitTopology(t *testing.T) {
+	ns := install.HubNamespace
+	objs := render(t, install.HubChart, hubRelease, ns, map[string]any{"topology": "Split"})
+	if got, want := deploymentsOf(objs), slices.Sorted(maps.Keys(splitDeployments)); !slices.Equal(got, want) {
+		t.Fatalf("Deployments %v, want %v", got, want)
+	}
+	for _, kind := range []string{"ClusterManager", "ClusterRole", "ClusterRoleBinding"} {
+		if has(objs, kind) {
+			t.Errorf("topology Split rendered a %s (the operator owns the ClusterManager; the components' RBAC is templates/components/rbac.yaml)", kind)
+		}
+	}
+	for name, sa := range splitDeployments {
+		d := find(t, objs, "Deployment", name)
+		c := strings.TrimPrefix(strings.TrimPrefix(name, "cluster-manager-"), "")
+		if c == "addon-manager-controller" {
+			c = "addon-manager"
+		}
+		equalJSON(t, name+" serviceAccountName", field(t, d.Object, "spec", "template", "spec", "serviceAccountName"), sa)
+		equalJSON(t, name+" selector", field(t, d.Object, "spec", "selector", "matchLabels", "app.kubernetes.io/component"), c)
+		a := args(t, d)
+		for _, want := range []string{"hub", "--components=" + c, "--cluster-manager-name="} {
+			if !slices.Contains(a, want) {
+				t.Errorf("%s args %v lack %s", name, a, want)
+			}
+		}
+		webhook := map[string]string{"registration-webhook": name, "work-webhook": name, "addon-manager": "cluster-manager-addon-webhook"}[c]
+		controller := c != "registration-webhook" && c != "work-webhook"
+		if got := slices.Contains(a, "--leader-elect-name="+name+"-lock") && slices.Contains(a, "--leader-elect"); got != controller {
+			t.Errorf("%s: leader election %v, want %v (args %v)", name, got, controller, a)
+		}
+		if slices.ContainsFunc(a, func(s string) bool { return strings.HasPrefix(s, "--leader-elect-name=flotilla-hub") }) {
+			t.Errorf("%s runs with the single hub's Lease: %v", name, a)
+		}
+		wantWebhook := []string{}
+		if webhook != "" {
+			wantWebhook = []string{"--webhook-configuration-name=" + webhook, "--webhook-secret-name=" + webhook + "-serving-cert",
+				"--webhook-service=" + ns + "/" + webhook + ":443"}
+			svc := find(t, objs, "Service", webhook)
+			equalJSON(t, webhook+" selector", field(t, svc.Object, "spec", "selector", "app.kubernetes.io/component"), c)
+		}
+		var gotWebhook []string
+		for _, s := range a {
+			if strings.HasPrefix(s, "--webhook-configuration-name") || strings.HasPrefix(s, "--webhook-secret-name") || strings.HasPrefix(s, "--webhook-service") {
+				gotWebhook = append(gotWebhook, s)
+			}
+		}
+		if !slices.Equal(gotWebhook, wantWebhook) {
+			t.Errorf("%s webhook args %v, want %v", name, gotWebhook, wantWebhook)
+		}
+	}
+
+	t.Run("per-component values", func(t *testing.T) {
+		objs := render(t, install.HubChart, hubRelease, ns, map[string]any{
+			"topology":       "Split",
+			"clusterManager": map[string]any{"name": "hub-a"},
+			"nodeSelector":   map[string]any{"role": "infra"},
+			"tolerations":    []any{map[string]any{"key": "infra", "operator": "Exists"}},
+			"flags":          map[string]any{"feature-gates": map[string]any{"DefaultClusterSet": false, "ManifestWorkReplicaSet": true}},
+			"components": map[string]any{
+				"placement-controller": map[string]any{"replicas": 3, "image": "example.com/flotilla:p"},
+				"work-controller":      map[string]any{"featureGates": map[string]any{"ManifestWorkReplicaSet": false}},
+				"work-webhook":         map[string]any{"bind": map[string]any{"port": 9444, "healthProbePort": 8001, "metricsPort": 8002, "hostNetwork": true}},
+				"addon-manager":        map[string]any{"enabled": false},
+			},
+		})
+		if got := deploymentsOf(objs); len(got) != 5 || slices.Contains(got, "hub-a-addon-manager-controller") || !slices.Contains(got, "hub-a-placement-controller") {
+			t.Errorf("Deployments %v, want five named hub-a-*, no add-on manager", got)
+		}
+		if slices.ContainsFunc(objs, func(o *unstructured.Unstructured) bool { return o.GetName() == "hub-a-addon-webhook" }) {
+			t.Error("the add-on manager's Service is rendered with the add-on manager off")
+		}
+		for _, d := range deploymentsOf(objs) {
+			pod := field(t, find(t, objs, "Deployment", d).Object, "spec", "template", "spec").(map[string]any)
+			equalJSON(t, d+" nodeSelector", pod["nodeSelector"], map[string]any{"role": "infra"})
+			equalJSON(t, d+" tolerations", pod["tolerations"], []any{map[string]any{"key": "infra", "operator": "Exists"}})
+		}
+		p := find(t, objs, "Deployment", "hub-a-placement-controller")
+		equalJSON(t, "placement replicas", field(t, p.Object, "spec", "replicas"), 3)
+		equalJSON(t, "placement image", field(t, container(t, p), "image"), "example.com/flotilla:p")
+		if !slices.Contains(args(t, find(t, objs, "Deployment", "hub-a-work-controller")), "--feature-gates=DefaultClusterSet=false,ManifestWorkReplicaSet=false") {
+			t.Errorf("work-controller gates: %v", args(t, find(t, objs, "Deployment", "hub-a-work-controller")))
+		}
+		if !slices.Contains(args(t, find(t, objs, "Deployment", "hub-a-registration-controller")), "--feature-gates=DefaultClusterSet=false,ManifestWorkReplicaSet=true") {
+			t.Errorf("registration-controller gates: %v", args(t, find(t, objs, "Deployment", "hub-a-registration-controller")))
+		}
+		w := find(t, objs, "Deployment", "hub-a-work-webhook")
+		wa := args(t, w)
+		for _, want := range []string{"--webhook-bind-address=:9444", "--health-probe-bind-address=:8001", "--metrics-bind-address=:8002"} {
+			if !slices.Contains(wa, want) {
+				t.Errorf("work-webhook args %v lack %s", wa, want)
+			}
+		}
+		equalJSON(t, "work-webhook hostNetwork", field(t, w.Object, "spec", "template", "spec", "hostNetwork"), true)
+		equalJSON(t, "work-webhook dnsPolicy", field(t, w.Object, "spec", "template", "spec", "dnsPolicy"), "ClusterFirstWithHostNet")
+		equalJSON(t, "work-webhook webhook port", field(t, container(t, w), "ports").([]any)[0], map[string]any{"name": "webhook", "containerPort": 9444, "protocol": "TCP"})
+		if _, ok := field(t, find(t, objs, "Deployment", "hub-a-registration-webhook").Object, "spec", "template", "spec").(map[string]any)["hostNetwork"]; ok {
+			t.Error("registration-webhook got the work webhook's hostNetwork")
+		}
+	})
+
+	t.Run("resourceRequirement", func(t *testing.T) {
+		for _, tc := range []struct {
+			rr   map[string]any
+			want any
+		}{
+			{map[string]any{"type": "Default"}, map[string]any{"requests": map[string]any{"cpu": "100m", "memory": "128Mi"}, "limits": map[string]any{"memory": "512Mi"}}},
+			{map[string]any{"type": "BestEffort"}, nil},
+			{map[string]any{"type": "ResourceRequirement", "resourceRequirements": map[string]any{"requests": map[string]any{"cpu": "1"}}}, map[string]any{"requests": map[string]any{"cpu": "1"}}},
+		} {
+			for _, topology := range []string{"Split", "Single"} {
+				objs := render(t, install.HubChart, hubRelease, ns, map[string]any{"topology": topology, "resourceRequirement": tc.rr})
+				for _, d := range deploymentsOf(objs) {
+					equalJSON(t, fmt.Sprintf("%s %s resources with %v", topology, d, tc.rr), container(t, find(t, objs, "Deployment", d))["resources"], tc.want)
+				}
+			}
+		}
+	})
+
+	t.Run("Single takes the components' gates and image", func(t *testing.T) {
+		objs := render(t, install.HubChart, hubRelease, ns, map[string]any{"components": map[string]any{
+			"registration-controller": map[string]any{"image": "example.com/flotilla:r", "featureGates": map[string]any{"ManagedClusterAutoApproval": true}},
+			"addon-manager":           map[string]any{"featureGates": map[string]any{"AddonManagement": false}},
+		}})
+		d := find(t, objs, "Deployment", "flotilla-hub")
+		equalJSON(t, "image", field(t, container(t, d), "image"), "example.com/flotilla:r")
+		if !slices.Contains(args(t, d), "--feature-gates=AddonManagement=false,ManagedClusterAutoApproval=true") {
+			t.Errorf("args %v", args(t, d))
+		}
+	})
+}
+
+func TestOperatorRender(t *testing.T) {
+	const ns = "open-cluster-management"
+	objs := withoutCRDs(render(t, install.HubChart, hubRelease, ns, map[string]any{
+		"render":       "operator",
+		"topology":     "Split",
+		"nodeSelector": map[string]any{"role": "infra"},
+		"components":   map[string]any{"placement-controller": map[string]any{"replicas": 2}},
+		"clusterManager": map[string]any{"spec": map[string]any{
+			"workConfiguration": map[string]any{"featureGates": []any{map[string]any{"feature": "ManifestWorkReplicaSet", "mode": "Enable"}}}}},
+	}))
+	var got []string
+	for _, o := range objs {
+		got = append(got, o.GetKind()+" "+o.GetNamespace()+"/"+o.GetName())
+	}
+	slices.Sort(got)
+	want := []string{
+		"ClusterManager /cluster-manager",
+		"ClusterRole /cluster-manager",
+		"ClusterRoleBinding /cluster-manager",
+		"ConfigMap open-cluster-management/flotilla-hub-values",
+		"Deployment open-cluster-management/cluster-manager",
+		"Namespace /open-cluster-management",
+		"Namespace /open-cluster-management-hub",
+		"Role open-cluster-management-hub/cluster-manager",
+		"Role open-cluster-management/cluster-manager",
+		"RoleBinding open-cluster-management-hub/cluster-manager",
+		"RoleBinding open-cluster-management/cluster-manager",
+		"ServiceAccount open-cluster-management/cluster-manager",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("render operator:\n got %q\nwant %q", got, want)
+	}
+	d := find(t, objs, "Deployment", "cluster-manager")
+	c := container(t, d)
+	equalJSON(t, "container name (clusteradm looks it up)", c["name"], "registration-operator")
+	equalJSON(t, "args", c["args"], []any{"operator", "hub", "--cluster-manager-name=cluster-manager"})
+	image := c["image"].(string)
+	if !slices.ContainsFunc(c["env"].([]any), func(e any) bool {
+		m := e.(map[string]any)
+		return m["name"] == "FLOTILLA_IMAGE" && m["value"] == image
+	}) {
+		t.Errorf("env %v lacks FLOTILLA_IMAGE=%s", c["env"], image)
+	}
+	equalJSON(t, "operator serviceAccountName", field(t, d.Object, "spec", "template", "spec", "serviceAccountName"), "cluster-manager")
+
+	cm := find(t, objs, "ClusterManager", "cluster-manager")
+	equalJSON(t, "ClusterManager spec", cm.Object["spec"], map[string]any{
+		"nodePlacement":     map[string]any{"nodeSelector": map[string]any{"role": "infra"}},
+		"workConfiguration": map[string]any{"featureGates": []any{map[string]any{"feature": "ManifestWorkReplicaSet", "mode": "Enable"}}},
+	})
+
+	var values map[string]any
+	data := field(t, find(t, objs, "ConfigMap", "flotilla-hub-values").Object, "data", "values.yaml").(string)
+	if err := yaml.Unmarshal([]byte(data), &values); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"render", "clusterManager", "nodeSelector", "tolerations"} {
+		if _, ok := values[k]; ok {
+			t.Errorf("values ConfigMap carries %s", k)
+		}
+	}
+	equalJSON(t, "ConfigMap topology", values["topology"], "Split")
+	equalJSON(t, "ConfigMap placement replicas", field(t, values, "components", "placement-controller", "replicas"), 2)
+	// What the operator renders from the ConfigMap is a valid components render.
+	values["render"] = "components"
+	render(t, install.HubChart, hubRelease, install.HubNamespace, values)
+
+	// The operator may bind and change only the components' ClusterRoles.
+	for _, r := range field(t, find(t, objs, "ClusterRole", "cluster-manager").Object, "rules").([]any) {
+		rule := r.(map[string]any)
+		for _, v := range rule["verbs"].([]any) {
+			if (v == "escalate" || v == "bind" || v == "delete") && rule["resourceNames"] == nil {
+				t.Errorf("ClusterRole cluster-manager grants %s without resourceNames: %v", v, rule)
+			}
+		}
+	}
+}
+
+func TestLintRenders(t *testing.T) {
+	for _, values := range []map[string]any{
+		{"render": "components", "topology": "Split"},
+		{"render": "operator", "topology": "Split"},
+		{"render": "operator", "topology": "Single"},
+	} {
+		if err := install.Lint(install.HubChart, values); err != nil {
+			t.Errorf("%v: %v", values, err)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
@@ -50,6 +51,8 @@ const specTimeout = 4 * time.Minute
 
 var (
 	hubClient client.WithWatch
+	// hubConfig reaches the control plane (the hub operator's specs run an operator on it).
+	hubConfig *rest.Config
 	logs      *operatorruntest.Logs
 	// runHubDone closes when RunHub returns.
 	runHubDone chan struct{}
@@ -63,6 +66,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		Workloads: true, SimulatedNodes: 1, Log: GinkgoWriter})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(cp.Stop)
+	hubConfig = cp.Config
 	scheme, err := manager.NewScheme()
 	Expect(err).NotTo(HaveOccurred())
 	hubClient, err = client.NewWithWatch(cp.Config, client.Options{Scheme: scheme})

@@ -64,9 +64,24 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 {{- end }}
 
-{{/* The args of .Values.flags, one "- --name=value" line each, empty values left out. */}}
+{{/* The args of .Values.flags, one "- --name=value" line each, empty values left out;
+topology Single sets the components' featureGates over flags.feature-gates. */}}
 {{- define "flotilla-hub.flagArgs" -}}
-{{- range $name, $value := .Values.flags }}
+{{- /* set, not merge: merge would take a false gate for unset. */}}
+{{- $gates := deepCopy (index .Values.flags "feature-gates" | default dict) }}
+{{- range $c := include "flotilla-hub.componentNames" . | splitList " " }}
+{{- range $k, $on := (index $.Values.components $c).featureGates }}{{ $_ := set $gates $k $on }}{{ end }}
+{{- end }}
+{{- $flags := .Values.flags }}
+{{- if $gates }}
+{{- $flags = set (deepCopy .Values.flags) "feature-gates" $gates }}
+{{- end }}
+{{- include "flotilla-hub.flagArgsOf" $flags }}
+{{- end }}
+
+{{/* The args of a map of flags, one "- --name=value" line each, empty values left out. */}}
+{{- define "flotilla-hub.flagArgsOf" -}}
+{{- range $name, $value := . }}
 {{- if not (or (kindIs "invalid" $value) (and (kindIs "string" $value) (eq $value "")) (and (or (kindIs "slice" $value) (kindIs "map" $value)) (empty $value))) }}
 - {{ printf "--%s=%s" $name (include "flotilla-hub.flagValue" $value) | quote }}
 {{- end }}
@@ -97,3 +112,70 @@ served, else "" (off). */}}
 {{- int .Values.addons.clusterProxy.frontendPort -}}
 {{- end -}}
 {{- end -}}
+
+{{/* The hub components in OCM's order (hub --components). */}}
+{{- define "flotilla-hub.componentNames" -}}
+registration-controller registration-webhook work-webhook work-controller placement-controller addon-manager
+{{- end -}}
+
+{{/* "true" when the chart renders the single-Deployment hub (render components, topology Single). */}}
+{{- define "flotilla-hub.single" -}}
+{{- ternary "true" "false" (and (eq .Values.render "components") (eq .Values.topology "Single")) -}}
+{{- end -}}
+
+{{/* "true" when the chart renders the split hub (render components, topology Split). */}}
+{{- define "flotilla-hub.split" -}}
+{{- ternary "true" "false" (and (eq .Values.render "components") (eq .Values.topology "Split")) -}}
+{{- end -}}
+
+{{/* The resources of every hub container as YAML, "" for none: resourceRequirement.type
+Default takes resources, BestEffort none, ResourceRequirement resourceRequirement.resourceRequirements. */}}
+{{- define "flotilla-hub.resources" -}}
+{{- $t := .Values.resourceRequirement.type | default "Default" -}}
+{{- if eq $t "Default" -}}
+{{- with .Values.resources }}{{ toYaml . }}{{ end -}}
+{{- else if eq $t "ResourceRequirement" -}}
+{{- with .Values.resourceRequirement.resourceRequirements }}{{ toYaml . }}{{ end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The split hub's components as a list of dicts: name (hub --components), deployment (OCM's
+Deployment name), sa (OCM's ServiceAccount), webhook (the webhook configuration, Secret and
+Service name; "" without webhooks) and controller (runs reconcilers: leader election).
+Call with the root context.
+*/}}
+{{- define "flotilla-hub.splitComponents" -}}
+{{- $cm := .Values.clusterManager.name -}}
+{{- $out := list -}}
+{{- range $c := include "flotilla-hub.componentNames" . | splitList " " -}}
+{{- $d := printf "%s-%s" $cm $c -}}
+{{- $sa := printf "%s-sa" $c -}}
+{{- $webhook := "" -}}
+{{- $controller := true -}}
+{{- if eq $c "addon-manager" -}}
+{{- $d = printf "%s-addon-manager-controller" $cm -}}
+{{- $sa = "addon-manager-controller-sa" -}}
+{{- $webhook = printf "%s-addon-webhook" $cm -}}
+{{- else if or (eq $c "registration-webhook") (eq $c "work-webhook") -}}
+{{- $webhook = $d -}}
+{{- $controller = false -}}
+{{- end -}}
+{{- $out = append $out (dict "name" $c "deployment" $d "sa" $sa "webhook" $webhook "controller" $controller) -}}
+{{- end -}}
+{{- toJson $out -}}
+{{- end -}}
+
+{{/* Labels of a split component's objects (call with dict "root" . "c" <component>). */}}
+{{- define "flotilla-hub.componentSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "flotilla-hub.name" .root }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .c }}
+{{- end }}
+
+{{- define "flotilla-hub.componentLabels" -}}
+helm.sh/chart: {{ include "flotilla-hub.chart" .root }}
+{{ include "flotilla-hub.componentSelectorLabels" . }}
+app.kubernetes.io/version: {{ .root.Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .root.Release.Service }}
+{{- end }}

@@ -37,6 +37,7 @@ prioritizers, CSR approval, status feedback, add-on templates) are sandboxed Was
 		newSimCommand(),
 		newKubeconfigCommand(),
 		newProxyCommand(),
+		newOperatorCommand(),
 	)
 	return root
 }

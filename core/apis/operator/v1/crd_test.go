@@ -94,7 +94,8 @@ func bindConfiguration(prefix string) []string {
 }
 
 // wantClusterManagerFields are the leaves of OCM's current ClusterManager schema
-// (open-cluster-management.io/api operator/v1, types_clustermanager.go); core/v1
+// (open-cluster-management.io/api operator/v1, types_clustermanager.go, and the newer
+// fields noted below); core/v1
 // subtrees (tolerations, resourceRequirements) and conditions count as one leaf.
 func wantClusterManagerFields() []string {
 	out := []string{
@@ -115,8 +116,14 @@ func wantClusterManagerFields() []string {
 		"spec.serverConfiguration.imagePullSpec",
 		"spec.serverConfiguration.endpointsExposure[].usage", "spec.serverConfiguration.endpointsExposure[].protocol",
 		"spec.resourceRequirement.type", "spec.resourceRequirement.resourceRequirements",
-		"spec.networkPolicyConfiguration.monitoringNamespace", "spec.networkPolicyConfiguration.apiServerNamespace",
 	}
+	// Newer than the api (1845fd8) and ocm (00f84c3) snapshots in /work/.mirror: OCM added
+	// networkPolicyConfiguration for the NetworkPolicies of open-cluster-management-hub in
+	// open-cluster-management-io/api issue 445 and ocm pull request 1634 (July 2026), where
+	// the review dropped apiServerNamespace ("not needed now"); whether the released API kept
+	// it is unverified, so apiServerNamespace may be Flotilla's alone. The hub operator refuses
+	// both (hub/operator values.go).
+	out = append(out, "spec.networkPolicyConfiguration.monitoringNamespace", "spec.networkPolicyConfiguration.apiServerNamespace")
 	for _, w := range []string{"registration", "work", "addon"} {
 		out = append(out, bindConfiguration("spec.deployOption.default."+w+"WebhookConfiguration")...)
 	}
@@ -143,7 +150,10 @@ func wantKlusterletFields() []string {
 		"spec.namespace", "spec.registrationImagePullSpec", "spec.workImagePullSpec", "spec.imagePullSpec", "spec.clusterName",
 		"spec.externalServerURLs[].url", "spec.externalServerURLs[].caBundle",
 		"spec.nodePlacement.nodeSelector", "spec.nodePlacement.tolerations",
-		"spec.deployOption.mode", "spec.deployOption.reportHostingCluster", "spec.deployOption.hosted.managementClusterName",
+		"spec.deployOption.mode",
+		// Newer than the api and ocm snapshots: OCM's KEP-188 (hosted add-ons follow the
+		// klusterlet) and its hosting-cluster claim.
+		"spec.deployOption.reportHostingCluster", "spec.deployOption.hosted.managementClusterName",
 		"spec.hubApiServerHostAlias.ip", "spec.hubApiServerHostAlias.hostname",
 		"spec.resourceRequirement.type", "spec.resourceRequirement.resourceRequirements",
 		"spec.priorityClassName",
