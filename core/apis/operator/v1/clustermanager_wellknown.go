@@ -34,7 +34,8 @@ const (
 	// ReasonUnsupportedFields: ConditionValidConfiguration False; the message lists the JSON
 	// paths of the fields ignored.
 	ReasonUnsupportedFields = "UnsupportedFields"
-	// ReasonUnsupportedConfiguration: Applied False; the spec asks for a layout Flotilla does
-	// not implement (ClusterManager deployOption.mode Hosted) and nothing new is applied.
+	// ReasonUnsupportedConfiguration: Applied False; the spec asks for something Flotilla does
+	// not implement (ClusterManager deployOption.mode Hosted, a Klusterlet registrationDriver
+	// other than csr, a change of a Klusterlet's deployOption.mode) and nothing new is applied.
 	ReasonUnsupportedConfiguration = "UnsupportedConfiguration"
 )

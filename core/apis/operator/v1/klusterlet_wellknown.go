@@ -36,22 +36,6 @@ const (
 	ReasonBootstrapSecretUnauthorized = "BootstrapSecretUnauthorized"
 )
 
-// Flotilla's condition on ClusterManager and Klusterlet: which spec fields it acts on. The hub
-// operator's clustermanager_wellknown.go declares the same; one of the two goes at merge.
-const (
-	// ConditionValidConfiguration: every spec field set is one Flotilla implements.
-	ConditionValidConfiguration = "ValidConfiguration"
-	// ReasonConfigurationValid: ConditionValidConfiguration True.
-	ReasonConfigurationValid = "ConfigurationValid"
-	// ReasonUnsupportedFields: ConditionValidConfiguration False; the message lists the JSON
-	// paths of the fields ignored.
-	ReasonUnsupportedFields = "UnsupportedFields"
-	// ReasonUnsupportedConfiguration: Applied False; the spec asks for something Flotilla does
-	// not implement (a Klusterlet registrationDriver other than csr, a change of
-	// deployOption.mode) and nothing new is applied.
-	ReasonUnsupportedConfiguration = "UnsupportedConfiguration"
-)
-
 // Names OCM's klusterlet operator gives what it manages.
 const (
 	// KlusterletFinalizer holds a Klusterlet until its agents and objects are removed.
