@@ -151,7 +151,7 @@ func tokenSecrets(k *operatorv1.Klusterlet, mode operatorv1.InstallMode) map[str
 		return map[string]string{install.KlusterletAgentServiceAccount(k.Name): operatorv1.ExternalManagedKubeConfigAgentSecret}
 	}
 	return map[string]string{
-		k.Name + "-registration-sa":               operatorv1.ExternalManagedKubeConfigRegistrationSecret,
+		k.Name + "-registration-sa":                  operatorv1.ExternalManagedKubeConfigRegistrationSecret,
 		install.KlusterletWorkServiceAccount(k.Name): operatorv1.ExternalManagedKubeConfigWorkSecret,
 	}
 }
@@ -286,6 +286,3 @@ func applyFailed(err error, side string) (reason, msg string) {
 	}
 	return reason, fmt.Sprintf("%s cluster: %v", side, err)
 }
-
-
-
