@@ -198,10 +198,13 @@ var _ = Describe("klusterlet operator", func() {
 		By("a Secret that holds no kubeconfig")
 		putExternalKubeconfig(ctx, name, []byte("not: [a kubeconfig"))
 		Eventually(func(g Gomega) {
-			c := waitCondition(ctx, name, operatorv1.ConditionReadyToApply, metav1.ConditionFalse, operatorv1.ReasonKlusterletPrepareFailed)
+			k := &operatorv1.Klusterlet{}
+			g.Expect(mgmtClient.Get(ctx, client.ObjectKey{Name: name}, k)).To(Succeed())
+			c := meta.FindStatusCondition(k.Status.Conditions, operatorv1.ConditionReadyToApply)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Reason).To(Equal(operatorv1.ReasonKlusterletPrepareFailed))
 			g.Expect(c.Message).To(HavePrefix("Failed to build managed cluster clients: "))
-			g.Expect(c.Message).NotTo(ContainSubstring("not found"))
-			GinkgoWriter.Println("garbage:", c.Message)
+			g.Expect(c.Message).To(ContainSubstring("yaml"), "the parse error")
 		}).WithContext(ctx).WithTimeout(waitTimeout).Should(Succeed(), "ReadyToApply to name the parse error")
 
 		By("the managed cluster's kubeconfig")

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	operatorv1 "github.com/flotilla-dev/flotilla/core/apis/operator/v1"
 	"github.com/flotilla-dev/flotilla/core/environment"
@@ -74,6 +75,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	opCtx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	logger := funcr.New(func(prefix, args string) { GinkgoWriter.Println(prefix, args) }, funcr.Options{})
+	ctrllog.SetLogger(logger)
 	go func() {
 		done <- kop.RunKlusterletOperator(opCtx, kop.OperatorOptions{Config: management.Config, NotReadyRetry: 2 * time.Second, Logger: logger})
 	}()

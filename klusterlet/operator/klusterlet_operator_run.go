@@ -188,7 +188,9 @@ func (r *kreconciler) clustersOf(ctx context.Context, k *operatorv1.Klusterlet) 
 		}
 	}
 	c, perr := prepare(ctx, r.kube, r.config, k.Name)
-	if _, err := apply.Condition(ctx, r.client, k, k.Status.Conditions, OperatorPrepareFieldManager, readyToApply(c, perr)); err != nil {
+	cond := readyToApply(c, perr)
+	cond.ObservedGeneration = k.Generation
+	if _, err := apply.Condition(ctx, r.client, k, k.Status.Conditions, OperatorPrepareFieldManager, cond); err != nil {
 		return c, false, fmt.Errorf("Klusterlet %s: writing condition ReadyToApply: %w", k.Name, err)
 	}
 	return c, perr == nil, nil
