@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -56,8 +57,8 @@ type OperatorOptions struct {
 	Logger        logr.Logger
 }
 
-// RunKlusterletOperator runs the klusterlet operator until ctx ends: one manager, three
-// reconcilers of every Klusterlet on the cluster (deploy, status, cleanup).
+// RunKlusterletOperator runs the klusterlet operator until ctx ends: one manager, two
+// reconcilers of every Klusterlet on the cluster (deploy with its cleanup, status).
 func RunKlusterletOperator(ctx context.Context, opts OperatorOptions) error {
 	if opts.Config == nil {
 		return errors.New("klusterlet operator: no rest.Config")
@@ -108,7 +109,7 @@ func RunKlusterletOperator(ctx context.Context, opts OperatorOptions) error {
 	base := kreconciler{client: mgr.GetClient(), reader: mgr.GetAPIReader(), kube: kube, config: opts.Config,
 		retry: cmp.Or(opts.NotReadyRetry, 30*time.Second), log: log}
 	for _, setup := range []func(ctrl.Manager) error{
-		(&deployKlusterlet{base}).setup, (&statusKlusterlet{base}).setup, (&cleanupKlusterlet{base}).setup,
+		(&deployKlusterlet{base, &cleanupKlusterlet{base}}).setup, (&statusKlusterlet{base}).setup,
 	} {
 		if err := setup(mgr); err != nil {
 			return fmt.Errorf("klusterlet operator: %w", err)
@@ -198,11 +199,16 @@ func (r *kreconciler) clustersOf(ctx context.Context, k *operatorv1.Klusterlet) 
 
 // deployKlusterlet renders a Klusterlet's components and applies them to the cluster each
 // belongs to; Hosted, it also syncs the agents' managed-cluster kubeconfigs. It writes Applied.
-type deployKlusterlet struct{ kreconciler }
+// A deleted Klusterlet goes to cleanup in the same queue, so an apply still running never
+// puts back what the cleanup deleted.
+type deployKlusterlet struct {
+	kreconciler
+	cleanup *cleanupKlusterlet
+}
 
 func (r *deployKlusterlet) setup(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("klusterlet-deploy").
-		For(&operatorv1.Klusterlet{}, ctrlbuilder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		For(&operatorv1.Klusterlet{}, ctrlbuilder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deleting()))).
 		// A Deployment's spec changed or deleted by someone else is applied again.
 		Watches(&appsv1.Deployment{}, toOwnerKlusterlet(), ctrlbuilder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&corev1.Secret{}, toOwnerKlusterlet()).
@@ -215,7 +221,7 @@ func (r *deployKlusterlet) reconcile(ctx context.Context, name string) (reconcil
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if !k.DeletionTimestamp.IsZero() {
-		return reconcile.Result{}, nil // cleanupKlusterlet's
+		return r.cleanup.reconcile(ctx, k)
 	}
 	c, ready, err := r.clustersOf(ctx, k)
 	if err != nil || !ready {
@@ -441,25 +447,19 @@ func relatedResources(objs []*unstructured.Unstructured) []operatorv1.RelatedRes
 // Hosted finalizer the managed cluster's side, then the management side, then its finalizers.
 type cleanupKlusterlet struct{ kreconciler }
 
-func (r *cleanupKlusterlet) setup(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).Named("klusterlet-cleanup").
-		For(&operatorv1.Klusterlet{}, ctrlbuilder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-			return !o.GetDeletionTimestamp().IsZero()
-		}))).
-		Watches(&corev1.Secret{}, toOwnerKlusterlet()).
-		Complete(reconcileFunc(r.reconcile))
+// deleting passes updates that mark an object deleted.
+func deleting() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
+	}}
 }
 
 // sharedNamespaces are namespaces on the managed cluster every klusterlet there renders: they
 // go with the last klusterlet namespace.
 var sharedNamespaces = []string{operatorv1.AddOnDefaultNamespace, "open-cluster-management-managed-serviceaccount"}
 
-func (r *cleanupKlusterlet) reconcile(ctx context.Context, name string) (reconcile.Result, error) {
-	k := &operatorv1.Klusterlet{}
-	if err := r.client.Get(ctx, client.ObjectKey{Name: name}, k); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
-	}
-	if k.DeletionTimestamp.IsZero() || !controllerutil.ContainsFinalizer(k, operatorv1.KlusterletFinalizer) &&
+func (r *cleanupKlusterlet) reconcile(ctx context.Context, k *operatorv1.Klusterlet) (reconcile.Result, error) {
+	if !controllerutil.ContainsFinalizer(k, operatorv1.KlusterletFinalizer) &&
 		!controllerutil.ContainsFinalizer(k, operatorv1.KlusterletHostedFinalizer) {
 		return reconcile.Result{}, nil
 	}
