@@ -24,6 +24,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	operatorv1 "github.com/flotilla-dev/flotilla/core/apis/operator/v1"
+	"github.com/flotilla-dev/flotilla/core/install"
+	"github.com/flotilla-dev/flotilla/klusterlet/join"
 	kop "github.com/flotilla-dev/flotilla/klusterlet/operator"
 )
 
@@ -366,5 +368,47 @@ var _ = Describe("klusterlet operator", func() {
 		Expect(c.Message).To(ContainSubstring("spec.deployOption.mode"))
 		Expect(generations(ctx, name, reg, work)).To(Equal(before))
 		Expect(deploymentNames(ctx, mgmtClient, name)).To(Equal([]string{reg, work}), "no %s-agent", name)
+	}, SpecTimeout(specTimeout))
+})
+
+var _ = Describe("hosted join and unjoin", func() {
+	It("installs the operator, the Klusterlet and its Secrets on the hosting cluster, refuses another hub's join of that Klusterlet, and unjoin restores both clusters", func(ctx SpecContext) {
+		mgmtBefore, managedBefore := snapshot(ctx, management.Config), snapshot(ctx, managed.Config)
+		o := join.Options{ClusterName: "joined", HubAPIServer: "https://hub1.flotilla.invalid:6443", HubCA: management.CAData, Token: "abcdef.0123456789abcdef"}
+		o.KlusterletName = join.HostedKlusterletName(o.ClusterName)
+		boot, err := o.BootstrapKubeconfig()
+		Expect(err).NotTo(HaveOccurred())
+		objs, err := join.RenderHosted(o, operatorv1.InstallModeSingletonHosted, boot, managedKubeconfig)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(join.CheckHostedConflict(ctx, management.Config, o.KlusterletName, o.ClusterName, o.HubAPIServer)).To(Succeed())
+		Expect(install.Apply(ctx, management.Config, objs)).To(Succeed())
+
+		const name = "klusterlet-joined"
+		Expect(deploymentNames(ctx, mgmtClient, kop.OperatorNamespace)).To(Equal([]string{"klusterlet"}), "the operator's Deployment")
+		for _, s := range []string{"bootstrap-hub-kubeconfig", operatorv1.ExternalManagedKubeConfigSecret} {
+			_, err := mgmtKube.CoreV1().Secrets(name).Get(ctx, s, metav1.GetOptions{})
+			Expect(err).NotTo(HaveOccurred(), "Secret %s/%s", name, s)
+		}
+		// The operator runs in-process here in place of its Deployment.
+		waitCondition(ctx, name, operatorv1.ConditionReadyToApply, metav1.ConditionTrue, operatorv1.ReasonKlusterletPrepared)
+		waitCondition(ctx, name, operatorv1.ConditionKlusterletApplied, metav1.ConditionTrue, operatorv1.ReasonKlusterletApplied)
+		Expect(deploymentNames(ctx, mgmtClient, name)).To(Equal([]string{name + "-agent"}))
+		k := &operatorv1.Klusterlet{}
+		Expect(mgmtClient.Get(ctx, client.ObjectKey{Name: name}, k)).To(Succeed())
+		Expect(k.Spec.Namespace).To(Equal("open-cluster-management-" + name))
+		_, err = managedKube.CoreV1().Namespaces().Get(ctx, "open-cluster-management-"+name, metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred(), "the klusterlet namespace on the managed cluster")
+
+		By("another hub's join of the same Klusterlet is refused")
+		err = join.CheckHostedConflict(ctx, management.Config, name, o.ClusterName, "https://hub2.flotilla.invalid:6443")
+		Expect(err).To(MatchError(ContainSubstring("--klusterlet-name klusterlet-joined-<hub>")))
+		Expect(err).To(MatchError(ContainSubstring("https://hub1.flotilla.invalid:6443")))
+
+		By("unjoin")
+		done, err := join.UnjoinHosted(ctx, management.Config, name, func(s string) { GinkgoWriter.Println(s) })
+		Expect(err).NotTo(HaveOccurred())
+		Expect(done).To(BeTrue())
+		expectSnapshot(ctx, managed.Config, managedBefore, "the managed cluster as before the join")
+		expectSnapshot(ctx, management.Config, mgmtBefore, "the hosting cluster as before the join")
 	}, SpecTimeout(specTimeout))
 })
