@@ -15,18 +15,22 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	operatorv1 "github.com/flotilla-dev/flotilla/core/apis/operator/v1"
 	"github.com/flotilla-dev/flotilla/core/install"
+	"github.com/flotilla-dev/flotilla/klusterlet/addon"
 	"github.com/flotilla-dev/flotilla/klusterlet/join"
 	kop "github.com/flotilla-dev/flotilla/klusterlet/operator"
+	"github.com/flotilla-dev/flotilla/klusterlet/work"
 )
 
 const (
@@ -273,8 +277,41 @@ var _ = Describe("klusterlet operator", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(review.Status.UserInfo.Username).To(Equal("system:serviceaccount:open-cluster-management-" + name + ":" + name + "-agent"))
 
+		By("what the agents would have left: an AppliedManifestWork of the hub with what it owns, an add-on's Secret")
+		const hub = "https://hub1.flotilla.invalid:6443"
+		boot := clientcmdapi.NewConfig()
+		boot.Clusters["hub"] = &clientcmdapi.Cluster{Server: hub}
+		boot.Contexts["hub"] = &clientcmdapi.Context{Cluster: "hub"}
+		boot.CurrentContext = "hub"
+		bootData, err := clientcmd.Write(*boot)
+		Expect(err).NotTo(HaveOccurred())
+		_, err = mgmtKube.CoreV1().Secrets(name).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "bootstrap-hub-kubeconfig", Namespace: name},
+			Data: map[string][]byte{"kubeconfig": bootData}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		hash := work.HubHash(hub)
+		amwGVR := schema.GroupVersionResource{Group: "work.open-cluster-management.io", Version: "v1", Resource: "appliedmanifestworks"}
+		amw := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "work.open-cluster-management.io/v1", "kind": "AppliedManifestWork",
+			"metadata": map[string]any{"name": hash + "-work1", "finalizers": []any{"cluster.open-cluster-management.io/applied-manifest-work-cleanup"}},
+			"spec":     map[string]any{"hubHash": hash, "manifestWorkName": "work1", "agentID": "test"}}}
+		amw, err = dynamic.NewForConfigOrDie(managed.Config).Resource(amwGVR).Create(ctx, amw, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = managedKube.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "applied-by-work1", Namespace: "default",
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "work.open-cluster-management.io/v1", Kind: "AppliedManifestWork", Name: amw.GetName(), UID: amw.GetUID()}}}},
+			metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = managedKube.CoreV1().Secrets(operatorv1.AddOnDefaultNamespace).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "addon1-hub-kubeconfig",
+			Namespace: operatorv1.AddOnDefaultNamespace, Labels: map[string]string{addon.SecretKlusterletLabel: name, addon.SecretAddOnLabel: "addon1"}}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+
 		By("deleting the Klusterlet")
 		deleteKlusterlet(ctx, name)
+		_, err = dynamic.NewForConfigOrDie(managed.Config).Resource(amwGVR).Get(ctx, amw.GetName(), metav1.GetOptions{})
+		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the AppliedManifestWork is gone: %v", err)
+		// The garbage collector follows (this one lists no applied resources to wait for).
+		Eventually(func() bool {
+			_, err := managedKube.CoreV1().ConfigMaps("default").Get(ctx, "applied-by-work1", metav1.GetOptions{})
+			return apierrors.IsNotFound(err)
+		}).WithContext(ctx).WithTimeout(waitTimeout).Should(BeTrue(), "what the AppliedManifestWork owned to be garbage collected")
 		expectSnapshot(ctx, managed.Config, managedBefore, "the managed cluster as before the Klusterlet")
 		expectSnapshot(ctx, management.Config, mgmtBefore, "the management cluster as before the Klusterlet")
 	}, SpecTimeout(specTimeout))

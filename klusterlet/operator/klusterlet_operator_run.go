@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -480,16 +481,35 @@ func (r *cleanupKlusterlet) reconcile(ctx context.Context, k *operatorv1.Kluster
 		// Nothing could ever be applied (a name the chart refuses): nothing to clean.
 		return reconcile.Result{}, r.removeFinalizers(ctx, k)
 	}
+	// The agents stop first, so nothing puts back what goes next.
+	var agents []*unstructured.Unstructured
+	for _, o := range rd.management {
+		if o.GetKind() == "Deployment" {
+			agents = append(agents, o)
+		}
+	}
+	if err := install.Delete(ctx, c.management, agents, false); err != nil {
+		return reconcile.Result{}, fmt.Errorf("Klusterlet %s: stopping its agents: %w", k.Name, err)
+	}
 	if hosted(mode) && controllerutil.ContainsFinalizer(k, operatorv1.KlusterletHostedFinalizer) {
 		if !ready {
 			if evict, err := time.Parse(time.RFC3339, k.Annotations[EvictionTimestampAnnotation]); err != nil || time.Now().Before(evict) {
 				return reconcile.Result{RequeueAfter: r.retry}, nil // ReadyToApply says why
 			}
 			r.log.Info("giving up on the managed cluster's objects: its eviction time passed", "klusterlet", k.Name)
-		} else if err := cleanupSide(ctx, c.managed, k.Name, rd.managed); err != nil {
-			return reconcile.Result{}, fmt.Errorf("Klusterlet %s: managed cluster: %w", k.Name, err)
+		} else {
+			if err := r.leftovers(ctx, c, k.Name, rd.values.AgentNamespace); err != nil {
+				return reconcile.Result{}, err
+			}
+			if err := cleanupSide(ctx, c.managed, k.Name, rd.managed); err != nil {
+				return reconcile.Result{}, fmt.Errorf("Klusterlet %s: managed cluster: %w", k.Name, err)
+			}
 		}
 		if err := apply.RemoveFinalizer(ctx, r.client, k, operatorv1.KlusterletHostedFinalizer); err != nil {
+			return reconcile.Result{}, err
+		}
+	} else if !hosted(mode) {
+		if err := r.leftovers(ctx, c, k.Name, rd.values.AgentNamespace); err != nil {
 			return reconcile.Result{}, err
 		}
 	}
@@ -505,6 +525,39 @@ func (r *cleanupKlusterlet) reconcile(ctx context.Context, k *operatorv1.Kluster
 	return reconcile.Result{}, r.removeFinalizers(ctx, k)
 }
 
+// leftovers removes what the agents of Klusterlet name (agent namespace agentNS) left on the
+// managed cluster beyond the rendered objects: the add-ons' Secrets (on both clusters) and
+// the AppliedManifestWorks of its hub with what they own (all of them with the last
+// klusterlet there), as flotilla unjoin does.
+func (r *cleanupKlusterlet) leftovers(ctx context.Context, c clusters, name, agentNS string) error {
+	progress := func(s string) { r.log.Info(s, "klusterlet", name) }
+	managedKube, err := kubernetes.NewForConfig(c.managed)
+	if err != nil {
+		return err
+	}
+	managedDyn, err := dynamic.NewForConfig(c.managed)
+	if err != nil {
+		return err
+	}
+	for _, kube := range slices.Compact([]kubernetes.Interface{managedKube, r.kube}) {
+		if err := DeleteAddOnSecrets(ctx, kube, agentNS, progress); err != nil {
+			return fmt.Errorf("Klusterlet %s: %w", name, err)
+		}
+	}
+	hubHash, err := AgentHubHash(ctx, r.kube, agentNS)
+	if err != nil {
+		return fmt.Errorf("Klusterlet %s: %w", name, err)
+	}
+	last, _, err := lastKlusterlet(ctx, managedKube, name)
+	if err != nil {
+		return fmt.Errorf("Klusterlet %s: %w", name, err)
+	}
+	if err := DeleteAppliedWorks(ctx, managedDyn, hubHash, last, progress); err != nil {
+		return fmt.Errorf("Klusterlet %s: %w", name, err)
+	}
+	return nil
+}
+
 func (r *cleanupKlusterlet) removeFinalizers(ctx context.Context, k *operatorv1.Klusterlet) error {
 	for _, f := range []string{operatorv1.KlusterletHostedFinalizer, operatorv1.KlusterletFinalizer} {
 		if err := apply.RemoveFinalizer(ctx, r.client, k, f); err != nil {
@@ -512,6 +565,23 @@ func (r *cleanupKlusterlet) removeFinalizers(ctx context.Context, k *operatorv1.
 		}
 	}
 	return nil
+}
+
+// lastKlusterlet reports that no klusterlet namespace (labelled
+// operatorv1.KlusterletNamespaceLabel) but Klusterlet name's remains on the cluster of kube,
+// and names the others.
+func lastKlusterlet(ctx context.Context, kube kubernetes.Interface, name string) (bool, []string, error) {
+	nss, err := kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: operatorv1.KlusterletNamespaceLabel})
+	if err != nil {
+		return false, nil, fmt.Errorf("listing the klusterlet namespaces: %w", err)
+	}
+	var others []string
+	for _, ns := range nss.Items {
+		if ns.Labels[operatorv1.KlusterletNamespaceLabel] != name && !slices.Contains(sharedNamespaces, ns.Name) && ns.DeletionTimestamp.IsZero() {
+			others = append(others, ns.Name)
+		}
+	}
+	return len(others) == 0, others, nil
 }
 
 // cleanupSide deletes objs of Klusterlet name from the cluster of cfg: the Deployments first,
@@ -523,17 +593,10 @@ func cleanupSide(ctx context.Context, cfg *rest.Config, name string, objs []*uns
 	if err != nil {
 		return err
 	}
-	nss, err := kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: operatorv1.KlusterletNamespaceLabel})
+	last, _, err := lastKlusterlet(ctx, kube, name)
 	if err != nil {
-		return fmt.Errorf("listing the klusterlet namespaces: %w", err)
+		return err
 	}
-	var others []string
-	for _, ns := range nss.Items {
-		if ns.Labels[operatorv1.KlusterletNamespaceLabel] != name && !slices.Contains(sharedNamespaces, ns.Name) && ns.DeletionTimestamp.IsZero() {
-			others = append(others, ns.Name)
-		}
-	}
-	last := len(others) == 0
 	var first, rest []*unstructured.Unstructured
 	for _, o := range objs {
 		switch {
