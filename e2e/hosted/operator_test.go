@@ -205,6 +205,10 @@ var _ = Describe("klusterlet operator", func() {
 		waitCondition(ctx, single.Name, operatorv1.ConditionKlusterletAvailable, metav1.ConditionFalse, operatorv1.ReasonKlusterletNoAvailablePods)
 		waitCondition(ctx, single.Name, operatorv1.ConditionRegistrationDesiredDegraded, metav1.ConditionTrue, operatorv1.ReasonKlusterletUnavailablePods)
 		waitCondition(ctx, single.Name, operatorv1.ConditionValidConfiguration, metav1.ConditionTrue, operatorv1.ReasonConfigurationValid)
+		// No agent ran: neither the bootstrap nor the hub kubeconfig Secret exists.
+		hc := waitCondition(ctx, single.Name, operatorv1.ConditionHubConnectionDegraded, metav1.ConditionTrue,
+			operatorv1.ReasonBootstrapSecretMissing+","+operatorv1.ReasonHubKubeConfigSecretMissing)
+		Expect(hc.Message).To(ContainSubstring(`Failed to get hub kubeconfig secret open-cluster-management-single/hub-kubeconfig-secret: secrets "hub-kubeconfig-secret" not found`))
 		k := &operatorv1.Klusterlet{}
 		Expect(mgmtClient.Get(ctx, client.ObjectKey{Name: single.Name}, k)).To(Succeed())
 		Expect(k.Status.RelatedResources).To(ContainElement(operatorv1.RelatedResourceMeta{Group: "apps", Version: "v1", Resource: "deployments",

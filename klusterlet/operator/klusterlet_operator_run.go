@@ -39,6 +39,7 @@ import (
 	"github.com/flotilla-dev/flotilla/core/apply"
 	"github.com/flotilla-dev/flotilla/core/install"
 	"github.com/flotilla-dev/flotilla/core/leaderelection"
+	"github.com/flotilla-dev/flotilla/klusterlet/registration"
 )
 
 // OperatorOptions configure the klusterlet operator (`flotilla operator klusterlet`).
@@ -304,8 +305,8 @@ func (r *deployKlusterlet) applied(ctx context.Context, k *operatorv1.Klusterlet
 
 // statusKlusterlet writes every status field but Applied and ReadyToApply: observedGeneration
 // once Applied observed the generation, Available and the Desired Degraded conditions from
-// the agents' Deployments, ValidFeatureGates, ValidConfiguration, generations and
-// relatedResources.
+// the agents' Deployments, HubConnectionDegraded (every DefaultStatusResync),
+// ValidFeatureGates, ValidConfiguration, generations and relatedResources.
 type statusKlusterlet struct{ kreconciler }
 
 func (r *statusKlusterlet) setup(mgr ctrl.Manager) error {
@@ -335,16 +336,25 @@ func (r *statusKlusterlet) reconcile(ctx context.Context, name string) (reconcil
 		a.Status == metav1.ConditionTrue {
 		observed = k.Generation
 	}
-	registration, work := k.Name+"-registration-agent", k.Name+"-work-agent"
+	regAgent, workAgent := k.Name+"-registration-agent", k.Name+"-work-agent"
 	if mode == operatorv1.InstallModeSingleton || mode == operatorv1.InstallModeSingletonHosted {
-		registration, work = k.Name+"-agent", k.Name+"-agent"
+		regAgent, workAgent = k.Name+"-agent", k.Name+"-agent"
 	}
 	want := []metav1.Condition{
 		v.Gates.Condition(),
 		v.ValidConfiguration(),
-		agentsAvailable(list.Items, v.AgentNamespace, registration, work),
-		desiredDegraded(list.Items, v.AgentNamespace, operatorv1.ConditionRegistrationDesiredDegraded, registration),
-		desiredDegraded(list.Items, v.AgentNamespace, operatorv1.ConditionWorkDesiredDegraded, work),
+		agentsAvailable(list.Items, v.AgentNamespace, regAgent, workAgent),
+		desiredDegraded(list.Items, v.AgentNamespace, operatorv1.ConditionRegistrationDesiredDegraded, regAgent),
+		desiredDegraded(list.Items, v.AgentNamespace, operatorv1.ConditionWorkDesiredDegraded, workAgent),
+		// The agents' Secrets are in the agent namespace on this cluster in every mode.
+		HubConnection(ctx, r.reader, v.AgentNamespace, registration.DefaultHubKubeconfigSecret, k.Spec.ClusterName, nil,
+			func(ctx context.Context) (string, string) {
+				ns, name := v.AgentNamespace, registration.DefaultBootstrapKubeconfigSecret
+				if err := r.reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &corev1.Secret{}); err != nil {
+					return operatorv1.ReasonBootstrapSecretMissing, fmt.Sprintf("Failed to get bootstrap secret %s/%s: %v", ns, name, err)
+				}
+				return "", ""
+			}),
 	}
 	var generations []operatorv1.GenerationStatus
 	for _, d := range list.Items {
@@ -366,8 +376,11 @@ func (r *statusKlusterlet) reconcile(ctx context.Context, name string) (reconcil
 		meta.SetStatusCondition(&conds, c)
 		mine = append(mine, *meta.FindStatusCondition(conds, c.Type))
 	}
+	// The hub connection changes without an event the operator watches: checked again as
+	// OCM's operator does.
+	resync := reconcile.Result{RequeueAfter: DefaultStatusResync}
 	if !changed {
-		return reconcile.Result{}, nil
+		return resync, nil
 	}
 	status := map[string]any{"observedGeneration": observed, "conditions": mine}
 	if len(generations) > 0 {
@@ -379,7 +392,7 @@ func (r *statusKlusterlet) reconcile(ctx context.Context, name string) (reconcil
 	if err := apply.Guarded(ctx, r.client, k, OperatorStatusFieldManager, true, map[string]any{"status": status}); err != nil {
 		return reconcile.Result{}, fmt.Errorf("Klusterlet %s: writing status: %w", k.Name, err)
 	}
-	return reconcile.Result{}, nil
+	return resync, nil
 }
 
 func findDeployment(deps []appsv1.Deployment, name string) *appsv1.Deployment {
