@@ -4,26 +4,22 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	authenticationv1beta1 "github.com/flotilla-dev/flotilla/core/apis/authentication/v1beta1"
 	"github.com/flotilla-dev/flotilla/core/clusterproxy"
 	"github.com/flotilla-dev/flotilla/core/install"
 	"github.com/flotilla-dev/flotilla/klusterlet"
-	"github.com/flotilla-dev/flotilla/klusterlet/addon"
+	kop "github.com/flotilla-dev/flotilla/klusterlet/operator"
 	"github.com/flotilla-dev/flotilla/klusterlet/registration"
-	"github.com/flotilla-dev/flotilla/klusterlet/work"
 )
 
 // UnjoinOptions name the klusterlet to remove.
@@ -34,8 +30,7 @@ type UnjoinOptions struct {
 }
 
 var (
-	appliedWorkGVR = schema.GroupVersionResource{Group: "work.open-cluster-management.io", Version: "v1", Resource: "appliedmanifestworks"}
-	klusterletGVR  = schema.GroupVersionResource{Group: "operator.open-cluster-management.io", Version: "v1", Resource: "klusterlets"}
+	klusterletGVR = schema.GroupVersionResource{Group: "operator.open-cluster-management.io", Version: "v1", Resource: "klusterlets"}
 )
 
 // Unjoin removes a klusterlet from the managed cluster with everything it applied: its agent
@@ -106,7 +101,7 @@ func Unjoin(ctx context.Context, managed *rest.Config, o UnjoinOptions, progress
 	if err := install.Delete(ctx, managed, bindings, false); err != nil {
 		return fmt.Errorf("unjoin: %w", err)
 	}
-	if err := deleteAddOnSecrets(ctx, kube, o.AgentNamespace, progress); err != nil {
+	if err := kop.DeleteAddOnSecrets(ctx, kube, o.AgentNamespace, progress); err != nil {
 		return fmt.Errorf("unjoin: %w", err)
 	}
 
@@ -120,7 +115,7 @@ func Unjoin(ctx context.Context, managed *rest.Config, o UnjoinOptions, progress
 		}
 	}
 
-	hubHash, err := agentHubHash(ctx, kube, o.AgentNamespace)
+	hubHash, err := kop.AgentHubHash(ctx, kube, o.AgentNamespace)
 	if err != nil {
 		return fmt.Errorf("unjoin: %w", err)
 	}
@@ -129,7 +124,7 @@ func Unjoin(ctx context.Context, managed *rest.Config, o UnjoinOptions, progress
 		return fmt.Errorf("unjoin: %w", err)
 	}
 	last := len(others) == 0
-	if err := deleteAppliedWorks(ctx, dyn, hubHash, last, progress); err != nil {
+	if err := kop.DeleteAppliedWorks(ctx, dyn, hubHash, last, progress); err != nil {
 		return fmt.Errorf("unjoin: %w", err)
 	}
 
@@ -179,44 +174,6 @@ func Legacy(name string) []*unstructured.Unstructured {
 	return []*unstructured.Unstructured{crb}
 }
 
-// deleteAddOnSecrets deletes the add-ons' client certificate Secrets the klusterlet of agent
-// namespace ns wrote, wherever they are (labelled addon.SecretKlusterletLabel).
-func deleteAddOnSecrets(ctx context.Context, kube kubernetes.Interface, ns string, progress func(string)) error {
-	sel := addon.SecretKlusterletLabel + "=" + ns
-	l, err := kube.CoreV1().Secrets("").List(ctx, metav1.ListOptions{LabelSelector: sel})
-	if err != nil {
-		return fmt.Errorf("listing the add-ons' Secrets (%s): %w", sel, err)
-	}
-	for _, s := range l.Items {
-		if err := kube.CoreV1().Secrets(s.Namespace).Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("deleting the Secret %s/%s of add-on %s: %w", s.Namespace, s.Name, s.Labels[addon.SecretAddOnLabel], err)
-		}
-		progress(fmt.Sprintf("deleted the client certificate Secret %s/%s of add-on %s", s.Namespace, s.Name, s.Labels[addon.SecretAddOnLabel]))
-	}
-	return nil
-}
-
-// agentHubHash is the prefix of the AppliedManifestWorks of the agent's hub: the hash of the
-// hub URL in the agent's hub kubeconfig, else in its bootstrap kubeconfig; "" when neither
-// exists (the agent never ran, so it applied nothing).
-func agentHubHash(ctx context.Context, kube kubernetes.Interface, ns string) (string, error) {
-	for _, name := range []string{registration.DefaultHubKubeconfigSecret, registration.DefaultBootstrapKubeconfigSecret} {
-		s, err := kube.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return "", fmt.Errorf("reading Secret %s/%s: %w", ns, name, err)
-		}
-		cfg, err := clientcmd.RESTConfigFromKubeConfig(s.Data["kubeconfig"])
-		if err != nil || cfg.Host == "" {
-			continue
-		}
-		return work.HubHash(cfg.Host), nil
-	}
-	return "", nil
-}
-
 func otherKlusterlets(ctx context.Context, dyn dynamic.Interface, self string) ([]string, error) {
 	l, err := dyn.Resource(klusterletGVR).List(ctx, metav1.ListOptions{})
 	if apierrors.IsNotFound(err) { // no such CRD (yet, or any more)
@@ -234,95 +191,9 @@ func otherKlusterlets(ctx context.Context, dyn dynamic.Interface, self string) (
 	return out, nil
 }
 
-// deleteAppliedWorks deletes the AppliedManifestWorks named <hubHash>-... (all of them when
-// all is set) and waits until they and what they own are gone. The agent is stopped, so their
-// finalizers are removed here; the garbage collector deletes the owned resources, which is
-// what the agent's finalizer would have done.
-func deleteAppliedWorks(ctx context.Context, dyn dynamic.Interface, hubHash string, all bool, progress func(string)) error {
-	l, err := dyn.Resource(appliedWorkGVR).List(ctx, metav1.ListOptions{})
-	if apierrors.IsNotFound(err) { // no such CRD (yet, or any more)
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("listing AppliedManifestWorks: %w", err)
-	}
-	type ownedRes struct {
-		gvr       schema.GroupVersionResource
-		ns, name  string
-		uid       types.UID
-		workOwner string
-	}
-	var owned []ownedRes
-	var mine []unstructured.Unstructured
-	for _, a := range l.Items {
-		hash, _, _ := unstructured.NestedString(a.Object, "spec", "hubHash")
-		if !all && (hubHash == "" || (hash != hubHash && !strings.HasPrefix(a.GetName(), hubHash+"-"))) {
-			continue
-		}
-		mine = append(mine, a)
-		res, _, _ := unstructured.NestedSlice(a.Object, "status", "appliedResources")
-		for _, r := range res {
-			m, _ := r.(map[string]any)
-			str := func(k string) string { s, _ := m[k].(string); return s }
-			owned = append(owned, ownedRes{
-				gvr: schema.GroupVersionResource{Group: str("group"), Version: str("version"), Resource: str("resource")},
-				ns:  str("namespace"), name: str("name"), uid: types.UID(str("uid")), workOwner: a.GetName(),
-			})
-		}
-	}
-	if len(mine) == 0 {
-		return nil
-	}
-	progress(fmt.Sprintf("deleting %d AppliedManifestWorks and the %d resources they applied", len(mine), len(owned)))
-	for _, a := range mine {
-		if len(a.GetFinalizers()) > 0 {
-			patch := []byte(`{"metadata":{"finalizers":null}}`)
-			if _, err := dyn.Resource(appliedWorkGVR).Patch(ctx, a.GetName(), types.MergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
-				return fmt.Errorf("AppliedManifestWork %s: removing finalizers: %w", a.GetName(), err)
-			}
-		}
-		bg := metav1.DeletePropagationBackground
-		if err := dyn.Resource(appliedWorkGVR).Delete(ctx, a.GetName(), metav1.DeleteOptions{PropagationPolicy: &bg}); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("deleting AppliedManifestWork %s: %w", a.GetName(), err)
-		}
-	}
-	// Wait for the garbage collector. A resource another owner keeps (orphaned by its work, or
-	// shared with another hub's work) is not waited for.
-	for _, r := range owned {
-		if err := waitGone(ctx, func(ctx context.Context) (bool, error) {
-			var ri dynamic.ResourceInterface = dyn.Resource(r.gvr)
-			if r.ns != "" {
-				ri = dyn.Resource(r.gvr).Namespace(r.ns)
-			}
-			obj, err := ri.Get(ctx, r.name, metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
-				return true, nil
-			}
-			if err != nil {
-				return false, err
-			}
-			if r.uid != "" && obj.GetUID() != r.uid {
-				return true, nil // gone and made again by someone else
-			}
-			if obj.GetDeletionTimestamp() != nil {
-				return false, nil
-			}
-			for _, ref := range obj.GetOwnerReferences() {
-				if ref.Kind != "AppliedManifestWork" {
-					return true, nil // another owner keeps it
-				}
-			}
-			return len(obj.GetOwnerReferences()) == 0, nil // orphaned by its work
-		}); err != nil {
-			return fmt.Errorf("waiting for %s %s/%s (applied by %s) to be deleted: %w", r.gvr.Resource, r.ns, r.name, r.workOwner, err)
-		}
-	}
-	return nil
-}
-
 func waitNoPods(ctx context.Context, kube kubernetes.Interface, ns, klusterletName string) error {
 	sel := metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + klusterletName}
-	return waitGone(ctx, func(ctx context.Context) (bool, error) {
+	return kop.WaitGone(ctx, func(ctx context.Context) (bool, error) {
 		pods, err := kube.CoreV1().Pods(ns).List(ctx, sel)
 		if err != nil {
 			return false, fmt.Errorf("listing the agent's pods in %s: %w", ns, err)
@@ -335,23 +206,4 @@ func waitNoPods(ctx context.Context, kube kubernetes.Interface, ns, klusterletNa
 		}
 		return running == 0, nil
 	})
-}
-
-func waitGone(ctx context.Context, done func(context.Context) (bool, error)) error {
-	tick := time.NewTicker(500 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		ok, err := done(ctx)
-		if ok {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			if err != nil {
-				return fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
-			}
-			return ctx.Err()
-		case <-tick.C:
-		}
-	}
 }

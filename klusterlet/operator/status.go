@@ -122,28 +122,40 @@ func (s *statusWriter) available() string {
 	return agents
 }
 
-// hubConnection is HubConnectionDegraded, checked as OCM's operator does: the hub kubeconfig
-// Secret, then a SelfSubjectAccessReview with its identity (through the host alias) for what
-// only an accepted cluster may do, updating its ManagedCluster's status.
+// hubConnection is HubConnectionDegraded of the running agents (HubConnection), with the
+// bootstrap kubeconfig's state while the agent has no hub identity.
 func (s *statusWriter) hubConnection(ctx context.Context, a *klusterlet.Agent) metav1.Condition {
 	r := s.opts.Registration
-	ns, name := s.running.namespace, cmp.Or(r.HubKubeconfigSecret, registration.DefaultHubKubeconfigSecret)
+	return HubConnection(ctx, s.c, s.running.namespace, cmp.Or(r.HubKubeconfigSecret, registration.DefaultHubKubeconfigSecret),
+		s.running.clusterName, r.HubDial, func(ctx context.Context) (string, string) { return s.bootstrap(ctx, a) })
+}
+
+// HubConnection is HubConnectionDegraded, checked as OCM's operator does: the hub kubeconfig
+// Secret ns/name (read with c), then a SelfSubjectAccessReview with its identity (through
+// dial, when set) for what only an accepted cluster may do, updating its ManagedCluster's
+// status. bootstrap, when set, describes the bootstrap kubeconfig ("" once the agent needs it
+// no more); a degraded condition puts its reason and message first. The klusterlet's own
+// status writer and the klusterlet operator both use it.
+func HubConnection(ctx context.Context, c client.Reader, ns, name, clusterName string, dial registration.DialFunc,
+	bootstrap func(context.Context) (reason, msg string)) metav1.Condition {
 	degraded := func(reason, msg string) metav1.Condition {
-		if bootstrap, bmsg := s.bootstrap(ctx, a); bootstrap != "" {
-			reason, msg = bootstrap+","+reason, bmsg+"\n"+msg
+		if bootstrap != nil {
+			if breason, bmsg := bootstrap(ctx); breason != "" {
+				reason, msg = breason+","+reason, bmsg+"\n"+msg
+			}
 		}
 		return metav1.Condition{Type: operatorv1.ConditionHubConnectionDegraded, Status: metav1.ConditionTrue, Reason: reason, Message: msg}
 	}
 	sec := &corev1.Secret{}
-	if err := s.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, sec); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, sec); err != nil {
 		return degraded(operatorv1.ReasonHubKubeConfigSecretMissing, fmt.Sprintf("Failed to get hub kubeconfig secret %s/%s: %v", ns, name, err))
 	}
 	kubeconfig := sec.Data[registration.KubeconfigKey]
 	if len(kubeconfig) == 0 {
 		return degraded(operatorv1.ReasonHubKubeConfigMissing, fmt.Sprintf("Hub kubeconfig secret %s/%s has no kubeconfig yet: the agent's CSR "+
-			"must be approved by the hub admin (flotilla accept --clusters %s)", ns, name, s.running.clusterName))
+			"must be approved by the hub admin (flotilla accept --clusters %s)", ns, name, clusterName))
 	}
-	cluster := cmp.Or(string(sec.Data[registration.ClusterNameKey]), s.running.clusterName)
+	cluster := cmp.Or(string(sec.Data[registration.ClusterNameKey]), clusterName)
 	if cluster == "" {
 		return degraded(operatorv1.ReasonClusterNameMissing, fmt.Sprintf("Hub kubeconfig secret %s/%s names no cluster", ns, name))
 	}
@@ -151,7 +163,7 @@ func (s *statusWriter) hubConnection(ctx context.Context, a *klusterlet.Agent) m
 	if err != nil {
 		return degraded(operatorv1.ReasonHubKubeConfigError, err.Error())
 	}
-	cfg.Dial, cfg.Timeout, cfg.QPS, cfg.Burst = r.HubDial, 10*time.Second, 2, 5
+	cfg.Dial, cfg.Timeout, cfg.QPS, cfg.Burst = dial, 10*time.Second, 2, 5
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return degraded(operatorv1.ReasonHubKubeConfigError, err.Error())

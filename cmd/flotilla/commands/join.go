@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	operatorv1 "github.com/flotilla-dev/flotilla/core/apis/operator/v1"
 
 	"github.com/flotilla-dev/flotilla/core/install"
 	"github.com/flotilla-dev/flotilla/klusterlet/join"
@@ -16,7 +19,7 @@ func newJoinCommand() *cobra.Command {
 	var (
 		o                                       join.Options
 		kubeconfig, caData, caFile, proxyCAFile string
-		mode                                    string
+		mode, managedKubeconfigFile             string
 		wait, dryRun                            bool
 		timeout                                 time.Duration
 		vals                                    valuesFlags
@@ -44,21 +47,57 @@ keeps both in the kubeconfigs it writes later, for itself and its add-ons.
 
 A cluster joins a second hub with a Klusterlet of another name in another namespace
 (--klusterlet-name klusterlet-hub2 --agent-namespace open-cluster-management-agent-hub2):
-each hub's agent applies only its own hub's work. --mode Hosted (the agent on another
-cluster) is not available yet. helm install klusterlet charts/flotilla-klusterlet -n
+each hub's agent applies only its own hub's work.
+
+--mode Hosted or SingletonHosted runs the agent on this (hosting) cluster for another,
+managed cluster, whose kubeconfig --managed-cluster-kubeconfig gives: join applies the
+klusterlet operator (Deployment klusterlet in open-cluster-management, chart render:
+operator), the Klusterlet --klusterlet-name (default klusterlet-<cluster-name>) whose agent
+namespace is its name (--agent-namespace is refused), the bootstrap Secret and Secret
+external-managed-kubeconfig (key kubeconfig) there. The operator applies the managed cluster's
+objects (klusterlet namespace open-cluster-management-<klusterlet-name>) through that
+kubeconfig and runs the agents here: SingletonHosted one Deployment <klusterlet>-agent, Hosted
+<klusterlet>-registration-agent and <klusterlet>-work-agent. A second hub of the same managed
+cluster takes another Klusterlet: join refuses a --klusterlet-name whose bootstrap Secret names
+another hub, and says which name to take. flotilla unjoin --klusterlet-name <name> removes it.
+
+helm install klusterlet charts/flotilla-klusterlet -n
 open-cluster-management-agent --create-namespace --set clusterName=... --set-file
 bootstrapHubKubeconfig=... installs the same manifests.`,
 		Example: `  flotilla join --hub-token <token> --hub-apiserver https://hub.example.com:6443 --hub-ca-data <base64> --cluster-name cluster1
   flotilla join ... --proxy-url https://proxy.example.com:3129 --proxy-ca-file proxy-ca.pem
-  flotilla join ... --klusterlet-name klusterlet-hub2 --agent-namespace open-cluster-management-agent-hub2`,
+  flotilla join ... --klusterlet-name klusterlet-hub2 --agent-namespace open-cluster-management-agent-hub2
+  flotilla join ... --cluster-name managed1 --kubeconfig hosting.kubeconfig --mode SingletonHosted --managed-cluster-kubeconfig managed1.kubeconfig`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			var hosted operatorv1.InstallMode
 			switch mode {
 			case "Default", "default", "":
+				if managedKubeconfigFile != "" {
+					return fmt.Errorf("--managed-cluster-kubeconfig needs --mode Hosted or SingletonHosted")
+				}
 			case "Hosted", "hosted":
-				return fmt.Errorf("--mode Hosted (the agent on a hosting cluster) is not available yet: join in Default mode")
+				hosted = operatorv1.InstallModeHosted
+			case "SingletonHosted", "singletonhosted":
+				hosted = operatorv1.InstallModeSingletonHosted
 			default:
-				return fmt.Errorf("--mode %q: Default or Hosted", mode)
+				return fmt.Errorf("--mode %q: Default, Hosted or SingletonHosted", mode)
+			}
+			var managedKubeconfig []byte
+			if hosted != "" {
+				if cmd.Flags().Changed("agent-namespace") {
+					return fmt.Errorf("--agent-namespace and --mode %s: a hosted agent's namespace is its Klusterlet's name (--klusterlet-name)", hosted)
+				}
+				if managedKubeconfigFile == "" {
+					return fmt.Errorf("--mode %s needs --managed-cluster-kubeconfig", hosted)
+				}
+				if !cmd.Flags().Changed("klusterlet-name") {
+					o.KlusterletName = join.HostedKlusterletName(o.ClusterName)
+				}
+				var err error
+				if managedKubeconfig, err = os.ReadFile(managedKubeconfigFile); err != nil {
+					return fmt.Errorf("--managed-cluster-kubeconfig: %w", err)
+				}
 			}
 			var err error
 			switch {
@@ -88,7 +127,12 @@ bootstrapHubKubeconfig=... installs the same manifests.`,
 			if err != nil {
 				return err
 			}
-			objs, err := join.Render(o, boot)
+			var objs []*unstructured.Unstructured
+			if hosted != "" {
+				objs, err = join.RenderHosted(o, hosted, boot, managedKubeconfig)
+			} else {
+				objs, err = join.Render(o, boot)
+			}
 			if err != nil {
 				return err
 			}
@@ -106,13 +150,23 @@ bootstrapHubKubeconfig=... installs the same manifests.`,
 			if err != nil {
 				return err
 			}
-			progress(fmt.Sprintf("applying %d objects of chart %s (Klusterlet %s, namespace %s) to %s", len(objs), install.KlusterletChart, o.KlusterletName, o.AgentNamespace, cfg.Host))
-			if err := install.Apply(ctx, cfg, objs); err != nil {
-				return err
-			}
-			// An upgrade: what earlier versions installed and this one no longer has goes.
-			if err := install.Delete(ctx, cfg, join.Legacy(o.KlusterletName), false); err != nil {
-				return err
+			if hosted != "" {
+				if err := join.CheckHostedConflict(ctx, cfg, o.KlusterletName, o.ClusterName, o.HubAPIServer); err != nil {
+					return err
+				}
+				progress(fmt.Sprintf("applying the klusterlet operator and the %s Klusterlet %s (agent namespace %s) to the hosting cluster %s", hosted, o.KlusterletName, o.KlusterletName, cfg.Host))
+				if err := install.Apply(ctx, cfg, objs); err != nil {
+					return err
+				}
+			} else {
+				progress(fmt.Sprintf("applying %d objects of chart %s (Klusterlet %s, namespace %s) to %s", len(objs), install.KlusterletChart, o.KlusterletName, o.AgentNamespace, cfg.Host))
+				if err := install.Apply(ctx, cfg, objs); err != nil {
+					return err
+				}
+				// An upgrade: what earlier versions installed and this one no longer has goes.
+				if err := install.Delete(ctx, cfg, join.Legacy(o.KlusterletName), false); err != nil {
+					return err
+				}
 			}
 			if !wait {
 				fmt.Fprintf(cmd.OutOrStdout(), "klusterlet installed; on the hub: flotilla accept --clusters %s\n", o.ClusterName)
@@ -127,17 +181,18 @@ bootstrapHubKubeconfig=... installs the same manifests.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the managed cluster (default: $KUBECONFIG or ~/.kube/config)")
+	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the managed cluster, of the hosting cluster with --mode Hosted or SingletonHosted (default: $KUBECONFIG or ~/.kube/config)")
 	f.StringVar(&o.Token, "hub-token", "", "the bootstrap token flotilla get token printed")
 	f.StringVar(&o.HubAPIServer, "hub-apiserver", "", "the hub API server URL, https://host:port")
 	f.StringVar(&caData, "hub-ca-data", "", "the hub's CA bundle, base64 of PEM as flotilla get token prints it")
 	f.StringVar(&caFile, "ca-file", "", "the hub's CA bundle as a PEM file, instead of --hub-ca-data")
 	f.StringVar(&o.ClusterName, "cluster-name", "", "name of the ManagedCluster on the hub: a DNS label, unique on the hub")
-	f.StringVar(&o.KlusterletName, "klusterlet-name", join.DefaultKlusterletName, "name of the Klusterlet: another name (and --agent-namespace) per further hub")
+	f.StringVar(&o.KlusterletName, "klusterlet-name", join.DefaultKlusterletName, "name of the Klusterlet: another name (and --agent-namespace) per further hub; hosted default klusterlet-<cluster-name>")
 	f.StringVar(&o.AgentNamespace, "agent-namespace", install.AgentNamespace, "namespace of the agent, its Secrets and the bootstrap kubeconfig")
 	f.StringVar(&o.ProxyURL, "proxy-url", "", "HTTP(S) forward proxy (HTTP CONNECT) between the agent and the hub")
 	f.StringVar(&proxyCAFile, "proxy-ca-file", "", "CA bundle (PEM) of an HTTPS proxy, appended to the bootstrap kubeconfig's CA data")
-	f.StringVar(&mode, "mode", "Default", "Default (the agent on this cluster); Hosted is not available yet")
+	f.StringVar(&mode, "mode", "Default", "Default (the agent on this cluster), Hosted or SingletonHosted (the agent on this hosting cluster for --managed-cluster-kubeconfig's)")
+	f.StringVar(&managedKubeconfigFile, "managed-cluster-kubeconfig", "", "kubeconfig of the managed cluster (--mode Hosted or SingletonHosted)")
 	f.BoolVar(&wait, "wait", true, "wait until the agent has requested its certificate on the hub")
 	f.DurationVar(&timeout, "timeout", 5*time.Minute, "how long join waits for the hub and the agent")
 	f.BoolVar(&dryRun, "dry-run", false, "print the manifests instead of applying them (the bootstrap Secret holds the token)")
@@ -161,6 +216,11 @@ ManifestWorks applied is deleted (AppliedManifestWorks and what they own, except
 orphaned), then the agent namespace with its Secrets and the klusterlet's RBAC and Klusterlet. When no other Klusterlet remains, the add-on namespace
 open-cluster-management-agent-addon and the klusterlet CRDs go too.
 
+Against a hosting cluster (--kubeconfig), a Hosted or SingletonHosted Klusterlet is deleted
+and unjoin waits until the klusterlet operator removed its agents here and what it applied on
+the managed cluster (an error names the finalizer holding it); the operator goes with the last
+Klusterlet (the Klusterlet CRD stays).
+
 The hub keeps the ManagedCluster (unavailable) until its admin deletes it:
   kubectl delete managedcluster <cluster_name>`,
 		Example: `  flotilla unjoin --kubeconfig managed.kubeconfig
@@ -173,6 +233,13 @@ The hub keeps the ManagedCluster (unavailable) until its admin deletes it:
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
+			progress := func(s string) { fmt.Fprintln(cmd.ErrOrStderr(), s) }
+			if done, err := join.UnjoinHosted(ctx, cfg, o.KlusterletName, progress); err != nil {
+				return err
+			} else if done {
+				fmt.Fprintf(cmd.OutOrStdout(), "hosted klusterlet %s removed\n", o.KlusterletName)
+				return nil
+			}
 			if err := join.Unjoin(ctx, cfg, o, func(s string) { fmt.Fprintln(cmd.ErrOrStderr(), s) }); err != nil {
 				return err
 			}

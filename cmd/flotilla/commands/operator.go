@@ -20,7 +20,7 @@ func newOperatorCommand() *cobra.Command {
 		Short: "Run an operator that deploys Flotilla from OCM's operator API (ClusterManager)",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(newOperatorHubCommand())
+	cmd.AddCommand(newOperatorHubCommand(), newOperatorKlusterletCommand())
 	return cmd
 }
 
