@@ -143,6 +143,20 @@ func (e *Elector) ManagerOptions(o *manager.Options) {
 	o.LeaderElectionReleaseOnCancel = true // a replica stopping hands over at once
 }
 
+// Manager makes the controller-runtime manager of o campaign for c's Lease (New, then
+// EnsureNamespace, then ManagerOptions): what an operator process with one manager needs.
+func Manager(ctx context.Context, restConfig *rest.Config, c Config, component string, log logr.Logger, o *manager.Options) error {
+	e, err := New(restConfig, c, component, log)
+	if err != nil {
+		return err
+	}
+	if err := e.EnsureNamespace(ctx); err != nil {
+		return err
+	}
+	e.ManagerOptions(o)
+	return nil
+}
+
 // EnsureNamespace makes sure the Lease's namespace exists. It reads before creating: a
 // klusterlet may read its namespace but not create one.
 func (e *Elector) EnsureNamespace(ctx context.Context) error {

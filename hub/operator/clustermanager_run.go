@@ -82,14 +82,9 @@ func RunClusterManagerOperator(ctx context.Context, opts OperatorOptions) error 
 	}
 	if opts.LeaderElection.Enabled {
 		le := opts.LeaderElection.WithDefaults(ns, OperatorLease)
-		elector, err := leaderelection.New(opts.Config, le, "flotilla-hub-operator", log.WithName("leader-election"))
-		if err != nil {
+		if err := leaderelection.Manager(ctx, opts.Config, le, "flotilla-hub-operator", log.WithName("leader-election"), &mopts); err != nil {
 			return err
 		}
-		if err := elector.EnsureNamespace(ctx); err != nil {
-			return err
-		}
-		elector.ManagerOptions(&mopts)
 	}
 	mgr, err := ctrl.NewManager(opts.Config, mopts)
 	if err != nil {

@@ -91,14 +91,9 @@ func RunKlusterletOperator(ctx context.Context, opts OperatorOptions) error {
 	}
 	if opts.LeaderElection.Enabled {
 		le := opts.LeaderElection.WithDefaults(OperatorNamespace, OperatorLease)
-		elector, err := leaderelection.New(opts.Config, le, "flotilla-klusterlet-operator", log.WithName("leader-election"))
-		if err != nil {
+		if err := leaderelection.Manager(ctx, opts.Config, le, "flotilla-klusterlet-operator", log.WithName("leader-election"), &mopts); err != nil {
 			return err
 		}
-		if err := elector.EnsureNamespace(ctx); err != nil {
-			return err
-		}
-		elector.ManagerOptions(&mopts)
 	}
 	mgr, err := ctrl.NewManager(opts.Config, mopts)
 	if err != nil {
