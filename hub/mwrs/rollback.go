@@ -2,7 +2,6 @@ package mwrs
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 
@@ -85,16 +84,19 @@ func rolledBackFrom(works map[string]*workv1.ManifestWork, hash string) bool {
 	return false
 }
 
-// revision is a template the controller rolled out.
+// revision is a template (and the overrides naming the replica set then) the controller
+// rolled out; hash is the revision's (the template hash without overrides).
 type revision struct {
-	hash     string
-	template *workv1.ManifestWorkSpec
+	hash      string
+	template  *workv1.ManifestWorkSpec
+	overrides []overrideSnapshot
 }
 
 // recordRevision keeps the template with hash as a ControllerRevision and returns it
 // (current) and the rollback target: the latest revision of another template that completed
 // (nil if none). It prunes the oldest revisions beyond keepRevisions, never the target.
-func (r *Reconciler) recordRevision(ctx context.Context, rs *workv1alpha1.ManifestWorkReplicaSet, hash string) (current *appsv1.ControllerRevision, target *revision, err error) {
+func (r *Reconciler) recordRevision(ctx context.Context, rs *workv1alpha1.ManifestWorkReplicaSet, d *desired) (current *appsv1.ControllerRevision, target *revision, err error) {
+	hash := d.rev
 	list := &appsv1.ControllerRevisionList{}
 	if err := r.Client.List(ctx, list, client.InNamespace(rs.Namespace),
 		client.MatchingLabels{workv1alpha1.ManifestWorkReplicaSetControllerNameLabelKey: ownerValue(rs)}); err != nil {
@@ -123,7 +125,7 @@ func (r *Reconciler) recordRevision(ctx context.Context, rs *workv1alpha1.Manife
 		revs = append(append(revs[:cur:cur], revs[cur+1:]...), *cr)
 		cur = len(revs) - 1
 	case cur < 0:
-		data, err := json.Marshal(rs.Spec.ManifestWorkTemplate)
+		data, err := d.revisionBytes()
 		if err != nil {
 			return nil, nil, err
 		}
@@ -158,11 +160,11 @@ func (r *Reconciler) recordRevision(ctx context.Context, rs *workv1alpha1.Manife
 		}
 	}
 	if t >= 0 {
-		tmpl := &workv1.ManifestWorkSpec{}
-		if err := json.Unmarshal(revs[t].Data.Raw, tmpl); err != nil {
+		tmpl, ovs, err := readRevision(revs[t].Data.Raw)
+		if err != nil {
 			return nil, nil, fmt.Errorf("ManifestWorkReplicaSet %s/%s: template revision %s: %w", rs.Namespace, rs.Name, revs[t].Name, err)
 		}
-		target = &revision{hash: revs[t].Labels[revisionHashLabel], template: tmpl}
+		target = &revision{hash: revs[t].Labels[revisionHashLabel], template: tmpl, overrides: ovs}
 	}
 	for i, n := 0, len(revs); n > keepRevisions && i < len(revs); i++ {
 		if i == t || i == cur {
