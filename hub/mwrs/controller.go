@@ -207,11 +207,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 
-	ovs, err := overridesOf(ctx, r.Client, rs)
+	allOverrides, err := listOverrides(ctx, r.Client, rs)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	d, err := newDesired(rs, ovs)
+	d, err := newDesired(rs, naming(allOverrides, rs))
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -338,6 +338,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, err
 		}
 	}
+	if err := r.writeOverrideStatus(ctx, rs, allOverrides, d); err != nil {
+		return reconcile.Result{}, err
+	}
 	if err := r.writeStatus(ctx, rs, st); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -376,6 +379,14 @@ func (r *Reconciler) finalize(ctx context.Context, rs *workv1alpha1.ManifestWork
 	}
 	if rs.Spec.CascadeDeletionPolicy == workv1alpha1.Foreground && len(works) > 0 {
 		return nil // the works' deletion events bring us back
+	}
+	// The overrides stop telling about it.
+	all, err := listOverrides(ctx, r.Client, rs)
+	if err != nil {
+		return err
+	}
+	if err := r.writeOverrideStatus(ctx, rs, all, nil); err != nil {
+		return err
 	}
 	return apply.RemoveFinalizer(ctx, r.Client, rs, workv1alpha1.ManifestWorkReplicaSetFinalizer)
 }

@@ -21,6 +21,7 @@ import (
 	flotillav1alpha1 "github.com/flotilla-dev/flotilla/core/apis/flotilla/v1alpha1"
 	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/work/v1alpha1"
+	"github.com/flotilla-dev/flotilla/core/apply"
 	"github.com/flotilla-dev/flotilla/core/hash"
 	"github.com/flotilla-dev/flotilla/core/rollout"
 	"github.com/flotilla-dev/flotilla/hub/mwrs/override"
@@ -98,12 +99,26 @@ func (d *desired) overridden() bool { return len(d.overrides) > 0 || d.fatal != 
 
 // overridesOf lists the overrides in rs's namespace that name rs, sorted as they apply.
 func overridesOf(ctx context.Context, c client.Reader, rs *workv1alpha1.ManifestWorkReplicaSet) ([]flotillav1alpha1.ManifestWorkReplicaSetOverride, error) {
+	all, err := listOverrides(ctx, c, rs)
+	if err != nil {
+		return nil, err
+	}
+	return naming(all, rs), nil
+}
+
+// listOverrides lists the overrides of rs's namespace.
+func listOverrides(ctx context.Context, c client.Reader, rs *workv1alpha1.ManifestWorkReplicaSet) ([]flotillav1alpha1.ManifestWorkReplicaSetOverride, error) {
 	list := &flotillav1alpha1.ManifestWorkReplicaSetOverrideList{}
 	if err := c.List(ctx, list, client.InNamespace(rs.Namespace)); err != nil {
 		return nil, fmt.Errorf("ManifestWorkReplicaSet %s/%s: listing ManifestWorkReplicaSetOverrides: %w", rs.Namespace, rs.Name, err)
 	}
+	return list.Items, nil
+}
+
+// naming are the overrides of all that name rs, sorted as they apply.
+func naming(all []flotillav1alpha1.ManifestWorkReplicaSetOverride, rs *workv1alpha1.ManifestWorkReplicaSet) []flotillav1alpha1.ManifestWorkReplicaSetOverride {
 	var out []flotillav1alpha1.ManifestWorkReplicaSetOverride
-	for _, o := range list.Items {
+	for _, o := range all {
 		if names(&o, rs.Name) && o.DeletionTimestamp.IsZero() {
 			out = append(out, o)
 		}
@@ -114,7 +129,7 @@ func overridesOf(ctx context.Context, c client.Reader, rs *workv1alpha1.Manifest
 		}
 		return out[i].Name < out[j].Name
 	})
-	return out, nil
+	return out
 }
 
 // names reports whether override o's spec names replica set rs.
@@ -519,4 +534,68 @@ func (r *Reconciler) overridden(ctx context.Context, _ client.Object) []reconcil
 		out = append(out, overrideTargets(&ovs.Items[i])...)
 	}
 	return out
+}
+
+const (
+	// overrideFieldManager writes the overrides' status.replicaSets.
+	overrideFieldManager = FieldManager + "-overrides"
+	// maxStatusFailures bounds the failures an override's status lists per replica set.
+	maxStatusFailures = 10
+)
+
+// overrideStatus is what override o did to rs's clusters (d nil: rs is going away).
+func overrideStatus(o *flotillav1alpha1.ManifestWorkReplicaSetOverride, rs *workv1alpha1.ManifestWorkReplicaSet, d *desired) *flotillav1alpha1.ReplicaSetOverrideStatus {
+	if d == nil || !names(o, rs.Name) || !o.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	st := &flotillav1alpha1.ReplicaSetOverrideStatus{Name: rs.Name, ObservedGeneration: o.Generation, Revision: d.rev,
+		ClustersMatched: d.matched[o.Name], ClustersChanged: d.changed[o.Name]}
+	for _, f := range d.failures {
+		// A failure naming no override (one invalid override, too many) fails them all.
+		if f.Override != o.Name && f.Override != "" {
+			continue
+		}
+		st.ClustersFailed++
+		if len(st.Failures) < maxStatusFailures {
+			st.Failures = append(st.Failures, flotillav1alpha1.RuleFailure{Rule: f.Rule, Cluster: f.Cluster, Manifest: f.Manifest, Message: f.Message})
+		}
+	}
+	return st
+}
+
+// writeOverrideStatus brings rs's entry in every override's status.replicaSets in line: set
+// for those naming it, dropped from the others. The whole list is applied (one field manager
+// writes every replica set's entry), guarded by the cached resourceVersion, only when it changed.
+func (r *Reconciler) writeOverrideStatus(ctx context.Context, rs *workv1alpha1.ManifestWorkReplicaSet, all []flotillav1alpha1.ManifestWorkReplicaSetOverride, d *desired) error {
+	for i := range all {
+		o := &all[i]
+		entry := overrideStatus(o, rs, d)
+		var next []flotillav1alpha1.ReplicaSetOverrideStatus
+		found := false
+		for _, e := range o.Status.ReplicaSets {
+			if e.Name == rs.Name {
+				found = true
+				continue
+			}
+			next = append(next, e)
+		}
+		if entry == nil && !found {
+			continue
+		}
+		if entry != nil {
+			next = append(next, *entry)
+		}
+		sort.Slice(next, func(i, j int) bool { return next[i].Name < next[j].Name })
+		if equality.Semantic.DeepEqual(next, o.Status.ReplicaSets) || len(next) == 0 && len(o.Status.ReplicaSets) == 0 {
+			continue
+		}
+		list := make([]any, 0, len(next))
+		for _, e := range next {
+			list = append(list, e)
+		}
+		if err := apply.Guarded(ctx, r.Client, o, overrideFieldManager, true, map[string]any{"status": map[string]any{"replicaSets": list}}); err != nil {
+			return fmt.Errorf("ManifestWorkReplicaSetOverride %s/%s: status of replica set %s: %w", o.Namespace, o.Name, rs.Name, err)
+		}
+	}
+	return nil
 }

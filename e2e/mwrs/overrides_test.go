@@ -1,0 +1,203 @@
+package mwrs
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
+	flotillav1alpha1 "github.com/flotilla-dev/flotilla/core/apis/flotilla/v1alpha1"
+	workv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/work/v1alpha1"
+	"github.com/flotilla-dev/flotilla/hub/mwrs"
+)
+
+// deploymentSet creates a replica set whose template is one Deployment running image, rolled
+// out Progressive one cluster at a time (maxFailures 0) over placement p.
+func deploymentSet(ctx context.Context, ns, name, image, more string) {
+	GinkgoHelper()
+	doc := fmt.Sprintf(`
+apiVersion: work.open-cluster-management.io/v1alpha1
+kind: ManifestWorkReplicaSet
+metadata: {name: %s, namespace: %s%s}
+spec:
+  placementRefs: [{name: p, rolloutStrategy: {type: Progressive, progressive: {maxConcurrency: 1}}}]
+  manifestWorkTemplate:
+    workload:
+      manifests:
+      - apiVersion: apps/v1
+        kind: Deployment
+        metadata: {name: web, namespace: default}
+        spec:
+          selector: {matchLabels: {app: web}}
+          template:
+            metadata: {labels: {app: web}}
+            spec: {containers: [{name: web, image: %q}]}
+`, name, ns, more, image)
+	apply(ctx, doc)
+}
+
+// overrideObj creates a ManifestWorkReplicaSetOverride of ns naming replica set rs with rules
+// (a YAML list).
+func overrideObj(ctx context.Context, ns, name, rs, rules string) {
+	GinkgoHelper()
+	apply(ctx, fmt.Sprintf(`
+apiVersion: flotilla.dev/v1alpha1
+kind: ManifestWorkReplicaSetOverride
+metadata: {name: %s, namespace: %s}
+spec:
+  replicaSets: [{name: %s}]
+  rules: %s
+`, name, ns, rs, rules))
+}
+
+// completeOn waits until the replica set's rollout is Complete on n clusters, all updated.
+func completeOn(ctx context.Context, ns, rs string, n int) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		r := getRS(ctx, ns, rs)
+		g.Expect(condition(r, workv1alpha1.ManifestWorkReplicaSetConditionPlacementRolledOut)).To(
+			conditionOf(workv1alpha1.ManifestWorkReplicaSetConditionPlacementRolledOut, "True", workv1alpha1.ReasonComplete))
+		g.Expect(r.Status.Summary).To(Equal(workv1alpha1.ManifestWorkReplicaSetSummary{Total: n, Applied: n, Available: n, DesiredTotal: n, Updated: n}))
+	}).Should(Succeed())
+}
+
+// image is the image in a work's Deployment.
+func image(ctx context.Context, ns, rs, cluster string) string {
+	GinkgoHelper()
+	w := works(ctx, ns, rs)[cluster]
+	Expect(w).NotTo(BeNil(), "the work of cluster %s", cluster)
+	raw := string(w.Spec.Workload.Manifests[0].Raw)
+	i := strings.Index(raw, `"image":"`)
+	Expect(i).To(BeNumerically(">=", 0), raw)
+	rest := raw[i+len(`"image":"`):]
+	return rest[:strings.Index(rest, `"`)]
+}
+
+var _ = Describe("Overrides", func() {
+	It("change only the clusters their rules select, through the rollout strategy, and follow a relabelled cluster", func(ctx SpecContext) {
+		const ns, set, rs = "mwrs-ovr", "mwrs-ovr", "web"
+		eu, us := names("ovr-eu", 2), names("ovr-us", 2)
+		namespace(ctx, ns)
+		bind(ctx, ns, set)
+		clusters(ctx, set, append(sims(eu, "app", "ovr", "region", "eu"), sims(us, "app", "ovr", "region", "us")...)...)
+		placement(ctx, ns, "p", set, []string{"app", "ovr"}, "")
+		all := sorted(eu, us)
+		decided(ctx, ns, "p", all)
+		a := startAgent(ns, rs, succeed, nil)
+		deploymentSet(ctx, ns, rs, "registry.example/web:1.0", "")
+		completeOn(ctx, ns, rs, 4)
+		base := hashes(ctx, ns, rs)
+		Expect(base).To(HaveLen(1))
+		// No override: no override annotations, no OverridesApplied condition.
+		for c, w := range works(ctx, ns, rs) {
+			Expect(w.Annotations).NotTo(HaveKey(mwrs.RevisionAnnotation), c)
+			Expect(w.Annotations).NotTo(HaveKey(mwrs.OverridesAnnotation), c)
+		}
+		Expect(getRS(ctx, ns, rs).Status.Conditions).NotTo(ContainElement(HaveField("Type", mwrs.ConditionOverridesApplied)))
+		before := works(ctx, ns, rs)
+
+		overrideObj(ctx, ns, "regions", rs, `
+  - {name: eu, clusters: {labelSelector: {matchLabels: {region: eu}}}, image: {tag: "1.0-eu"}}`)
+		Eventually(func(g Gomega) {
+			r := getRS(ctx, ns, rs)
+			g.Expect(condition(r, mwrs.ConditionOverridesApplied)).To(And(conditionOf(mwrs.ConditionOverridesApplied, "True", mwrs.ReasonRendered),
+				HaveField("Message", "overrides regions shape 2 of 4 clusters")))
+		}).Should(Succeed())
+		completeOn(ctx, ns, rs, 4)
+		now := works(ctx, ns, rs)
+		var euHash string
+		for _, c := range eu {
+			Expect(image(ctx, ns, rs, c)).To(Equal("registry.example/web:1.0-eu"), c)
+			Expect(now[c].Annotations).To(HaveKeyWithValue(mwrs.OverridesAnnotation, "regions/eu"), c)
+			euHash = now[c].Annotations[mwrs.TemplateHashAnnotation]
+		}
+		Expect(euHash).NotTo(Equal(base[0]))
+		for _, c := range us {
+			Expect(image(ctx, ns, rs, c)).To(Equal("registry.example/web:1.0"), c)
+			Expect(now[c].Annotations[mwrs.TemplateHashAnnotation]).To(Equal(base[0]), c)
+			// Not rewritten: a cluster the override does not change keeps its work.
+			Expect(now[c].Generation).To(Equal(before[c].Generation), c)
+			Expect(now[c].Annotations[mwrs.UpdatedAtAnnotation]).To(Equal(before[c].Annotations[mwrs.UpdatedAtAnnotation]), c)
+		}
+		// The override's status counts what it did to the replica set.
+		Eventually(func(g Gomega) {
+			g.Expect(overrideStatus(ctx, ns, "regions")).To(ConsistOf(And(HaveField("Name", rs), HaveField("ClustersMatched", int32(2)),
+				HaveField("ClustersChanged", int32(2)), HaveField("ClustersFailed", int32(0)), HaveField("Failures", BeEmpty()))))
+		}).Should(Succeed())
+		// Progressive, one at a time, eu clusters only.
+		Expect(a.appeared(euHash)).To(Equal(eu))
+		Expect(a.maxInFlight(euHash)).To(Equal(1), "more than maxConcurrency eu works in flight")
+
+		// A relabelled cluster moves to the other rule's values, as a rollout.
+		patch(ctx, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: us[0]}}, `{"metadata": {"labels": {"region": "eu"}}}`)
+		Eventually(func() string { return image(ctx, ns, rs, us[0]) }).Should(Equal("registry.example/web:1.0-eu"))
+		completeOn(ctx, ns, rs, 4)
+		Expect(a.appeared(euHash)).To(Equal(append(append([]string{}, eu...), us[0])))
+		Expect(image(ctx, ns, rs, us[1])).To(Equal("registry.example/web:1.0"))
+	}, SpecTimeout(5*time.Minute))
+
+	It("fail a cluster whose render fails: its work is kept, the rollout stops, and the fixed override goes on", func(ctx SpecContext) {
+		const ns, set, rs = "mwrs-ovf", "mwrs-ovf", "web"
+		cs := names("ovf", 3)
+		namespace(ctx, ns)
+		bind(ctx, ns, set)
+		clusters(ctx, set, append(sims(cs[:1], "app", "ovf", "broken", "yes"), sims(cs[1:], "app", "ovf")...)...)
+		placement(ctx, ns, "p", set, []string{"app", "ovf"}, "")
+		decided(ctx, ns, "p", cs)
+		startAgent(ns, rs, succeed, nil)
+		deploymentSet(ctx, ns, rs, "registry.example/web:1.0", "")
+		completeOn(ctx, ns, rs, 3)
+		before := works(ctx, ns, rs)
+
+		// Every cluster gets a new tag; the cluster labelled broken also a patch whose path is missing.
+		overrideObj(ctx, ns, "tags", rs, `
+  - {name: all, image: {tag: "2.0"}}
+  - {name: bad, clusters: {labelSelector: {matchLabels: {broken: "yes"}}}, jsonPatch: [{op: replace, path: /spec/missing/x, value: 1}]}`)
+		Eventually(func(g Gomega) {
+			r := getRS(ctx, ns, rs)
+			g.Expect(condition(r, mwrs.ConditionOverridesApplied)).To(And(conditionOf(mwrs.ConditionOverridesApplied, "False", mwrs.ReasonRenderFailed),
+				HaveField("Message", And(HavePrefix("1 of 3 clusters failed to render: override tags rule bad on cluster "+cs[0]+" manifest "),
+					ContainSubstring("apps/Deployment")))))
+			g.Expect(condition(r, workv1alpha1.ManifestWorkReplicaSetConditionPlacementRolledOut)).To(HaveField("Message",
+				"p: stopped: 1 of 3 clusters failed or timed out ("+cs[0]+"), more than maxFailures 0; no further clusters are updated"))
+		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(overrideStatus(ctx, ns, "tags")).To(ConsistOf(And(HaveField("Name", rs), HaveField("ClustersMatched", int32(2)),
+				HaveField("ClustersChanged", int32(2)), HaveField("ClustersFailed", int32(1)),
+				HaveField("Failures", ConsistOf(And(HaveField("Rule", "bad"), HaveField("Cluster", cs[0]), HaveField("Manifest", "apps/Deployment default/web"),
+					HaveField("Message", ContainSubstring("/spec/missing/x"))))))))
+		}).Should(Succeed())
+		// The failed cluster's work is untouched, and with maxFailures 0 no other cluster is updated.
+		Consistently(func(g Gomega) {
+			now := works(ctx, ns, rs)
+			for _, c := range cs {
+				g.Expect(now[c].ResourceVersion).To(Equal(before[c].ResourceVersion), c)
+			}
+		}).Should(Succeed())
+
+		// Fixed (the bad rule gone): the rollout goes on everywhere.
+		o := &flotillav1alpha1.ManifestWorkReplicaSetOverride{}
+		Expect(hubClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "tags"}, o)).To(Succeed())
+		patch(ctx, o, `{"spec": {"rules": [{"name": "all", "image": {"tag": "2.0"}}]}}`)
+		completeOn(ctx, ns, rs, 3)
+		Eventually(func() metav1.Condition { return condition(getRS(ctx, ns, rs), mwrs.ConditionOverridesApplied) }).Should(
+			conditionOf(mwrs.ConditionOverridesApplied, "True", mwrs.ReasonRendered))
+		for _, c := range cs {
+			Expect(image(ctx, ns, rs, c)).To(Equal("registry.example/web:2.0"), c)
+		}
+	}, SpecTimeout(5*time.Minute))
+})
+
+// overrideStatus is an override's status.replicaSets.
+func overrideStatus(ctx context.Context, ns, name string) []flotillav1alpha1.ReplicaSetOverrideStatus {
+	GinkgoHelper()
+	o := &flotillav1alpha1.ManifestWorkReplicaSetOverride{}
+	Expect(hubClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, o)).To(Succeed())
+	return o.Status.ReplicaSets
+}
