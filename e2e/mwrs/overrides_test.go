@@ -13,6 +13,7 @@ import (
 
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
 	flotillav1alpha1 "github.com/flotilla-dev/flotilla/core/apis/flotilla/v1alpha1"
+	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/hub/mwrs"
 )
@@ -125,7 +126,14 @@ var _ = Describe("Overrides", func() {
 			Expect(now[c].Generation).To(Equal(before[c].Generation), c)
 			Expect(now[c].Annotations[mwrs.UpdatedAtAnnotation]).To(Equal(before[c].Annotations[mwrs.UpdatedAtAnnotation]), c)
 		}
-		// The override's status counts what it did to the replica set.
+		// The override's status counts what it did to the replica set, and says it compiles.
+		Eventually(func(g Gomega) {
+			o := &flotillav1alpha1.ManifestWorkReplicaSetOverride{}
+			g.Expect(hubClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "regions"}, o)).To(Succeed())
+			g.Expect(o.Status.ObservedGeneration).To(Equal(o.Generation))
+			g.Expect(o.Status.Conditions).To(ContainElement(And(HaveField("Type", flotillav1alpha1.ConditionValid), HaveField("Status", metav1.ConditionTrue),
+				HaveField("Reason", flotillav1alpha1.ReasonCompiled), HaveField("ObservedGeneration", o.Generation))))
+		}).Should(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(overrideStatus(ctx, ns, "regions")).To(ConsistOf(And(HaveField("Name", rs), HaveField("ClustersMatched", int32(2)),
 				HaveField("ClustersChanged", int32(2)), HaveField("ClustersFailed", int32(0)), HaveField("Failures", BeEmpty()))))
@@ -191,6 +199,66 @@ var _ = Describe("Overrides", func() {
 		for _, c := range cs {
 			Expect(image(ctx, ns, rs, c)).To(Equal("registry.example/web:2.0"), c)
 		}
+	}, SpecTimeout(5*time.Minute))
+
+	It("roll back an override change that stops the rollout to the previous renders, and roll out the next change", func(ctx SpecContext) {
+		const ns, set, rs = "mwrs-ovb", "mwrs-ovb", "web"
+		cs := names("ovb", 3)
+		namespace(ctx, ns)
+		bind(ctx, ns, set)
+		clusters(ctx, set, sims(cs, "app", "ovb")...)
+		placement(ctx, ns, "p", set, []string{"app", "ovb"}, "")
+		decided(ctx, ns, "p", cs)
+		a := startAgent(ns, rs, succeed, nil)
+		// An image tagged bad degrades wherever it lands.
+		a.setDecide(func(w *workv1.ManifestWork) outcome {
+			if strings.Contains(string(w.Spec.Workload.Manifests[0].Raw), ":bad") {
+				return degrade
+			}
+			return succeed
+		})
+		deploymentSet(ctx, ns, rs, "registry.example/web:1.0", `, annotations: {"`+mwrs.RollbackAnnotation+`": "true"}`)
+		completeOn(ctx, ns, rs, 3)
+		overrideObj(ctx, ns, "tags", rs, `
+  - {name: all, image: {tag: "2.0"}}`)
+		Eventually(func() []string { return hashes(ctx, ns, rs) }).Should(HaveLen(1))
+		Eventually(func(g Gomega) {
+			for _, c := range cs {
+				g.Expect(image(ctx, ns, rs, c)).To(Equal("registry.example/web:2.0"), c)
+			}
+		}).Should(Succeed())
+		completeOn(ctx, ns, rs, 3)
+		good := hashes(ctx, ns, rs)
+		Expect(good).To(HaveLen(1))
+
+		By("the override's next change degrades the first cluster: it goes back to the previous render")
+		o := &flotillav1alpha1.ManifestWorkReplicaSetOverride{}
+		Expect(hubClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "tags"}, o)).To(Succeed())
+		patch(ctx, o, `{"spec": {"rules": [{"name": "all", "image": {"tag": "bad"}}]}}`)
+		Eventually(func(g Gomega) {
+			r := getRS(ctx, ns, rs)
+			g.Expect(condition(r, mwrs.ConditionRolledBack)).To(And(conditionOf(mwrs.ConditionRolledBack, "True", mwrs.ReasonMaxFailuresBreached),
+				HaveField("Message", ContainSubstring("on 1 clusters ("+cs[0]+")"))))
+			g.Expect(hashes(ctx, ns, rs)).To(Equal(good))
+			g.Expect(works(ctx, ns, rs)[cs[0]].Annotations).To(HaveKey(mwrs.RolledBackFromAnnotation))
+		}).Should(Succeed())
+		for _, c := range cs {
+			Expect(image(ctx, ns, rs, c)).To(Equal("registry.example/web:2.0"), c)
+		}
+		// Held: the bad render is not rolled out again.
+		Consistently(func() []string { return hashes(ctx, ns, rs) }).Should(Equal(good))
+
+		By("the override's fix is a new revision of the same generation: it rolls out")
+		Expect(hubClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "tags"}, o)).To(Succeed())
+		patch(ctx, o, `{"spec": {"rules": [{"name": "all", "image": {"tag": "3.0"}}]}}`)
+		Eventually(func(g Gomega) {
+			for _, c := range cs {
+				g.Expect(image(ctx, ns, rs, c)).To(Equal("registry.example/web:3.0"), c)
+			}
+		}).Should(Succeed())
+		completeOn(ctx, ns, rs, 3)
+		Eventually(func() metav1.Condition { return condition(getRS(ctx, ns, rs), mwrs.ConditionRolledBack) }).Should(
+			conditionOf(mwrs.ConditionRolledBack, "False", mwrs.ReasonNotRolledBack))
 	}, SpecTimeout(5*time.Minute))
 })
 

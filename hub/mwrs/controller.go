@@ -231,7 +231,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	held := holds(rs, works, d.rev)
-	st := &status{held: held, overrides: d.condition(rs.Generation, len(d.want)+len(d.failed))}
+	st := &status{held: held, rev: d.rev, overrides: d.condition(rs.Generation, len(d.want)+len(d.failed))}
 	var recheck time.Duration
 	selected := map[string]bool{} // clusters some placement selects
 	var prevRender *prevRenderer
@@ -626,6 +626,8 @@ type status struct {
 	rolledBackNow bool
 	// held: this generation was rolled back and is not rolled out again.
 	held bool
+	// rev is the revision rolled out.
+	rev string
 	// overrides is the OverridesApplied condition (nil: no override names the replica set).
 	overrides *conditionSpec
 }
@@ -776,7 +778,7 @@ func (s *status) rollbackCondition(rs *workv1alpha1.ManifestWorkReplicaSet) *met
 		return &metav1.Condition{Type: ConditionRolledBack, Status: metav1.ConditionTrue, Reason: ReasonMaxFailuresBreached,
 			Message: strings.Join(s.rolledBack, "; "), ObservedGeneration: rs.Generation}
 	}
-	if rolledBack(rs) {
+	if rolledBack(rs, s.rev) {
 		return nil // keep it as it is
 	}
 	return &metav1.Condition{Type: ConditionRolledBack, Status: metav1.ConditionFalse, Reason: ReasonNotRolledBack,
@@ -796,7 +798,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, rs *workv1alpha1.ManifestW
 			r.Recorder.Event(rs, corev1.EventTypeWarning, EventRolledBack, rb.Message)
 		}
 		// A held rollback keeps its first message (which clusters went back).
-		if !(rolledBack(rs) && rb.Status == metav1.ConditionTrue) {
+		if !(rolledBack(rs, s.rev) && rb.Status == metav1.ConditionTrue) {
 			meta.SetStatusCondition(&conds, *rb)
 		}
 	} else if !rollbackEnabled(rs) {

@@ -2,6 +2,7 @@ package mwrs
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -165,5 +166,20 @@ func TestRevisionWithoutOverrides(t *testing.T) {
 		if err != nil || !equality.Semantic.DeepEqual(*tmpl, rs.Spec.ManifestWorkTemplate) || len(ovs) != len(dd.overrides) {
 			t.Fatalf("readRevision(%s) = %v, %d overrides, %v", data, tmpl, len(ovs), err)
 		}
+	}
+}
+
+// TestValidCondition: the Valid condition is the compiler's verdict, naming the field.
+func TestValidCondition(t *testing.T) {
+	o := &flotillav1alpha1.ManifestWorkReplicaSetOverride{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "o", Generation: 3},
+		Spec: flotillav1alpha1.ManifestWorkReplicaSetOverrideSpec{ReplicaSets: []flotillav1alpha1.ReplicaSetReference{{Name: "app"}},
+			Rules: []flotillav1alpha1.OverrideRule{{Name: "r", Labels: &flotillav1alpha1.MetadataOverride{Set: map[string]string{"a": "b"}}}}}}
+	if c := validCondition(o); c.Status != metav1.ConditionTrue || c.Reason != flotillav1alpha1.ReasonCompiled || c.ObservedGeneration != 3 {
+		t.Fatalf("a valid override: %+v", c)
+	}
+	o.Spec.Rules[0].Labels.Set["a"] = "{{ range .cluster.labels }}x{{ end }}"
+	c := validCondition(o)
+	if c.Status != metav1.ConditionFalse || c.Reason != flotillav1alpha1.ReasonInvalidSpec || !strings.Contains(c.Message, "spec.rules[0].labels") {
+		t.Fatalf("a template with range: %+v", c)
 	}
 }

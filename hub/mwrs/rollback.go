@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -58,19 +59,23 @@ func rollbackEnabled(rs *workv1alpha1.ManifestWorkReplicaSet) bool {
 
 // RolledBack reports whether rs's current generation was rolled back (and is not rolled out
 // again until its spec changes).
-func RolledBack(rs *workv1alpha1.ManifestWorkReplicaSet) bool { return rolledBack(rs) }
+func RolledBack(rs *workv1alpha1.ManifestWorkReplicaSet) bool { return rolledBack(rs, "") }
 
-// rolledBack: the current generation was rolled back; it is not rolled out again.
-func rolledBack(rs *workv1alpha1.ManifestWorkReplicaSet) bool {
+// rolledBack: the current generation's revision rev was rolled back; it is not rolled out
+// again. An override's change is a new revision of the same generation: the condition's
+// message names the revision it rolled back ("template <rev> rolled back to ..."); rev ""
+// asks about the generation only.
+func rolledBack(rs *workv1alpha1.ManifestWorkReplicaSet, rev string) bool {
 	c := meta.FindStatusCondition(rs.Status.Conditions, ConditionRolledBack)
-	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == rs.Generation
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == rs.Generation &&
+		(rev == "" || strings.Contains(c.Message, "template "+rev+" rolled back"))
 }
 
 // holds: the template with hash is not rolled out again, because the current generation was
 // rolled back (the status says so) or some work was rolled back from it (the status may not
 // say so yet in the cache).
 func holds(rs *workv1alpha1.ManifestWorkReplicaSet, works map[string]*workv1.ManifestWork, hash string) bool {
-	return rolledBack(rs) || rolledBackFrom(works, hash)
+	return rolledBack(rs, hash) || rolledBackFrom(works, hash)
 }
 
 // rolledBackFrom: some work was rolled back from the template with hash, so that template
