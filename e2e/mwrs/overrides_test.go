@@ -15,6 +15,7 @@ import (
 	flotillav1alpha1 "github.com/flotilla-dev/flotilla/core/apis/flotilla/v1alpha1"
 	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/work/v1alpha1"
+	"github.com/flotilla-dev/flotilla/hub/admin"
 	"github.com/flotilla-dev/flotilla/hub/mwrs"
 )
 
@@ -188,6 +189,15 @@ var _ = Describe("Overrides", func() {
 				g.Expect(now[c].ResourceVersion).To(Equal(before[c].ResourceVersion), c)
 			}
 		}).Should(Succeed())
+
+		// rollout status names the failed render and what the cluster keeps, and each cluster's desired render.
+		r, prs, err := admin.RolloutStatus(ctx, hubClient, ns, rs, time.Now())
+		Expect(err).NotTo(HaveOccurred())
+		var out strings.Builder
+		Expect(admin.WriteRolloutStatus(&out, r, prs, time.Now())).To(Succeed())
+		Expect(out.String()).To(And(ContainSubstring("DESIRED"), ContainSubstring("OVERRIDES"),
+			MatchRegexp(cs[0]+`\s+Failed\s+.*render failed: override tags rule bad on cluster `+cs[0]+` manifest apps/Deployment default/web: jsonPatch\[0\] replace /spec/missing/x: .*; keeps template `+before[cs[0]].Annotations[mwrs.TemplateHashAnnotation]),
+			MatchRegexp(cs[1]+`\s+ToApply\s+-\s+[0-9a-f]{16}\s+tags/all\s`)), out.String())
 
 		// Fixed (the bad rule gone): the rollout goes on everywhere.
 		o := &flotillav1alpha1.ManifestWorkReplicaSetOverride{}
