@@ -270,6 +270,42 @@ var _ = Describe("Overrides", func() {
 		Eventually(func() metav1.Condition { return condition(getRS(ctx, ns, rs), mwrs.ConditionRolledBack) }).Should(
 			conditionOf(mwrs.ConditionRolledBack, "False", mwrs.ReasonNotRolledBack))
 	}, SpecTimeout(5*time.Minute))
+
+	It("fail every cluster of the replica set while an override naming it does not compile", func(ctx SpecContext) {
+		const ns, set, rs = "mwrs-ovi", "mwrs-ovi", "web"
+		cs := names("ovi", 2)
+		namespace(ctx, ns)
+		bind(ctx, ns, set)
+		clusters(ctx, set, sims(cs, "app", "ovi")...)
+		placement(ctx, ns, "p", set, []string{"app", "ovi"}, "")
+		decided(ctx, ns, "p", cs)
+		startAgent(ns, rs, succeed, nil)
+		deploymentSet(ctx, ns, rs, "registry.example/web:1.0", "")
+		completeOn(ctx, ns, rs, 2)
+		before := works(ctx, ns, rs)
+
+		// The API server takes it (the template subset is the compiler's to check); applying the
+		// other overrides without it would deploy the wrong thing.
+		overrideObj(ctx, ns, "loops", rs, `
+  - {name: l, labels: {set: {a: "{{ range .cluster.labels }}x{{ end }}"}}}`)
+		Eventually(func(g Gomega) {
+			o := &flotillav1alpha1.ManifestWorkReplicaSetOverride{}
+			g.Expect(hubClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "loops"}, o)).To(Succeed())
+			g.Expect(o.Status.Conditions).To(ContainElement(And(HaveField("Type", flotillav1alpha1.ConditionValid), HaveField("Status", metav1.ConditionFalse),
+				HaveField("Reason", flotillav1alpha1.ReasonInvalidSpec), HaveField("Message", ContainSubstring("spec.rules[0].labels")))))
+			r := getRS(ctx, ns, rs)
+			g.Expect(condition(r, mwrs.ConditionOverridesApplied)).To(And(conditionOf(mwrs.ConditionOverridesApplied, "False", mwrs.ReasonRenderFailed),
+				HaveField("Message", HavePrefix("2 of 2 clusters failed to render: "))))
+			g.Expect(condition(r, mwrs.ConditionOverridesApplied).Message).To(ContainSubstring("ManifestWorkReplicaSetOverride loops is invalid"))
+			g.Expect(condition(r, workv1alpha1.ManifestWorkReplicaSetConditionPlacementRolledOut).Message).To(HavePrefix("p: stopped: 2 of 2 clusters failed"))
+		}).Should(Succeed())
+		Consistently(func(g Gomega) {
+			now := works(ctx, ns, rs)
+			for _, c := range cs {
+				g.Expect(now[c].ResourceVersion).To(Equal(before[c].ResourceVersion), c)
+			}
+		}).Should(Succeed())
+	}, SpecTimeout(5*time.Minute))
 })
 
 // overrideStatus is an override's status.replicaSets.
