@@ -12,6 +12,13 @@
 // Complete) are "not yet": a cluster stuck there fails by progressDeadline. The engine decides which
 // clusters to update now; the controller never writes a work the engine has not admitted,
 // except to delete the work of a cluster no placement selects any more.
+//
+// With ManifestWorkReplicaSetOverrides naming the replica set (overrides.go), each selected
+// cluster's desired work is the template rendered with them (hub/mwrs/override), once per
+// reconcile; "the template" above is then that cluster's render and its hash, and the
+// revision that rollback and its hold speak of is the template with the overrides. A cluster
+// whose render fails is Failed (counted toward maxFailures) and its work is left as it is.
+// Without overrides everything is as before they existed: same hashes, annotations, revisions.
 package mwrs
 
 import (
@@ -57,13 +64,14 @@ const (
 	// FieldManager applies the generated works and the replica set's status.
 	FieldManager = apply.FieldManagerPrefix + ControllerName
 
-	// TemplateHashAnnotation on a generated work is the hash of the template it carries.
+	// TemplateHashAnnotation on a generated work is the hash of the template it carries (the
+	// cluster's render, with overrides).
 	TemplateHashAnnotation = "work.flotilla.dev/template-hash"
 	// UpdatedAtAnnotation on a generated work is when the controller last wrote its template
 	// (RFC 3339): a cluster is Progressing since then.
 	UpdatedAtAnnotation = "work.flotilla.dev/updated-at"
-	// RolledBackFromAnnotation on a generated work is the hash of the template a rollback
-	// took it back from. The hold on that template is read from the works themselves: the
+	// RolledBackFromAnnotation on a generated work is the revision (the template hash, without
+	// overrides) a rollback took it back from. The hold on that template is read from the works themselves: the
 	// rollback writes them before the replica set's status says RolledBack, so a reconcile
 	// that sees a reverted work holds even when its cached status does not say so yet.
 	RolledBackFromAnnotation = "work.flotilla.dev/rolled-back-from"

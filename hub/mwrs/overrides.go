@@ -54,8 +54,6 @@ const (
 
 	// MaxOverrides is how many overrides may name one replica set.
 	MaxOverrides = 16
-	// maxSnapshotBytes bounds a revision's data; a bigger one is not a rollback target.
-	maxSnapshotBytes = 1 << 20
 )
 
 // overrideSnapshot is one override as a revision records it.
