@@ -207,7 +207,9 @@ var needs = map[string][]access{
 	manager.WorkWebhook: concat(common(manager.WorkWebhook), servesWebhooks(clusterManager+"-work-webhook"), loadsPolicies()),
 	manager.WorkController: concat(common(manager.WorkController), elects(manager.WorkController), watch(workG, "manifestworks"), watch(workG, "manifestworkreplicasets"),
 		watch(clusterG, "managedclusters"), watch(clusterG, "placements"), watch(clusterG, "placementdecisions"),
+		watch(clusterG, "managedclustersets"), watch(flotillaG, "manifestworkreplicasetoverrides"),
 		[]access{
+			res("update", flotillaG, "manifestworkreplicasetoverrides/status", "ns1", "o"),
 			res("update", workG, "manifestworks/status", "cluster1", "w"), res("create", workG, "manifestworks", "cluster1", ""),
 			res("update", workG, "manifestworks", "cluster1", "w"), res("delete", workG, "manifestworks", "cluster1", "w"),
 			res("update", workG, "manifestworkreplicasets/status", "ns1", "r"), res("update", workG, "manifestworkreplicasets/finalizers", "ns1", "r"),

@@ -18,6 +18,7 @@ import (
 	workv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/core/rollout"
 	"github.com/flotilla-dev/flotilla/hub/mwrs"
+	"github.com/flotilla-dev/flotilla/hub/placement/scheduler"
 )
 
 // MWRSHeader are the columns of `flotilla get mwrs`: OCM's printer columns (the
@@ -69,7 +70,7 @@ func RolloutStatus(ctx context.Context, c client.Client, namespace, name string,
 	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, rs); err != nil {
 		return nil, nil, fmt.Errorf("ManifestWorkReplicaSet %s/%s: %w", namespace, name, err)
 	}
-	prs, err := mwrs.Inspect(ctx, c, rs, now)
+	prs, err := mwrs.Inspect(ctx, c, rs, now, &scheduler.CELMatcher{})
 	return rs, prs, err
 }
 
@@ -103,13 +104,24 @@ func WriteRolloutStatus(w io.Writer, rs *workv1alpha1.ManifestWorkReplicaSet, pr
 			fmt.Fprintf(w, "  next change by the clock in %s\n", pr.Result.RecheckAfter.Round(time.Second))
 		}
 		tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
-		fmt.Fprintln(tw, "  GROUP\tCLUSTER\tSTATE\tSINCE\tWHY")
+		// While overrides name the replica set, each cluster has its own desired render.
+		overridden := meta.FindStatusCondition(rs.Status.Conditions, mwrs.ConditionOverridesApplied) != nil
+		if overridden {
+			fmt.Fprintln(tw, "  GROUP\tCLUSTER\tSTATE\tSINCE\tDESIRED\tOVERRIDES\tWHY")
+		} else {
+			fmt.Fprintln(tw, "  GROUP\tCLUSTER\tSTATE\tSINCE\tWHY")
+		}
 		for _, c := range pr.Clusters {
 			since := "-"
 			if !c.Since.IsZero() && c.State != rollout.ToApply {
 				since = now.Sub(c.Since).Round(time.Second).String() + " ago"
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", strings.TrimSpace(fmt.Sprintf("%d %s", c.Group.Index, c.Group.Name)), c.Cluster, c.State, since, c.Why)
+			group := strings.TrimSpace(fmt.Sprintf("%d %s", c.Group.Index, c.Group.Name))
+			if overridden {
+				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", group, c.Cluster, c.State, since, dash(c.Desired), dash(c.Overrides), c.Why)
+				continue
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", group, c.Cluster, c.State, since, c.Why)
 		}
 		if err := tw.Flush(); err != nil {
 			return err

@@ -332,7 +332,8 @@ func (h *Hub) setup() error {
 		}},
 	}
 	if h.opts.FeatureGates.Enabled(featuregates.ManifestWorkReplicaSet) {
-		parts = append(parts, part{WorkController, &mwrs.Reconciler{Client: c}})
+		parts = append(parts, part{WorkController, &mwrs.Reconciler{Client: c, CEL: &scheduler.CELMatcher{}}},
+			part{WorkController, &mwrs.OverrideReconciler{Client: c}})
 	}
 	if h.opts.FeatureGates.Enabled(featuregates.AddonManagement) {
 		parts = append(parts, part{AddonManager, &addon.Manager{Client: c, Registry: h.registry, MaxWorkSize: h.opts.WorkMaxSize, Builtins: h.opts.Addons, BuiltinsInstallAll: h.opts.AddonsInstallAll}})

@@ -62,13 +62,13 @@ func testRollbackHoldOnWorks(t *testing.T, c client.Client) {
 		return map[string]*workv1.ManifestWork{ns: w}
 	}
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	if _, err := r.applyWork(ctx, rs, "p", ns, &workv1.ManifestWorkSpec{}, "v2", "v3", now); err != nil {
+	if _, err := r.applyWork(ctx, rs, "p", ns, &workv1.ManifestWorkSpec{}, "v2", "v3", now, nil); err != nil {
 		t.Fatalf("applyWork (rollback from v3 to v2): %v", err)
 	}
 	if got := read(); !holds(rs, got, "v3") || holds(rs, got, "v2") {
 		t.Fatalf("after a rollback from v3 the work's annotations are %v: v3 must be held (and only v3)", got[ns].Annotations)
 	}
-	if _, err := r.applyWork(ctx, rs, "p", ns, &workv1.ManifestWorkSpec{}, "v4", "", now); err != nil {
+	if _, err := r.applyWork(ctx, rs, "p", ns, &workv1.ManifestWorkSpec{}, "v4", "", now, nil); err != nil {
 		t.Fatalf("applyWork (v4): %v", err)
 	}
 	if got := read(); holds(rs, got, "v3") {

@@ -12,6 +12,13 @@
 // Complete) are "not yet": a cluster stuck there fails by progressDeadline. The engine decides which
 // clusters to update now; the controller never writes a work the engine has not admitted,
 // except to delete the work of a cluster no placement selects any more.
+//
+// With ManifestWorkReplicaSetOverrides naming the replica set (overrides.go), each selected
+// cluster's desired work is the template rendered with them (hub/mwrs/override), once per
+// reconcile; "the template" above is then that cluster's render and its hash, and the
+// revision that rollback and its hold speak of is the template with the overrides. A cluster
+// whose render fails is Failed (counted toward maxFailures) and its work is left as it is.
+// Without overrides everything is as before they existed: same hashes, annotations, revisions.
 package mwrs
 
 import (
@@ -30,18 +37,24 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
 	clusterv1beta1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta1"
+	clusterv1beta2 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta2"
+	flotillav1alpha1 "github.com/flotilla-dev/flotilla/core/apis/flotilla/v1alpha1"
 	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/core/apply"
-	"github.com/flotilla-dev/flotilla/core/hash"
 	"github.com/flotilla-dev/flotilla/core/rollout"
+	"github.com/flotilla-dev/flotilla/hub/mwrs/override"
 	"github.com/flotilla-dev/flotilla/hub/placement/decisions"
 )
 
@@ -51,13 +64,14 @@ const (
 	// FieldManager applies the generated works and the replica set's status.
 	FieldManager = apply.FieldManagerPrefix + ControllerName
 
-	// TemplateHashAnnotation on a generated work is the hash of the template it carries.
+	// TemplateHashAnnotation on a generated work is the hash of the template it carries (the
+	// cluster's render, with overrides).
 	TemplateHashAnnotation = "work.flotilla.dev/template-hash"
 	// UpdatedAtAnnotation on a generated work is when the controller last wrote its template
 	// (RFC 3339): a cluster is Progressing since then.
 	UpdatedAtAnnotation = "work.flotilla.dev/updated-at"
-	// RolledBackFromAnnotation on a generated work is the hash of the template a rollback
-	// took it back from. The hold on that template is read from the works themselves: the
+	// RolledBackFromAnnotation on a generated work is the revision (the template hash, without
+	// overrides) a rollback took it back from. The hold on that template is read from the works themselves: the
 	// rollback writes them before the replica set's status says RolledBack, so a reconcile
 	// that sees a reverted work holds even when its cached status does not say so yet.
 	RolledBackFromAnnotation = "work.flotilla.dev/rolled-back-from"
@@ -89,7 +103,13 @@ type Reconciler struct {
 	Recorder record.EventRecorder
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+	// CEL evaluates the celSelector of override rules (nil: such a rule fails its clusters).
+	CEL override.CELMatcher
+	// Transformer runs the transform rules' plugins (nil: such a rule fails its clusters).
+	Transformer override.Transformer
 }
+
+func (r *Reconciler) renderer() renderer { return renderer{cel: r.CEL, transformer: r.Transformer} }
 
 // SetupWithManager watches replica sets, their works, and the placements and decisions they
 // follow.
@@ -137,6 +157,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			}
 			return nil
 		})).
+		Watches(&flotillav1alpha1.ManifestWorkReplicaSetOverride{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			return overrideTargets(o.(*flotillav1alpha1.ManifestWorkReplicaSetOverride))
+		})).
+		Watches(&clusterv1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(r.byCluster),
+			builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+				return renderFactsChanged(e.ObjectOld.(*clusterv1.ManagedCluster), e.ObjectNew.(*clusterv1.ManagedCluster))
+			}})).
+		Watches(&clusterv1beta2.ManagedClusterSet{}, handler.EnqueueRequestsFromMapFunc(r.overridden)).
 		Complete(apply.Quiet(r))
 }
 
@@ -187,31 +215,45 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 
-	hash, err := templateHash(&rs.Spec.ManifestWorkTemplate)
+	allOverrides, err := listOverrides(ctx, r.Client, rs)
 	if err != nil {
+		return reconcile.Result{}, err
+	}
+	d, err := newDesired(rs, naming(allOverrides, rs))
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	prs := make([]*decisions.Placement, len(rs.Spec.PlacementRefs))
+	for i, ref := range rs.Spec.PlacementRefs {
+		if prs[i], err = readPlacement(ctx, r.Client, rs, ref); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	// Every selected cluster is rendered once, before any rollout decision.
+	if err := r.renderer().render(ctx, r.Client, rs, d, prs); err != nil {
 		return reconcile.Result{}, err
 	}
 	now := r.Now()
-	rev, prev, err := r.recordRevision(ctx, rs, hash)
+	rev, prev, err := r.recordRevision(ctx, rs, d)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	held := holds(rs, works, hash)
-	st := &status{held: held}
+	held := holds(rs, works, d.rev)
+	st := &status{held: held, rev: d.rev, overrides: d.condition(rs.Generation, len(d.want)+len(d.failed))}
 	var recheck time.Duration
 	selected := map[string]bool{} // clusters some placement selects
-	for _, ref := range rs.Spec.PlacementRefs {
-		pr, err := readPlacement(ctx, r.Client, rs, ref)
-		if err != nil {
-			return reconcile.Result{}, err
-		}
+	var prevRender *prevRenderer
+	for i, ref := range rs.Spec.PlacementRefs {
+		pr := prs[i]
 		for _, g := range pr.Groups {
 			for _, c := range g.Clusters {
 				selected[c] = true
 			}
 		}
-		states, err := clusterStates(pr.Groups, works, hash, &rs.Spec.ManifestWorkTemplate, now,
-			func(w *workv1.ManifestWork) (time.Time, error) { return r.firstSeenSuccess(ctx, w, hash, now) })
+		states, err := clusterStates(pr.Groups, works, d.want, d.failed, &rs.Spec.ManifestWorkTemplate, now,
+			func(w *workv1.ManifestWork) (time.Time, error) {
+				return r.firstSeenSuccess(ctx, w, d.want[w.Namespace], now)
+			})
 		if err != nil {
 			return reconcile.Result{}, err
 		}
@@ -225,38 +267,54 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			toUpdate = nil // rolled back: this generation is not rolled out again
 		}
 		if rollbackEnabled(rs) && prev != nil && (held || res.Phase == rollout.PhaseStopped) {
-			// The clusters that carry the new template get the last completed one back. The
-			// status names them all, those reverted by an earlier reconcile (whose status
-			// write may have lost a race) included.
-			var back []string
+			// The clusters that carry the new revision get the last completed one back,
+			// rendered for them as it was then. The status names them all, those reverted
+			// by an earlier reconcile (whose status write may have lost a race) included.
+			if prevRender == nil {
+				prevRender = &prevRenderer{r: r, rs: rs, prev: prev}
+			}
+			var back, kept []string
 			revertedNow := false
 			for _, g := range pr.Groups {
 				for _, c := range g.Clusters {
 					w := works[c]
 					switch {
-					case w != nil && w.Annotations[TemplateHashAnnotation] == hash:
-						nw, err := r.applyWork(ctx, rs, ref.Name, c, prev.template, prev.hash, hash, now)
+					case w != nil && d.want[c] != "" && w.Annotations[TemplateHashAnnotation] == d.want[c]:
+						spec, h, ann, why, err := prevRender.render(ctx, pr.Name, g, c)
+						if err != nil {
+							return reconcile.Result{}, err
+						}
+						if why != "" {
+							kept = append(kept, c+" ("+why+")")
+							continue
+						}
+						if h == d.want[c] {
+							continue // the previous revision renders this cluster the same
+						}
+						nw, err := r.applyWork(ctx, rs, ref.Name, c, spec, h, d.rev, now, ann)
 						if err != nil {
 							return reconcile.Result{}, err
 						}
 						works[c] = nw
 						back, revertedNow = append(back, c), true
-					case w != nil && w.Annotations[RolledBackFromAnnotation] == hash:
+					case w != nil && w.Annotations[RolledBackFromAnnotation] == d.rev:
 						back = append(back, c)
 					}
 				}
 			}
-			st.rollback(ref.Name, res.Message, hash, prev.hash, back, revertedNow)
+			st.rollback(ref.Name, res.Message, d.rev, prev.hash, back, kept, revertedNow)
 			toUpdate = nil
 		}
 		// The admitted clusters' works are independent writes: a thousand at once (an All
-		// rollout) go out in parallel, not one API round trip after the other.
+		// rollout) go out in parallel, not one API round trip after the other. A cluster
+		// whose render failed is Failed, never admitted: its work stays as it is.
+		toUpdate = slices.DeleteFunc(slices.Clone(toUpdate), func(c string) bool { return d.specs[c] == nil })
 		written := make([]*workv1.ManifestWork, len(toUpdate))
 		g, gctx := errgroup.WithContext(ctx)
 		g.SetLimit(parallelWrites)
 		for i, c := range toUpdate {
 			g.Go(func() error {
-				w, err := r.applyWork(gctx, rs, ref.Name, c, &rs.Spec.ManifestWorkTemplate, hash, "", now)
+				w, err := r.applyWork(gctx, rs, ref.Name, c, d.specs[c], d.want[c], "", now, d.annotations(c))
 				written[i] = w
 				return err
 			})
@@ -270,7 +328,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if res.RecheckAfter > 0 && (recheck == 0 || res.RecheckAfter < recheck) {
 			recheck = res.RecheckAfter
 		}
-		st.add(pr, res, works, hash)
+		st.add(pr, res, works, d.want)
 	}
 	// Works of clusters no placement selects any more go away.
 	for cluster, w := range works {
@@ -287,6 +345,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if err := r.markCompleted(ctx, rs, rev); err != nil {
 			return reconcile.Result{}, err
 		}
+	}
+	if err := r.writeOverrideStatus(ctx, rs, allOverrides, d); err != nil {
+		return reconcile.Result{}, err
 	}
 	if err := r.writeStatus(ctx, rs, st); err != nil {
 		return reconcile.Result{}, err
@@ -326,6 +387,14 @@ func (r *Reconciler) finalize(ctx context.Context, rs *workv1alpha1.ManifestWork
 	}
 	if rs.Spec.CascadeDeletionPolicy == workv1alpha1.Foreground && len(works) > 0 {
 		return nil // the works' deletion events bring us back
+	}
+	// The overrides stop telling about it.
+	all, err := listOverrides(ctx, r.Client, rs)
+	if err != nil {
+		return err
+	}
+	if err := r.writeOverrideStatus(ctx, rs, all, nil); err != nil {
+		return err
 	}
 	return apply.RemoveFinalizer(ctx, r.Client, rs, workv1alpha1.ManifestWorkReplicaSetFinalizer)
 }
@@ -439,16 +508,21 @@ func recordedSuccess(w *workv1.ManifestWork, hash string) (time.Time, bool) {
 // clusterStates reads the rollout state of every decided cluster that has a work. A
 // succeeded work whose conditions predate its template (staleSuccess) counts from
 // succeededAt(w) instead: the controller records that time, `rollout status` only reads it.
-func clusterStates(groups []rollout.Group, works map[string]*workv1.ManifestWork, hash string, tmpl *workv1.ManifestWorkSpec, now time.Time,
+func clusterStates(groups []rollout.Group, works map[string]*workv1.ManifestWork, want, failed map[string]string, tmpl *workv1.ManifestWorkSpec, now time.Time,
 	succeededAt func(w *workv1.ManifestWork) (time.Time, error)) (map[string]rollout.ClusterState, error) {
 	states := map[string]rollout.ClusterState{}
 	for _, g := range groups {
 		for _, c := range g.Clusters {
+			if _, ok := failed[c]; ok {
+				// Its render failed: Failed whatever its work holds, counted toward maxFailures.
+				states[c] = rollout.ClusterState{Status: rollout.Failed, LastTransitionTime: now}
+				continue
+			}
 			w := works[c]
 			if w == nil {
 				continue
 			}
-			s := clusterState(w, hash, tmpl, now)
+			s := clusterState(w, want[c], tmpl, now)
 			if s.Status == rollout.Succeeded && staleSuccess(w, tmpl) {
 				t, err := succeededAt(w)
 				if err != nil {
@@ -492,19 +566,15 @@ func successConditions(tmpl *workv1.ManifestWorkSpec) []string {
 	return out
 }
 
-// templateHash identifies a template: works carrying another one are to be updated.
-func templateHash(t *workv1.ManifestWorkSpec) (string, error) {
-	h, err := hash.JSON(t)
-	if err != nil {
-		return "", fmt.Errorf("the ManifestWork template: %w", err)
-	}
-	return hash.Short(h), nil
-}
+// templateHash identifies a template: works carrying another one are to be updated. It is
+// the render's hash, so a cluster no override changes hashes the template.
+func templateHash(t *workv1.ManifestWorkSpec) (string, error) { return override.Hash(t) }
 
 // applyWork writes the template tmpl (with hash) into cluster's work (creating it), with the labels that tie
 // it to the replica set and placement, and returns it as written.
-// from, when not empty, is the hash of the template a rollback takes the work back from.
-func (r *Reconciler) applyWork(ctx context.Context, rs *workv1alpha1.ManifestWorkReplicaSet, placement, cluster string, tmpl *workv1.ManifestWorkSpec, hash, from string, now time.Time) (*workv1.ManifestWork, error) {
+// from, when not empty, is the revision a rollback takes the work back from; extra are more
+// annotations (the revision and overrides, when overrides name the replica set).
+func (r *Reconciler) applyWork(ctx context.Context, rs *workv1alpha1.ManifestWorkReplicaSet, placement, cluster string, tmpl *workv1.ManifestWorkSpec, hash, from string, now time.Time, extra map[string]string) (*workv1.ManifestWork, error) {
 	w := &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Namespace: cluster, Name: rs.Name}}
 	spec, err := toMap(tmpl)
 	if err != nil {
@@ -514,6 +584,9 @@ func (r *Reconciler) applyWork(ctx context.Context, rs *workv1alpha1.ManifestWor
 	annotations := map[string]string{TemplateHashAnnotation: hash, UpdatedAtAnnotation: at}
 	if from != "" {
 		annotations[RolledBackFromAnnotation] = from
+	}
+	for k, v := range extra {
+		annotations[k] = v
 	}
 	ann := make(map[string]any, len(annotations))
 	for k, v := range annotations {
@@ -561,14 +634,21 @@ type status struct {
 	rolledBackNow bool
 	// held: this generation was rolled back and is not rolled out again.
 	held bool
+	// rev is the revision rolled out.
+	rev string
+	// overrides is the OverridesApplied condition (nil: no override names the replica set).
+	overrides *conditionSpec
 }
 
 // rollback records that placement's updated clusters went back to template prev.
 // now says some of them went back in this reconcile.
-func (s *status) rollback(placement, why, hash, prev string, clusters []string, now bool) {
+func (s *status) rollback(placement, why, hash, prev string, clusters, kept []string, now bool) {
 	msg := fmt.Sprintf("placement %s: template %s rolled back to %s", placement, hash, prev)
 	if len(clusters) > 0 {
 		msg += fmt.Sprintf(" on %d clusters (%s)", len(clusters), strings.Join(clusters, ", "))
+	}
+	if len(kept) > 0 {
+		msg += fmt.Sprintf("; %d clusters keep their work, %s cannot be rendered for them: %s", len(kept), prev, strings.Join(kept, ", "))
 	}
 	if why != "" {
 		msg += ": " + why
@@ -599,7 +679,7 @@ type refResult struct {
 	res  rollout.Result
 }
 
-func (s *status) add(pr *decisions.Placement, res rollout.Result, works map[string]*workv1.ManifestWork, hash string) {
+func (s *status) add(pr *decisions.Placement, res rollout.Result, works map[string]*workv1.ManifestWork, want map[string]string) {
 	switch {
 	case !pr.Found:
 		s.missing = append(s.missing, pr.Name)
@@ -628,7 +708,7 @@ func (s *status) add(pr *decisions.Placement, res rollout.Result, works map[stri
 			if meta.IsStatusConditionTrue(conds, workv1.WorkProgressing) {
 				sum.Progressing++
 			}
-			if w.Annotations[TemplateHashAnnotation] == hash {
+			if h := w.Annotations[TemplateHashAnnotation]; h != "" && h == want[c] {
 				sum.Updated++
 			}
 		}
@@ -706,7 +786,7 @@ func (s *status) rollbackCondition(rs *workv1alpha1.ManifestWorkReplicaSet) *met
 		return &metav1.Condition{Type: ConditionRolledBack, Status: metav1.ConditionTrue, Reason: ReasonMaxFailuresBreached,
 			Message: strings.Join(s.rolledBack, "; "), ObservedGeneration: rs.Generation}
 	}
-	if rolledBack(rs) {
+	if rolledBack(rs, s.rev) {
 		return nil // keep it as it is
 	}
 	return &metav1.Condition{Type: ConditionRolledBack, Status: metav1.ConditionFalse, Reason: ReasonNotRolledBack,
@@ -726,11 +806,24 @@ func (r *Reconciler) writeStatus(ctx context.Context, rs *workv1alpha1.ManifestW
 			r.Recorder.Event(rs, corev1.EventTypeWarning, EventRolledBack, rb.Message)
 		}
 		// A held rollback keeps its first message (which clusters went back).
-		if !(rolledBack(rs) && rb.Status == metav1.ConditionTrue) {
+		if !(rolledBack(rs, s.rev) && rb.Status == metav1.ConditionTrue) {
 			meta.SetStatusCondition(&conds, *rb)
 		}
 	} else if !rollbackEnabled(rs) {
 		meta.RemoveStatusCondition(&conds, ConditionRolledBack)
+	}
+	if oc := s.overrides; oc == nil {
+		meta.RemoveStatusCondition(&conds, ConditionOverridesApplied)
+	} else {
+		c := metav1.Condition{Type: ConditionOverridesApplied, Status: metav1.ConditionTrue, Reason: oc.reason, Message: oc.message, ObservedGeneration: rs.Generation}
+		if !oc.status {
+			c.Status = metav1.ConditionFalse
+			// A render failure is told once per new message.
+			if old := meta.FindStatusCondition(rs.Status.Conditions, ConditionOverridesApplied); old == nil || old.Message != oc.message {
+				r.Recorder.Event(rs, corev1.EventTypeWarning, EventOverrideRenderFailed, oc.message)
+			}
+		}
+		meta.SetStatusCondition(&conds, c)
 	}
 	next := workv1alpha1.ManifestWorkReplicaSetStatus{Conditions: conds, Summary: s.total, PlacementsSummary: s.placements}
 	if next.PlacementsSummary == nil {

@@ -1,13 +1,21 @@
 package mwrs
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
+	flotillav1alpha1 "github.com/flotilla-dev/flotilla/core/apis/flotilla/v1alpha1"
 	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
+	workv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/work/v1alpha1"
+	"github.com/flotilla-dev/flotilla/core/hash"
 	"github.com/flotilla-dev/flotilla/core/rollout"
+	"github.com/flotilla-dev/flotilla/hub/mwrs/override"
 )
 
 func TestOwnerKey(t *testing.T) {
@@ -100,5 +108,78 @@ func TestClusterState(t *testing.T) {
 				t.Fatalf("clusterState = %+v, want %+v", got, c.want)
 			}
 		})
+	}
+}
+
+// TestTemplateHashGolden: the template hash is the render's hash (override.Hash) and is the
+// formula works carried before overrides existed, so an upgrade rolls nothing out.
+func TestTemplateHashGolden(t *testing.T) {
+	tmpl := &workv1.ManifestWorkSpec{Workload: workv1.ManifestsTemplate{Manifests: []workv1.Manifest{{RawExtension: runtime.RawExtension{
+		Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"app","namespace":"default"},"data":{"version":"v1"}}`)}}}}}
+	got, err := templateHash(tmpl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := hash.JSON(tmpl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := hash.Short(h); got != want {
+		t.Fatalf("templateHash = %s, the hash.Short(hash.JSON(template)) works carry is %s", got, want)
+	}
+	if oh, _ := override.Hash(tmpl); oh != got {
+		t.Fatalf("override.Hash = %s, templateHash = %s", oh, got)
+	}
+	if golden := "56d0485b7301b872"; got != golden {
+		t.Fatalf("templateHash of the fixed template = %s, was %s before overrides", got, golden)
+	}
+}
+
+// TestRevisionWithoutOverrides: without overrides the revision is the template hash and its
+// data the bare template, as before overrides; with one it is neither, and both forms read back.
+func TestRevisionWithoutOverrides(t *testing.T) {
+	rs := &workv1alpha1.ManifestWorkReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app"}}
+	rs.Spec.ManifestWorkTemplate.Workload.Manifests = []workv1.Manifest{{RawExtension: runtime.RawExtension{
+		Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"app","namespace":"default"}}`)}}}
+	d, err := newDesired(rs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	th, _ := templateHash(&rs.Spec.ManifestWorkTemplate)
+	raw, _ := json.Marshal(rs.Spec.ManifestWorkTemplate)
+	if got, _ := d.revisionBytes(); d.rev != th || string(got) != string(raw) || d.annotations("c1") != nil {
+		t.Fatalf("without overrides: revision %s (template %s), data %s (want %s), annotations %v", d.rev, th, got, raw, d.annotations("c1"))
+	}
+	o := flotillav1alpha1.ManifestWorkReplicaSetOverride{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "o"},
+		Spec: flotillav1alpha1.ManifestWorkReplicaSetOverrideSpec{ReplicaSets: []flotillav1alpha1.ReplicaSetReference{{Name: "app"}},
+			Rules: []flotillav1alpha1.OverrideRule{{Name: "r", Labels: &flotillav1alpha1.MetadataOverride{Set: map[string]string{"a": "b"}}}}}}
+	d2, err := newDesired(rs, []flotillav1alpha1.ManifestWorkReplicaSetOverride{o})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d2.rev == th || d2.fatal != "" {
+		t.Fatalf("with an override: revision %s (template %s), fatal %q", d2.rev, th, d2.fatal)
+	}
+	for _, dd := range []*desired{d, d2} {
+		data, _ := dd.revisionBytes()
+		tmpl, ovs, err := readRevision(data)
+		if err != nil || !equality.Semantic.DeepEqual(*tmpl, rs.Spec.ManifestWorkTemplate) || len(ovs) != len(dd.overrides) {
+			t.Fatalf("readRevision(%s) = %v, %d overrides, %v", data, tmpl, len(ovs), err)
+		}
+	}
+}
+
+// TestValidCondition: the Valid condition is the compiler's verdict, naming the field.
+func TestValidCondition(t *testing.T) {
+	o := &flotillav1alpha1.ManifestWorkReplicaSetOverride{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "o", Generation: 3},
+		Spec: flotillav1alpha1.ManifestWorkReplicaSetOverrideSpec{ReplicaSets: []flotillav1alpha1.ReplicaSetReference{{Name: "app"}},
+			Rules: []flotillav1alpha1.OverrideRule{{Name: "r", Labels: &flotillav1alpha1.MetadataOverride{Set: map[string]string{"a": "b"}}}}}}
+	if c := validCondition(o); c.Status != metav1.ConditionTrue || c.Reason != flotillav1alpha1.ReasonCompiled || c.ObservedGeneration != 3 {
+		t.Fatalf("a valid override: %+v", c)
+	}
+	o.Spec.Rules[0].Labels.Set["a"] = "{{ range .cluster.labels }}x{{ end }}"
+	c := validCondition(o)
+	if c.Status != metav1.ConditionFalse || c.Reason != flotillav1alpha1.ReasonInvalidSpec || !strings.Contains(c.Message, "spec.rules[0].labels") {
+		t.Fatalf("a template with range: %+v", c)
 	}
 }

@@ -13,6 +13,8 @@ import (
 	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/core/rollout"
+	"github.com/flotilla-dev/flotilla/hub/mwrs/override"
+	"github.com/flotilla-dev/flotilla/hub/placement/decisions"
 )
 
 // PlacementRollout is where one placement reference of a replica set stands, as the
@@ -35,33 +37,48 @@ type ClusterRollout struct {
 	State   rollout.Status
 	// Since is when the cluster entered State (zero for ToApply).
 	Since time.Time
-	// Why explains State from the cluster's ManifestWork.
+	// Why explains State from the cluster's ManifestWork (or its failed render).
 	Why string
+	// Desired is the hash the cluster's work should carry (its render's), empty when its
+	// render failed; Overrides is the rules that shaped it (the work annotation's form).
+	Desired, Overrides string
 }
 
 // Inspect evaluates rs's rollouts at now without writing anything: what `flotilla rollout
-// status` prints. c needs no index: works are found by their replica set label.
-func Inspect(ctx context.Context, c client.Reader, rs *workv1alpha1.ManifestWorkReplicaSet, now time.Time) ([]PlacementRollout, error) {
+// status` prints. It renders the overrides as the controller does (cel evaluates their
+// celSelectors; nil: such a rule fails). c needs no index: works are found by their replica
+// set label.
+func Inspect(ctx context.Context, c client.Reader, rs *workv1alpha1.ManifestWorkReplicaSet, now time.Time, cel override.CELMatcher) ([]PlacementRollout, error) {
 	works, err := listWorks(ctx, c, rs, client.MatchingLabels{workv1alpha1.ManifestWorkReplicaSetControllerNameLabelKey: ownerValue(rs)})
 	if err != nil {
 		return nil, err
 	}
-	hash, err := templateHash(&rs.Spec.ManifestWorkTemplate)
+	ovs, err := overridesOf(ctx, c, rs)
 	if err != nil {
 		return nil, err
 	}
-	var out []PlacementRollout
-	for _, ref := range rs.Spec.PlacementRefs {
-		pr, err := readPlacement(ctx, c, rs, ref)
-		if err != nil {
+	d, err := newDesired(rs, ovs)
+	if err != nil {
+		return nil, err
+	}
+	prs := make([]*decisions.Placement, len(rs.Spec.PlacementRefs))
+	for i, ref := range rs.Spec.PlacementRefs {
+		if prs[i], err = readPlacement(ctx, c, rs, ref); err != nil {
 			return nil, err
 		}
+	}
+	if err := (renderer{cel: cel}).render(ctx, c, rs, d, prs); err != nil {
+		return nil, err
+	}
+	var out []PlacementRollout
+	for i, ref := range rs.Spec.PlacementRefs {
+		pr := prs[i]
 		pl := PlacementRollout{Name: ref.Name, Found: pr.Found}
 		// As the controller reads them, without recording: a success it has not recorded yet
 		// counts from now, as it will.
-		states, _ := clusterStates(pr.Groups, works, hash, &rs.Spec.ManifestWorkTemplate, now,
+		states, _ := clusterStates(pr.Groups, works, d.want, d.failed, &rs.Spec.ManifestWorkTemplate, now,
 			func(w *workv1.ManifestWork) (time.Time, error) {
-				if t, ok := recordedSuccess(w, hash); ok {
+				if t, ok := recordedSuccess(w, d.want[w.Namespace]); ok {
 					return t, nil
 				}
 				return now, nil
@@ -77,8 +94,15 @@ func Inspect(ctx context.Context, c client.Reader, rs *workv1alpha1.ManifestWork
 				if timedOut[cl] {
 					st.Status = rollout.TimeOut
 				}
+				w := why(works[cl], st.Status, d.want[cl], &rs.Spec.ManifestWorkTemplate)
+				if f, ok := d.failed[cl]; ok {
+					w = "render failed: " + f
+					if wk := works[cl]; wk != nil {
+						w += "; keeps template " + wk.Annotations[TemplateHashAnnotation]
+					}
+				}
 				pl.Clusters = append(pl.Clusters, ClusterRollout{Cluster: cl, Group: rollout.GroupRef{Index: g.Index, Name: g.Name},
-					State: st.Status, Since: st.LastTransitionTime, Why: why(works[cl], st.Status, hash, &rs.Spec.ManifestWorkTemplate)})
+					State: st.Status, Since: st.LastTransitionTime, Why: w, Desired: d.want[cl], Overrides: d.applied[cl]})
 			}
 		}
 		sort.SliceStable(pl.Clusters, func(i, j int) bool { return pl.Clusters[i].Group.Index < pl.Clusters[j].Group.Index })

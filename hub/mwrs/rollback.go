@@ -2,9 +2,9 @@ package mwrs
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -59,19 +59,23 @@ func rollbackEnabled(rs *workv1alpha1.ManifestWorkReplicaSet) bool {
 
 // RolledBack reports whether rs's current generation was rolled back (and is not rolled out
 // again until its spec changes).
-func RolledBack(rs *workv1alpha1.ManifestWorkReplicaSet) bool { return rolledBack(rs) }
+func RolledBack(rs *workv1alpha1.ManifestWorkReplicaSet) bool { return rolledBack(rs, "") }
 
-// rolledBack: the current generation was rolled back; it is not rolled out again.
-func rolledBack(rs *workv1alpha1.ManifestWorkReplicaSet) bool {
+// rolledBack: the current generation's revision rev was rolled back; it is not rolled out
+// again. An override's change is a new revision of the same generation: the condition's
+// message names the revision it rolled back ("template <rev> rolled back to ..."); rev ""
+// asks about the generation only.
+func rolledBack(rs *workv1alpha1.ManifestWorkReplicaSet, rev string) bool {
 	c := meta.FindStatusCondition(rs.Status.Conditions, ConditionRolledBack)
-	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == rs.Generation
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == rs.Generation &&
+		(rev == "" || strings.Contains(c.Message, "template "+rev+" rolled back"))
 }
 
 // holds: the template with hash is not rolled out again, because the current generation was
 // rolled back (the status says so) or some work was rolled back from it (the status may not
 // say so yet in the cache).
 func holds(rs *workv1alpha1.ManifestWorkReplicaSet, works map[string]*workv1.ManifestWork, hash string) bool {
-	return rolledBack(rs) || rolledBackFrom(works, hash)
+	return rolledBack(rs, hash) || rolledBackFrom(works, hash)
 }
 
 // rolledBackFrom: some work was rolled back from the template with hash, so that template
@@ -85,16 +89,19 @@ func rolledBackFrom(works map[string]*workv1.ManifestWork, hash string) bool {
 	return false
 }
 
-// revision is a template the controller rolled out.
+// revision is a template (and the overrides naming the replica set then) the controller
+// rolled out; hash is the revision's (the template hash without overrides).
 type revision struct {
-	hash     string
-	template *workv1.ManifestWorkSpec
+	hash      string
+	template  *workv1.ManifestWorkSpec
+	overrides []overrideSnapshot
 }
 
 // recordRevision keeps the template with hash as a ControllerRevision and returns it
 // (current) and the rollback target: the latest revision of another template that completed
 // (nil if none). It prunes the oldest revisions beyond keepRevisions, never the target.
-func (r *Reconciler) recordRevision(ctx context.Context, rs *workv1alpha1.ManifestWorkReplicaSet, hash string) (current *appsv1.ControllerRevision, target *revision, err error) {
+func (r *Reconciler) recordRevision(ctx context.Context, rs *workv1alpha1.ManifestWorkReplicaSet, d *desired) (current *appsv1.ControllerRevision, target *revision, err error) {
+	hash := d.rev
 	list := &appsv1.ControllerRevisionList{}
 	if err := r.Client.List(ctx, list, client.InNamespace(rs.Namespace),
 		client.MatchingLabels{workv1alpha1.ManifestWorkReplicaSetControllerNameLabelKey: ownerValue(rs)}); err != nil {
@@ -123,7 +130,7 @@ func (r *Reconciler) recordRevision(ctx context.Context, rs *workv1alpha1.Manife
 		revs = append(append(revs[:cur:cur], revs[cur+1:]...), *cr)
 		cur = len(revs) - 1
 	case cur < 0:
-		data, err := json.Marshal(rs.Spec.ManifestWorkTemplate)
+		data, err := d.revisionBytes()
 		if err != nil {
 			return nil, nil, err
 		}
@@ -158,11 +165,11 @@ func (r *Reconciler) recordRevision(ctx context.Context, rs *workv1alpha1.Manife
 		}
 	}
 	if t >= 0 {
-		tmpl := &workv1.ManifestWorkSpec{}
-		if err := json.Unmarshal(revs[t].Data.Raw, tmpl); err != nil {
+		tmpl, ovs, err := readRevision(revs[t].Data.Raw)
+		if err != nil {
 			return nil, nil, fmt.Errorf("ManifestWorkReplicaSet %s/%s: template revision %s: %w", rs.Namespace, rs.Name, revs[t].Name, err)
 		}
-		target = &revision{hash: revs[t].Labels[revisionHashLabel], template: tmpl}
+		target = &revision{hash: revs[t].Labels[revisionHashLabel], template: tmpl, overrides: ovs}
 	}
 	for i, n := 0, len(revs); n > keepRevisions && i < len(revs); i++ {
 		if i == t || i == cur {

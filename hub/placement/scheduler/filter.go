@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sort"
@@ -215,8 +216,9 @@ type celEntry struct {
 	err error
 }
 
-func (sch *Scheduler) celProgram(expr string) (cel.Program, error) {
-	c := &sch.cel
+func (sch *Scheduler) celProgram(expr string) (cel.Program, error) { return sch.cel.program(expr) }
+
+func (c *celCache) program(expr string) (cel.Program, error) {
 	c.once.Do(func() { c.env, c.err = newCELEnv(); c.progs = map[string]celEntry{} })
 	if c.err != nil {
 		return nil, c.err
@@ -239,6 +241,30 @@ func (sch *Scheduler) celProgram(expr string) (cel.Program, error) {
 		c.progs[expr] = e
 	}
 	return e.prg, e.err
+}
+
+// CELMatcher evaluates celSelector expressions on one cluster as a Placement's
+// requiredClusterSelector does (all must be true; scores() sees no scores): the overrides of
+// ManifestWorkReplicaSets select clusters with it. The zero value is ready; use a pointer.
+type CELMatcher struct{ cache celCache }
+
+// MatchCEL reports whether every expression is true on cluster.
+func (m *CELMatcher) MatchCEL(ctx context.Context, exprs []string, cluster *clusterv1.ManagedCluster) (bool, error) {
+	obj := clusterObject(cluster)
+	for i, expr := range exprs {
+		prg, err := m.cache.program(expr)
+		if err != nil {
+			return false, fmt.Errorf("celExpressions[%d]: %w", i, err)
+		}
+		out, _, err := prg.ContextEval(ctx, map[string]any{"managedCluster": obj})
+		if err != nil {
+			return false, fmt.Errorf("celExpressions[%d] on cluster %s: %w", i, cluster.Name, err)
+		}
+		if b, ok := out.Value().(bool); !ok || !b {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // scoresKey holds, in the object CEL sees, the cluster's AddOnPlacementScores for scores().
