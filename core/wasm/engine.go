@@ -243,7 +243,7 @@ func (e *Engine) Load(ctx context.Context, spec ModuleSpec) (*Module, error) {
 	}
 	required := abi.RequiredExports(spec.Type)
 	if required == nil {
-		return nil, loadErr(name, ReasonInvalidSpec, nil, "spec.type %q is not one of Prioritizer, CSRApproval, FeedbackExtractor, AddOnTemplate", spec.Type)
+		return nil, loadErr(name, ReasonInvalidSpec, nil, "spec.type %q is not one of Prioritizer, CSRApproval, FeedbackExtractor, AddOnTemplate, ManifestTransformer", spec.Type)
 	}
 	if len(spec.Config) > 0 && !json.Valid(spec.Config) {
 		return nil, loadErr(name, ReasonInvalidSpec, nil, "spec.pluginConfig is not valid JSON")
