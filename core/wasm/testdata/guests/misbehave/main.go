@@ -4,9 +4,13 @@ package main
 
 import (
 	"bytes"
+	crand "crypto/rand"
+	"fmt"
+	mrand "math/rand/v2"
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"flotilla.test/guests/internal/xt"
 )
@@ -181,3 +185,17 @@ func report(err error, ok string) string {
 	}
 	return ok
 }
+
+// clock answers the wall clock, the monotonic clock and two random numbers (one from the
+// runtime's seed, one from WASI random_get): what a deterministic instance must not take
+// from the host.
+//
+//go:wasmexport clock
+func clock() int32 {
+	var b [8]byte
+	_, _ = crand.Read(b[:])
+	xt.Output([]byte(fmt.Sprintf("%d %d %d %x", time.Now().UnixNano(), time.Since(start), mrand.Uint64(), b)))
+	return 0
+}
+
+var start = time.Now()
