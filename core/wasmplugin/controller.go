@@ -197,9 +197,7 @@ func (r *Reconciler) resolve(ctx context.Context, wp *flotillav1alpha1.WasmPlugi
 		Type:          abi.PluginType(wp.Spec.Type),
 		SHA256:        wp.Spec.SHA256,
 		FailurePolicy: wasm.FailurePolicy(wp.Spec.FailurePolicy),
-		// A transform's output is hashed and rolled out: it must not depend on when or
-		// where it ran.
-		Deterministic: wp.Spec.Type == flotillav1alpha1.PluginTypeManifestTransformer,
+		Deterministic: abi.Deterministic(abi.PluginType(wp.Spec.Type)),
 	}
 	if wp.Spec.PluginConfig != nil {
 		spec.Config = wp.Spec.PluginConfig.Raw

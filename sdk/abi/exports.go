@@ -107,3 +107,8 @@ func ParseStdioHeader(b []byte) (uint64, bool) {
 	}
 	return u64(b[8:]), true
 }
+
+// Deterministic reports whether the host runs plugins of type t without wall clock,
+// monotonic clock or host entropy, because their outputs are hashed and rolled out: the
+// same request must give the same bytes wherever and whenever it runs.
+func Deterministic(t PluginType) bool { return t == TypeManifestTransformer }

@@ -10,6 +10,9 @@ import (
 // ManifestTransformerVersion is the version of the transform_manifest messages.
 const ManifestTransformerVersion = 1
 
+// MaxTransformOutputBytes bounds a transform_manifest output; the host refuses a larger one.
+const MaxTransformOutputBytes = 1 << 20
+
 // TransformRequest is the transform_manifest input: one manifest of a
 // ManifestWorkReplicaSet's template as the earlier override rules left it, for one
 // cluster. The host makes one call per cluster, selected manifest and transform rule.
