@@ -58,11 +58,13 @@ func (w *WasmTransformer) Transform(ctx context.Context, req TransformRequest) (
 	if err != nil {
 		return nil, err
 	}
-	return transformOutput(req.Plugin, req.Manifest, out)
+	return ApplyTransformOutput(req.Plugin, req.Manifest, out)
 }
 
-// transformOutput checks a transform_manifest output against the manifest it was given.
-func transformOutput(plugin string, manifest, out []byte) (json.RawMessage, error) {
+// ApplyTransformOutput checks a transform_manifest output of plugin against the manifest it
+// was given and returns the manifest it makes (the hub's checks, shared with
+// `flotilla plugin test`).
+func ApplyTransformOutput(plugin string, manifest, out []byte) (json.RawMessage, error) {
 	invalid := func(err error, format string, args ...any) error {
 		return wasm.InvalidOutput(plugin, abi.ExportTransformManifest, err, "transform output: "+format, args...)
 	}

@@ -32,7 +32,7 @@ func TestTransformOutput(t *testing.T) {
 		{"an output too large", `{"manifest":{"x":"` + strings.Repeat("x", abi.MaxTransformOutputBytes) + `"}}`, "", "transform output: 10485"},
 	}
 	for _, tc := range cases {
-		got, err := transformOutput("p", in, []byte(tc.out))
+		got, err := ApplyTransformOutput("p", in, []byte(tc.out))
 		if tc.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.err) || wasm.CallErrorKindOf(err) != wasm.KindInvalidOutput {
 				t.Errorf("%s: got %v, want an InvalidOutput error containing %q", tc.name, err, tc.err)

@@ -200,7 +200,15 @@ func clock() int32 {
 
 var start = time.Now()
 
-// transform_manifest answers an empty patch, so the module loads as a ManifestTransformer.
+// transform_manifest answers a patch setting the manifest's annotations to the number of
+// calls this instance has had: a ManifestTransformer whose output is not a function of its
+// input.
 //
 //go:wasmexport transform_manifest
-func transformManifest() int32 { xt.Output([]byte(`{"patch":[]}`)); return 0 }
+func transformManifest() int32 {
+	transforms++
+	xt.Output([]byte(`{"patch":[{"op":"add","path":"/metadata/annotations","value":{"calls":"` + strconv.Itoa(transforms) + `"}}]}`))
+	return 0
+}
+
+var transforms int
