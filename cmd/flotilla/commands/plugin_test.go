@@ -93,7 +93,7 @@ func TestPluginTestManifestTransformer(t *testing.T) {
 		`"manifest":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"web"},"spec":{"containers":[{"name":"app","image":"a"}]}}}`))
 	stdout, _, err := runFlotilla(ctx, "plugin", "test", sidecar, "--type", "ManifestTransformer", "--input", req, "--config", `{"image":"fluent-bit:3"}`)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(stdout).To(MatchJSON(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"web"},"spec":{"containers":[{"name":"app","image":"a"},`+
+	g.Expect(stdout).To(MatchJSON(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"web"},"spec":{"containers":[{"name":"app","image":"a"},` +
 		`{"name":"log-shipper","image":"fluent-bit:3","env":[{"name":"CLUSTER","value":"cluster1"},{"name":"REGION","value":"eu"}],"resources":{"requests":{"cpu":"20m"}}}]}}`))
 
 	// A transform answering the same request differently is refused.
