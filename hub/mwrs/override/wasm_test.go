@@ -88,3 +88,15 @@ func TestWasmTransformerRefusals(t *testing.T) {
 		t.Errorf("not loaded: %v", err)
 	}
 }
+
+// A transform that cannot run fails the cluster's render, naming the override, rule, cluster,
+// manifest and plugin.
+func TestWasmTransformerFailureFailsTheRender(t *testing.T) {
+	p := compile(t, "extras", rules("- name: side\n  manifests: [{group: apps, kind: Deployment}]\n  transform: {plugin: sidecar}\n"))
+	_, f := Render(context.Background(), Input{ReplicaSet: rs, Template: tmplSpec(), Overrides: []*Program{p}, Cluster: eu,
+		Transformer: &WasmTransformer{Registry: wasm.NewRegistry()}})
+	if f == nil || f.Override != "extras" || f.Rule != "side" || f.Cluster != "cluster1" || f.Manifest != "apps/Deployment web/web" ||
+		f.Message != "transform with WasmPlugin sidecar: WasmPlugin sidecar is not loaded" {
+		t.Errorf("got %+v", f)
+	}
+}
