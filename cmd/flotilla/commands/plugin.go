@@ -263,7 +263,8 @@ func localCheck(ctx context.Context, name string, typ abi.PluginType, mod, confi
 		return err
 	}
 	defer engine.Close(context.WithoutCancel(ctx))
-	m, err := engine.Load(ctx, wasm.ModuleSpec{Name: name, Type: typ, Wasm: mod, Config: config, Limits: limits})
+	m, err := engine.Load(ctx, wasm.ModuleSpec{Name: name, Type: typ, Wasm: mod, Config: config, Limits: limits,
+		Deterministic: abi.Deterministic(typ)})
 	if err != nil {
 		return err
 	}

@@ -178,6 +178,14 @@ func TestPluginPushAppliesAndWaitsForReady(t *testing.T) {
 	g.Expect(err).To(MatchError(And(ContainSubstring("not Ready"), ContainSubstring("MissingExport"), ContainSubstring("review_csr"))))
 	g.Expect(stdout).To(ContainSubstring("ready:       False (MissingExport)"))
 
+	// A ManifestTransformer is pushed like any other and served deterministic.
+	stdout, stderr, err = runFlotilla(ctx, "plugin", "push", wrong, "--name", "transformer", "--type", "ManifestTransformer", "--kubeconfig", cp.KubeconfigPath)
+	g.Expect(err).NotTo(HaveOccurred(), "stderr: %s", stderr)
+	g.Expect(stdout).To(ContainSubstring("ready:       True (Loaded)"))
+	tm, ok := registry.Get("transformer")
+	g.Expect(ok).To(BeTrue())
+	g.Expect(tm.Deterministic()).To(BeTrue())
+
 	_, _, err = runFlotilla(ctx, "plugin", "push", file, "--name", "elsewhere", "--type", "CSRApproval", "--namespace", "no-such-ns", "--kubeconfig", cp.KubeconfigPath)
 	g.Expect(err).To(MatchError(ContainSubstring(`namespace "no-such-ns" does not exist`)))
 }
