@@ -120,18 +120,23 @@ clean:
 .PHONY: plugins plugins-go plugins-examples wasi-toolchain bench-wasm
 
 C_HEADROOM := plugins/examples/c-headroom
+C_CLUSTER_LABEL := plugins/examples/c-cluster-label
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 ## plugins: our Go plugins into plugins/dist/<name>.wasm.zst (+ manifest.json, committed and
-## embedded by the hub) and the C example prioritizer (its test under `make test` loads it)
+## embedded by the hub) and the C examples (a prioritizer and a transformer; their tests under `make test` load them)
 plugins: plugins-go plugins-examples
 
 plugins-go:
 	$(GO) run ./plugins/cmd/build-plugins -root . -out plugins/dist
 
-plugins-examples: $(C_HEADROOM)/build/headroom.wasm
+plugins-examples: $(C_HEADROOM)/build/headroom.wasm $(C_CLUSTER_LABEL)/build/cluster-label.wasm
 
 $(C_HEADROOM)/build/headroom.wasm: $(C_HEADROOM)/src/headroom.c | wasi-toolchain
+	mkdir -p $(@D)
+	clang --target=wasm32-wasi -mexec-model=reactor -O2 -Wall -Wextra -Werror -Wl,--strip-all -o $@ $<
+
+$(C_CLUSTER_LABEL)/build/cluster-label.wasm: $(C_CLUSTER_LABEL)/src/cluster_label.c | wasi-toolchain
 	mkdir -p $(@D)
 	clang --target=wasm32-wasi -mexec-model=reactor -O2 -Wall -Wextra -Werror -Wl,--strip-all -o $@ $<
 

@@ -5,9 +5,9 @@
 //	GOOS=wasip1 GOARCH=wasm go build -trimpath -buildmode=c-shared -o plugin.wasm .
 //
 // It registers its logic in an init function with the package of its extension
-// point — prioritizer.Register, csrapproval.Register, feedback.Register or
-// addontemplate.Register — and has an empty main. Those packages define the Wasm
-// exports the host calls, speak the wire formats of package abi, and keep
+// point — prioritizer.Register, csrapproval.Register, feedback.Register,
+// addontemplate.Register or transformer.Register — and has an empty main. Those
+// packages define the Wasm exports the host calls, speak the wire formats of package abi, and keep
 // encoding/json, fmt and reflect out of the module. Each export runs the plugin's
 // method with a Host, turns a returned error or a panic into an Extism error, and
 // validates the answer before handing it back.

@@ -86,6 +86,11 @@ type ModuleSpec struct {
 	Limits Limits
 	// FailurePolicy is carried for the module's users; the host does not act on it.
 	FailurePolicy FailurePolicy
+	// Deterministic gives instances no wall clock, monotonic clock or host entropy: they read
+	// wazero's fake clocks (a fixed start, +1 ms per reading) and its seeded random source, so
+	// the same calls in the same order give the same outputs. For types whose outputs are
+	// hashed and rolled out (ManifestTransformer).
+	Deterministic bool
 }
 
 // FailurePolicy tells users of a plugin what to do when it cannot be called.
@@ -243,7 +248,7 @@ func (e *Engine) Load(ctx context.Context, spec ModuleSpec) (*Module, error) {
 	}
 	required := abi.RequiredExports(spec.Type)
 	if required == nil {
-		return nil, loadErr(name, ReasonInvalidSpec, nil, "spec.type %q is not one of Prioritizer, CSRApproval, FeedbackExtractor, AddOnTemplate", spec.Type)
+		return nil, loadErr(name, ReasonInvalidSpec, nil, "spec.type %q is not one of Prioritizer, CSRApproval, FeedbackExtractor, AddOnTemplate, ManifestTransformer", spec.Type)
 	}
 	if len(spec.Config) > 0 && !json.Valid(spec.Config) {
 		return nil, loadErr(name, ReasonInvalidSpec, nil, "spec.pluginConfig is not valid JSON")
@@ -282,6 +287,7 @@ func (e *Engine) Load(ctx context.Context, spec ModuleSpec) (*Module, error) {
 		size:          len(spec.Wasm),
 		limits:        limits,
 		failurePolicy: spec.FailurePolicy,
+		deterministic: spec.Deterministic,
 		logger:        newGuestLogger(e.log, name, e.guestLevel, e.opts.GuestLogPerSecond, e.opts.GuestLogBurst),
 		idle:          make(chan *instance, limits.PoolSize),
 		slots:         make(chan struct{}, limits.PoolSize),
@@ -372,12 +378,10 @@ func (e *Engine) forget(m *Module) {
 // randomness (Go's runtime needs both to start), stderr captured for trap messages, and
 // stdin and stdout carrying the calls' input and output under the bulk transport
 // (abi.ExportStdio).
-func newModuleConfig(stderr *headBuffer, stdin *stdioInput, stdout *stdioOutput) wazero.ModuleConfig {
-	return wazero.NewModuleConfig().
-		WithSysWalltime().
-		WithSysNanotime().
-		WithRandSource(rand.Reader).
-		WithStderr(stderr).
-		WithStdin(stdin).
-		WithStdout(stdout)
+func newModuleConfig(stderr *headBuffer, stdin *stdioInput, stdout *stdioOutput, deterministic bool) wazero.ModuleConfig {
+	c := wazero.NewModuleConfig().WithStderr(stderr).WithStdin(stdin).WithStdout(stdout)
+	if deterministic {
+		return c // wazero's defaults: fake clocks and a seeded random source
+	}
+	return c.WithSysWalltime().WithSysNanotime().WithRandSource(rand.Reader)
 }

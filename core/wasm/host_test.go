@@ -290,6 +290,7 @@ func TestLoadFailuresCarryTheirReason(t *testing.T) {
 		contains string
 	}{
 		{"missing export", wasm.ModuleSpec{Type: abi.TypeCSRApproval, Wasm: v1}, wasm.ReasonMissingExport, "review_csr"},
+		{"missing transform_manifest", wasm.ModuleSpec{Type: abi.TypeManifestTransformer, Wasm: wasmtest.CSR(t)}, wasm.ReasonMissingExport, "transform_manifest"},
 		{"rejected config", wasm.ModuleSpec{Type: abi.TypePrioritizer, Wasm: v1, Config: []byte(`{"reject":true}`)}, wasm.ReasonConfigRejected, "config rejected: field reject is set"},
 		// The timeout also bounds the guest runtime's start-up (the first call), which can take a
 		// few hundred milliseconds on a loaded machine.

@@ -30,6 +30,7 @@ type Module struct {
 	limits        Limits
 	warnings      []string
 	failurePolicy FailurePolicy
+	deterministic bool
 	highWater     uint64
 	hasABIExport  bool
 	// stdio: the module accepts the bulk transport (abi.ExportStdio).
@@ -76,6 +77,9 @@ func (m *Module) Limits() Limits { return m.limits }
 // could not be instrumented with loop fuel (so its loops run slower).
 func (m *Module) Warnings() []string { return slices.Clone(m.warnings) }
 
+// Deterministic reports whether instances run without host clocks and entropy.
+func (m *Module) Deterministic() bool { return m.deterministic }
+
 // FailurePolicy is the policy given in the ModuleSpec (Fail when unset).
 func (m *Module) FailurePolicy() FailurePolicy { return m.failurePolicy }
 
@@ -105,7 +109,7 @@ func (m *Module) newInstance(ctx context.Context) (*instance, error) {
 	// refuses host calls without a plugin in the context: give deadlineCheck (which
 	// needs none) one, so such a function may run past its fuel.
 	ictx = context.WithValue(ictx, extism.PluginCtxKey("plugin"), (*extism.Plugin)(nil))
-	p, err := m.compiled.Instance(ictx, extism.PluginInstanceConfig{ModuleConfig: newModuleConfig(stderr, stdin, stdout)})
+	p, err := m.compiled.Instance(ictx, extism.PluginInstanceConfig{ModuleConfig: newModuleConfig(stderr, stdin, stdout, m.deterministic)})
 	if err != nil {
 		return nil, err
 	}

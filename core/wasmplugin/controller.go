@@ -197,6 +197,7 @@ func (r *Reconciler) resolve(ctx context.Context, wp *flotillav1alpha1.WasmPlugi
 		Type:          abi.PluginType(wp.Spec.Type),
 		SHA256:        wp.Spec.SHA256,
 		FailurePolicy: wasm.FailurePolicy(wp.Spec.FailurePolicy),
+		Deterministic: abi.Deterministic(abi.PluginType(wp.Spec.Type)),
 	}
 	if wp.Spec.PluginConfig != nil {
 		spec.Config = wp.Spec.PluginConfig.Raw

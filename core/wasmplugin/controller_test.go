@@ -154,6 +154,33 @@ var _ = Describe("WasmPlugin", func() {
 		out, err := registry.Call(ctx, "good", "config", nil)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(string(out)).To(MatchJSON(`{"weight":3}`))
+		Expect(m.Deterministic()).To(BeFalse(), "only ManifestTransformers run without host clocks")
+
+		Expect(wasmplugin.Serving(ctx, k8s, registry, "good", flotillav1alpha1.PluginTypePrioritizer)).To(BeTrue())
+		_, err = wasmplugin.Serving(ctx, k8s, registry, "good", flotillav1alpha1.PluginTypeAddOnTemplate)
+		Expect(err).To(MatchError(ContainSubstring("WasmPlugin good: spec.type is Prioritizer, not AddOnTemplate")))
+	})
+
+	It("loads a ManifestTransformer deterministic, and Serving says when it serves the current spec", func(ctx SpecContext) {
+		putModule(ctx, "transformer", flotillav1alpha1.SourceKeyWasmZstd, zstd(v1))
+		wp := createPlugin(ctx, "transformer", "transformer", pluginOpts{typ: flotillav1alpha1.PluginTypeManifestTransformer})
+		Eventually(readyReason(ctx, "transformer")).Should(Equal("True/Loaded"))
+		m, ok := registry.Get("transformer")
+		Expect(ok).To(BeTrue())
+		Expect(m.Type()).To(Equal(abi.TypeManifestTransformer))
+		Expect(m.Deterministic()).To(BeTrue())
+		Expect(wasmplugin.Serving(ctx, k8s, registry, "transformer", flotillav1alpha1.PluginTypeManifestTransformer)).To(BeTrue())
+
+		// A newer generation than Ready observed: loading, not serving.
+		wp = getPlugin(ctx, "transformer")
+		wp.Spec.PluginConfig = &apiextensionsv1.JSON{Raw: []byte(`{"reject":true}`)}
+		Expect(k8s.Update(ctx, wp)).To(Succeed())
+		Eventually(readyReason(ctx, "transformer")).Should(Equal("False/ConfigRejected"))
+		_, err := wasmplugin.Serving(ctx, k8s, registry, "transformer", flotillav1alpha1.PluginTypeManifestTransformer)
+		Expect(err).To(MatchError(ContainSubstring("WasmPlugin transformer is not ready: ConfigRejected")))
+
+		_, err = wasmplugin.Serving(ctx, k8s, registry, "absent", flotillav1alpha1.PluginTypeManifestTransformer)
+		Expect(err).To(MatchError(ContainSubstring("reading WasmPlugin absent")))
 	})
 
 	It("hot-reloads a changed ConfigMap, swapping the module and notifying subscribers", func(ctx SpecContext) {

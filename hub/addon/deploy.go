@@ -34,6 +34,7 @@ import (
 	"github.com/flotilla-dev/flotilla/core/apply"
 	"github.com/flotilla-dev/flotilla/core/hash"
 	"github.com/flotilla-dev/flotilla/core/wasm"
+	"github.com/flotilla-dev/flotilla/core/wasmplugin"
 	"github.com/flotilla-dev/flotilla/hub/addon/render"
 )
 
@@ -368,7 +369,7 @@ func (r *DeployReconciler) render(ctx context.Context, mca *addonv1alpha1.Manage
 		}
 		return out, hashes, nil, true
 	}
-	if ready, err := r.pluginReady(ctx, tmplRef.Name); err != nil || !ready {
+	if ready, err := wasmplugin.Serving(ctx, r.Client, r.Registry, tmplRef.Name, flotillav1alpha1.PluginTypeAddOnTemplate); err != nil || !ready {
 		if err != nil {
 			err = fmt.Errorf("ManagedClusterAddOn %s/%s: %w", mca.Namespace, mca.Name, err)
 		}
@@ -380,29 +381,6 @@ func (r *DeployReconciler) render(ctx context.Context, mca *addonv1alpha1.Manage
 	}
 	out.rendered = rendered
 	return out, hashes, nil, true
-}
-
-// pluginReady reports whether the registry serves the current spec of WasmPlugin name: its
-// Ready condition is for its generation and the loaded module is the one its status names
-// (a render during a reload would otherwise record the new spec hash for the old module's
-// output). A plugin that failed to load for its current spec is an error naming it.
-func (r *DeployReconciler) pluginReady(ctx context.Context, name string) (bool, error) {
-	wp := &flotillav1alpha1.WasmPlugin{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, wp); err != nil {
-		return false, fmt.Errorf("reading WasmPlugin %s: %w", name, err)
-	}
-	if wp.Spec.Type != flotillav1alpha1.PluginTypeAddOnTemplate {
-		return false, fmt.Errorf("WasmPlugin %s: spec.type is %s, not AddOnTemplate", name, wp.Spec.Type)
-	}
-	c := meta.FindStatusCondition(wp.Status.Conditions, flotillav1alpha1.ConditionReady)
-	if c == nil || c.ObservedGeneration != wp.Generation {
-		return false, nil // loading
-	}
-	if c.Status != metav1.ConditionTrue {
-		return false, fmt.Errorf("WasmPlugin %s is not ready: %s: %s", name, c.Reason, c.Message)
-	}
-	m, ok := r.Registry.Get(name)
-	return ok && m.Digest() == wp.Status.Digest, nil
 }
 
 // listWorks lists the add-on's deploy works in its cluster's namespace (not the works there

@@ -15,6 +15,8 @@ const (
 	TypeCSRApproval       PluginType = "CSRApproval"
 	TypeFeedbackExtractor PluginType = "FeedbackExtractor"
 	TypeAddOnTemplate     PluginType = "AddOnTemplate"
+	// TypeManifestTransformer transforms one ManifestWorkReplicaSet manifest for one cluster.
+	TypeManifestTransformer PluginType = "ManifestTransformer"
 )
 
 // Exports every plugin may define.
@@ -40,6 +42,8 @@ const (
 	ExportExtractFeedback = "extract_feedback"
 	// ExportRenderAddOn (AddOnTemplate) renders the manifests of an add-on for one cluster.
 	ExportRenderAddOn = "render_addon"
+	// ExportTransformManifest (ManifestTransformer) transforms one manifest for one cluster.
+	ExportTransformManifest = "transform_manifest"
 )
 
 // RequiredExports lists the exports a module of the given type must define.
@@ -53,6 +57,8 @@ func RequiredExports(t PluginType) []string {
 		return []string{ExportDeclareResources, ExportExtractFeedback}
 	case TypeAddOnTemplate:
 		return []string{ExportRenderAddOn}
+	case TypeManifestTransformer:
+		return []string{ExportTransformManifest}
 	}
 	return nil
 }
@@ -101,3 +107,8 @@ func ParseStdioHeader(b []byte) (uint64, bool) {
 	}
 	return u64(b[8:]), true
 }
+
+// Deterministic reports whether the host runs plugins of type t without wall clock,
+// monotonic clock or host entropy, because their outputs are hashed and rolled out: the
+// same request must give the same bytes wherever and whenever it runs.
+func Deterministic(t PluginType) bool { return t == TypeManifestTransformer }

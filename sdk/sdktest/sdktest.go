@@ -17,6 +17,7 @@ import (
 	"github.com/flotilla-dev/flotilla/sdk/csrapproval"
 	"github.com/flotilla-dev/flotilla/sdk/feedback"
 	"github.com/flotilla-dev/flotilla/sdk/prioritizer"
+	"github.com/flotilla-dev/flotilla/sdk/transformer"
 )
 
 // LogLine is one line a plugin logged.
@@ -136,6 +137,26 @@ func RenderAddOn(t addontemplate.Template, h sdk.Host, req abi.AddOnRequest) (ab
 	var r abi.AddOnResult
 	err := roundTrip(req, func(in []byte) ([]byte, error) { return addontemplate.Render(t, h, in) }, r.DecodeJSON)
 	return r, err
+}
+
+// Transform runs transform_manifest twice with req and fails when the two answers differ
+// (the hub hashes and rolls out what a transform returns, so it must depend on the request
+// alone).
+func Transform(t transformer.Transformer, h sdk.Host, req abi.TransformRequest) (abi.TransformResult, error) {
+	var r abi.TransformResult
+	in := req.AppendJSON(nil)
+	first, err := transformer.Transform(t, h, in)
+	if err != nil {
+		return r, err
+	}
+	second, err := transformer.Transform(t, h, in)
+	if err != nil {
+		return r, err
+	}
+	if string(first) != string(second) {
+		return r, fmt.Errorf("transform_manifest answered the same request differently:\n%s\n%s", first, second)
+	}
+	return r, r.DecodeJSON(first)
 }
 
 func roundTrip(req any, call func([]byte) ([]byte, error), decode func([]byte) error) error {

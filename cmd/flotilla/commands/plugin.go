@@ -27,6 +27,7 @@ import (
 
 	flotillav1alpha1 "github.com/flotilla-dev/flotilla/core/apis/flotilla/v1alpha1"
 	"github.com/flotilla-dev/flotilla/core/wasm"
+	"github.com/flotilla-dev/flotilla/hub/mwrs/override"
 	"github.com/flotilla-dev/flotilla/sdk/abi"
 )
 
@@ -40,9 +41,10 @@ func newPluginCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "plugin",
 		Short: "Push Wasm plugins to a hub, or run them locally",
-		Long: `Wasm plugins extend Flotilla at four points: placement prioritizers (Prioritizer),
-cluster CSR approval (CSRApproval), ManifestWork status feedback (FeedbackExtractor)
-and add-on templates (AddOnTemplate). See PLUGINS.md for the ABI and the Go SDK.`,
+		Long: `Wasm plugins extend Flotilla at five points: placement prioritizers (Prioritizer),
+cluster CSR approval (CSRApproval), ManifestWork status feedback (FeedbackExtractor),
+add-on templates (AddOnTemplate) and ManifestWorkReplicaSet override transforms
+(ManifestTransformer). See PLUGINS.md for the ABI and the Go SDK.`,
 	}
 	cmd.AddCommand(newPluginPushCommand(), newPluginTestCommand())
 	return cmd
@@ -85,7 +87,7 @@ hot-reloads the plugin on the hub.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.name, "name", "", "WasmPlugin name (required)")
-	f.StringVar(&o.typ, "type", "", "plugin type: Prioritizer, CSRApproval, FeedbackExtractor or AddOnTemplate (required)")
+	f.StringVar(&o.typ, "type", "", "plugin type: Prioritizer, CSRApproval, FeedbackExtractor, AddOnTemplate or ManifestTransformer (required)")
 	f.StringVar(&o.config, "config", "", "pluginConfig as JSON, handed to the plugin (default: none)")
 	f.StringVar(&o.namespace, "namespace", "open-cluster-management-hub", "namespace of the ConfigMap holding the module")
 	f.StringVar(&o.configMap, "configmap", "", "ConfigMap name (default: wasmplugin-NAME)")
@@ -103,7 +105,7 @@ hot-reloads the plugin on the hub.`,
 func parsePluginType(s string) (abi.PluginType, error) {
 	t := abi.PluginType(s)
 	if abi.RequiredExports(t) == nil {
-		return "", fmt.Errorf("--type %q: want Prioritizer, CSRApproval, FeedbackExtractor or AddOnTemplate", s)
+		return "", fmt.Errorf("--type %q: want Prioritizer, CSRApproval, FeedbackExtractor, AddOnTemplate or ManifestTransformer", s)
 	}
 	return t, nil
 }
@@ -261,7 +263,8 @@ func localCheck(ctx context.Context, name string, typ abi.PluginType, mod, confi
 		return err
 	}
 	defer engine.Close(context.WithoutCancel(ctx))
-	m, err := engine.Load(ctx, wasm.ModuleSpec{Name: name, Type: typ, Wasm: mod, Config: config, Limits: limits})
+	m, err := engine.Load(ctx, wasm.ModuleSpec{Name: name, Type: typ, Wasm: mod, Config: config, Limits: limits,
+		Deterministic: abi.Deterministic(typ)})
 	if err != nil {
 		return err
 	}
@@ -345,6 +348,9 @@ The input is JSON, by type:
   CSRApproval        a review_csr request; prints the decision
   FeedbackExtractor  an extract_feedback request; prints the values
   AddOnTemplate      a render_addon request; prints the manifests
+  ManifestTransformer a transform_manifest request; prints the manifest it makes
+                     (a returned patch applied, with the hub's checks) and fails
+                     when the two calls answer differently
 Resource values are milli-units. With --export, the input file's bytes are passed to
 that export unchanged and its raw output is printed.`,
 		Example: `  flotilla plugin test spread.wasm --type Prioritizer --input clusters.json
@@ -355,7 +361,7 @@ that export unchanged and its raw output is printed.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.typ, "type", "", "plugin type: Prioritizer, CSRApproval, FeedbackExtractor or AddOnTemplate (required)")
+	f.StringVar(&o.typ, "type", "", "plugin type: Prioritizer, CSRApproval, FeedbackExtractor, AddOnTemplate or ManifestTransformer (required)")
 	f.StringVar(&o.input, "input", "", "input JSON file (required)")
 	f.StringVar(&o.export, "export", "", "call this export with the raw input instead of the type's main export")
 	f.StringVar(&o.config, "config", "", "pluginConfig as JSON")
@@ -407,7 +413,8 @@ func runPluginTest(ctx context.Context, stdout, stderr io.Writer, file string, o
 
 	name := strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
 	start := time.Now()
-	m, err := engine.Load(ctx, wasm.ModuleSpec{Name: name, Type: typ, Wasm: mod, Config: []byte(o.config), Limits: limits})
+	m, err := engine.Load(ctx, wasm.ModuleSpec{Name: name, Type: typ, Wasm: mod, Config: []byte(o.config), Limits: limits,
+		Deterministic: abi.Deterministic(typ)})
 	if err != nil {
 		return err
 	}
@@ -424,8 +431,12 @@ func runPluginTest(ctx context.Context, stdout, stderr io.Writer, file string, o
 	}
 	first := time.Since(start)
 	start = time.Now()
-	if _, err := run(ctx); err != nil {
+	again, err := run(ctx)
+	if err != nil {
 		return fmt.Errorf("warm call: %w", err)
+	}
+	if abi.Deterministic(typ) && o.export == "" && !bytes.Equal(out, again) {
+		return fmt.Errorf("plugin %s answered the same input differently (its output must depend on the input alone):\n%s\n%s", name, out, again)
 	}
 	warm := time.Since(start)
 
@@ -476,6 +487,26 @@ func pluginRunner(m *wasm.Module, typ abi.PluginType, export string, input []byt
 		return typedRunner(m, abi.ExportExtractFeedback, input, &abi.FeedbackRequest{}, func() jsonMessage { return &abi.FeedbackResult{} })
 	case abi.TypeAddOnTemplate:
 		return typedRunner(m, abi.ExportRenderAddOn, input, &abi.AddOnRequest{}, func() jsonMessage { return &abi.AddOnResult{} })
+	case abi.TypeManifestTransformer:
+		var req abi.TransformRequest
+		if err := req.DecodeJSON(input); err != nil {
+			return nil, fmt.Errorf("--input is not a valid %s request: %w", abi.ExportTransformManifest, err)
+		}
+		if len(req.Manifest) == 0 {
+			return nil, fmt.Errorf("--input is not a valid %s request: manifest: must be set", abi.ExportTransformManifest)
+		}
+		payload := req.AppendJSON(nil)
+		return func(ctx context.Context) ([]byte, error) {
+			out, err := m.Call(ctx, abi.ExportTransformManifest, payload)
+			if err != nil {
+				return nil, err
+			}
+			made, err := override.ApplyTransformOutput(m.Name(), req.Manifest, out)
+			if err != nil {
+				return nil, err
+			}
+			return indentJSON(made), nil
+		}, nil
 	}
 	return nil, fmt.Errorf("unsupported plugin type %q", typ)
 }

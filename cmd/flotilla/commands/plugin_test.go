@@ -23,6 +23,7 @@ import (
 	"github.com/flotilla-dev/flotilla/core/wasm"
 	"github.com/flotilla-dev/flotilla/core/wasm/wasmtest"
 	"github.com/flotilla-dev/flotilla/core/wasmplugin"
+	"github.com/flotilla-dev/flotilla/sdk/sdktest/wasmrun"
 )
 
 // runFlotilla runs the root command with args and returns stdout, stderr and the error.
@@ -82,6 +83,26 @@ func TestPluginTestRunsTypedAndRawCalls(t *testing.T) {
 	// Load failures carry the host's reason.
 	_, _, err = runFlotilla(ctx, "plugin", "test", csr, "--type", "Prioritizer", "--input", clusters)
 	g.Expect(wasm.LoadReasonOf(err)).To(Equal(wasm.ReasonMissingExport))
+}
+
+func TestPluginTestManifestTransformer(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	sidecar := writeFile(t, "sidecar.wasm", wasmrun.Build(t, filepath.Join("..", "..", "..", "plugins", "examples", "transform-sidecar")))
+	req := writeFile(t, "req.json", []byte(`{"cluster":{"name":"cluster1","claims":{"region.open-cluster-management.io":"eu"}},`+
+		`"manifest":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"web"},"spec":{"containers":[{"name":"app","image":"a"}]}}}`))
+	stdout, _, err := runFlotilla(ctx, "plugin", "test", sidecar, "--type", "ManifestTransformer", "--input", req, "--config", `{"image":"fluent-bit:3"}`)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(stdout).To(MatchJSON(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"web"},"spec":{"containers":[{"name":"app","image":"a"},` +
+		`{"name":"log-shipper","image":"fluent-bit:3","env":[{"name":"CLUSTER","value":"cluster1"},{"name":"REGION","value":"eu"}],"resources":{"requests":{"cpu":"20m"}}}]}}`))
+
+	// A transform answering the same request differently is refused.
+	mis := writeFile(t, "misbehave.wasm", wasmtest.Misbehave(t, wasmtest.V1))
+	_, _, err = runFlotilla(ctx, "plugin", "test", mis, "--type", "ManifestTransformer", "--input", req)
+	g.Expect(err).To(MatchError(ContainSubstring("plugin misbehave answered the same input differently")))
+	noManifest := writeFile(t, "none.json", []byte(`{"cluster":{"name":"c"}}`))
+	_, _, err = runFlotilla(ctx, "plugin", "test", sidecar, "--type", "ManifestTransformer", "--input", noManifest)
+	g.Expect(err).To(MatchError(ContainSubstring("--input is not a valid transform_manifest request: manifest: must be set")))
 }
 
 func TestPluginPushAppliesAndWaitsForReady(t *testing.T) {
@@ -156,6 +177,14 @@ func TestPluginPushAppliesAndWaitsForReady(t *testing.T) {
 	stdout, _, err = runFlotilla(ctx, "plugin", "push", wrong, "--name", "wrong", "--type", "CSRApproval", "--skip-local-check", "--kubeconfig", cp.KubeconfigPath)
 	g.Expect(err).To(MatchError(And(ContainSubstring("not Ready"), ContainSubstring("MissingExport"), ContainSubstring("review_csr"))))
 	g.Expect(stdout).To(ContainSubstring("ready:       False (MissingExport)"))
+
+	// A ManifestTransformer is pushed like any other and served deterministic.
+	stdout, stderr, err = runFlotilla(ctx, "plugin", "push", wrong, "--name", "transformer", "--type", "ManifestTransformer", "--kubeconfig", cp.KubeconfigPath)
+	g.Expect(err).NotTo(HaveOccurred(), "stderr: %s", stderr)
+	g.Expect(stdout).To(ContainSubstring("ready:       True (Loaded)"))
+	tm, ok := registry.Get("transformer")
+	g.Expect(ok).To(BeTrue())
+	g.Expect(tm.Deterministic()).To(BeTrue())
 
 	_, _, err = runFlotilla(ctx, "plugin", "push", file, "--name", "elsewhere", "--type", "CSRApproval", "--namespace", "no-such-ns", "--kubeconfig", cp.KubeconfigPath)
 	g.Expect(err).To(MatchError(ContainSubstring(`namespace "no-such-ns" does not exist`)))

@@ -17,7 +17,8 @@ import (
 )
 
 // Load compiles wasmBytes as a plugin of type typ with pluginConfig config (nil
-// for none) on a fresh engine with default limits, failing tb on error. Module and
+// for none) on a fresh engine with default limits, failing tb on error; types the hub
+// runs without host clocks and entropy (abi.Deterministic) run so here too. Module and
 // engine are closed at cleanup.
 func Load(tb testing.TB, wasmBytes []byte, typ abi.PluginType, config []byte) *wasm.Module {
 	tb.Helper()
@@ -27,7 +28,7 @@ func Load(tb testing.TB, wasmBytes []byte, typ abi.PluginType, config []byte) *w
 		tb.Fatalf("creating the wasm engine: %v", err)
 	}
 	tb.Cleanup(func() { _ = engine.Close(ctx) })
-	m, err := engine.Load(ctx, wasm.ModuleSpec{Name: tb.Name(), Type: typ, Wasm: wasmBytes, Config: config})
+	m, err := engine.Load(ctx, wasm.ModuleSpec{Name: tb.Name(), Type: typ, Wasm: wasmBytes, Config: config, Deterministic: abi.Deterministic(typ)})
 	if err != nil {
 		tb.Fatalf("loading %s plugin: %v", typ, err)
 	}
@@ -144,6 +145,30 @@ func ExtractFeedback(ctx context.Context, m *wasm.Module, req abi.FeedbackReques
 func RenderAddOn(ctx context.Context, m *wasm.Module, req abi.AddOnRequest) (abi.AddOnResult, error) {
 	var r abi.AddOnResult
 	return r, call(ctx, m, abi.ExportRenderAddOn, req.AppendJSON(nil), r.DecodeJSON)
+}
+
+// Transform calls transform_manifest twice with req and returns the decoded result; it
+// fails when the two outputs differ, as the hub would roll out a different work on every
+// render.
+func Transform(ctx context.Context, m *wasm.Module, req abi.TransformRequest) (abi.TransformResult, error) {
+	var r abi.TransformResult
+	in := req.AppendJSON(nil)
+	first, err := m.Call(ctx, abi.ExportTransformManifest, in)
+	if err != nil {
+		return r, err
+	}
+	second, err := m.Call(ctx, abi.ExportTransformManifest, in)
+	if err != nil {
+		return r, err
+	}
+	if string(first) != string(second) {
+		return r, wasm.InvalidOutput(m.Name(), abi.ExportTransformManifest, nil,
+			"two calls with the same request answered differently:\n%s\n%s", first, second)
+	}
+	if err := r.DecodeJSON(first); err != nil {
+		return r, wasm.InvalidOutput(m.Name(), abi.ExportTransformManifest, err, "%v", err)
+	}
+	return r, nil
 }
 
 func call(ctx context.Context, m *wasm.Module, export string, in []byte, decode func([]byte) error) error {

@@ -8,7 +8,7 @@ import (
 
 // WasmPluginType names the extension point a plugin implements. It decides which
 // exports the module must define (see sdk/abi).
-// +kubebuilder:validation:Enum=Prioritizer;CSRApproval;FeedbackExtractor;AddOnTemplate
+// +kubebuilder:validation:Enum=Prioritizer;CSRApproval;FeedbackExtractor;AddOnTemplate;ManifestTransformer
 type WasmPluginType string
 
 const (
@@ -20,6 +20,9 @@ const (
 	PluginTypeFeedbackExtractor WasmPluginType = "FeedbackExtractor"
 	// PluginTypeAddOnTemplate renders add-on manifests per cluster (export render_addon).
 	PluginTypeAddOnTemplate WasmPluginType = "AddOnTemplate"
+	// PluginTypeManifestTransformer transforms ManifestWorkReplicaSet manifests per cluster
+	// for override rules (export transform_manifest).
+	PluginTypeManifestTransformer WasmPluginType = "ManifestTransformer"
 )
 
 // FailurePolicy says what users of a plugin do when it is not Ready or a call fails.
@@ -105,7 +108,8 @@ type WasmPluginSpec struct {
 	// +optional
 	PluginConfig *apiextensionsv1.JSON `json:"pluginConfig,omitempty"`
 	// failurePolicy says what users do when the plugin is not Ready or a call fails:
-	// Fail (the default) fails the operation, Ignore skips the plugin.
+	// Fail (the default) fails the operation, Ignore skips the plugin. ManifestTransformer
+	// plugins do not use it: a failed transform always fails the cluster's render.
 	// +kubebuilder:default=Fail
 	// +optional
 	FailurePolicy FailurePolicy `json:"failurePolicy,omitempty"`

@@ -4,9 +4,13 @@ package main
 
 import (
 	"bytes"
+	crand "crypto/rand"
+	"fmt"
+	mrand "math/rand/v2"
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"flotilla.test/guests/internal/xt"
 )
@@ -181,3 +185,30 @@ func report(err error, ok string) string {
 	}
 	return ok
 }
+
+// clock answers the wall clock, the monotonic clock and two random numbers (one from the
+// runtime's seed, one from WASI random_get): what a deterministic instance must not take
+// from the host.
+//
+//go:wasmexport clock
+func clock() int32 {
+	var b [8]byte
+	_, _ = crand.Read(b[:])
+	xt.Output([]byte(fmt.Sprintf("%d %d %d %x", time.Now().UnixNano(), time.Since(start), mrand.Uint64(), b)))
+	return 0
+}
+
+var start = time.Now()
+
+// transform_manifest answers a patch setting the manifest's annotations to the number of
+// calls this instance has had: a ManifestTransformer whose output is not a function of its
+// input.
+//
+//go:wasmexport transform_manifest
+func transformManifest() int32 {
+	transforms++
+	xt.Output([]byte(`{"patch":[{"op":"add","path":"/metadata/annotations","value":{"calls":"` + strconv.Itoa(transforms) + `"}}]}`))
+	return 0
+}
+
+var transforms int
