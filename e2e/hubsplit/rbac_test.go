@@ -205,7 +205,7 @@ var needs = map[string][]access{
 	manager.RegistrationWebhook: concat(common(manager.RegistrationWebhook), servesWebhooks(clusterManager+"-registration-webhook"), loadsPolicies(),
 		[]access{res("delete", admissionG, "validatingadmissionpolicies", "", "managedclusters-accept.flotilla.dev")}),
 	manager.WorkWebhook: concat(common(manager.WorkWebhook), servesWebhooks(clusterManager+"-work-webhook"), loadsPolicies()),
-	manager.WorkController: concat(common(manager.WorkController), elects(manager.WorkController), watch(workG, "manifestworks"), watch(workG, "manifestworkreplicasets"),
+	manager.WorkController: concat(common(manager.WorkController), elects(manager.WorkController), loadsPlugins(), watch(workG, "manifestworks"), watch(workG, "manifestworkreplicasets"),
 		watch(clusterG, "managedclusters"), watch(clusterG, "placements"), watch(clusterG, "placementdecisions"),
 		watch(clusterG, "managedclustersets"), watch(flotillaG, "manifestworkreplicasetoverrides"),
 		[]access{

@@ -111,6 +111,9 @@ func (o *Options) pluginTypes() []abi.PluginType {
 	if o.runs(RegistrationController) {
 		types = append(types, abi.TypeCSRApproval)
 	}
+	if o.runs(WorkController) {
+		types = append(types, abi.TypeManifestTransformer)
+	}
 	if o.runs(PlacementController) {
 		types = append(types, abi.TypePrioritizer)
 	}

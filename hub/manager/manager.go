@@ -41,6 +41,7 @@ import (
 	"github.com/flotilla-dev/flotilla/hub/clusterproxy"
 	"github.com/flotilla-dev/flotilla/hub/managedserviceaccount"
 	"github.com/flotilla-dev/flotilla/hub/mwrs"
+	"github.com/flotilla-dev/flotilla/hub/mwrs/override"
 	"github.com/flotilla-dev/flotilla/hub/placement"
 	"github.com/flotilla-dev/flotilla/hub/placement/scheduler"
 	"github.com/flotilla-dev/flotilla/hub/plugininstall"
@@ -332,7 +333,8 @@ func (h *Hub) setup() error {
 		}},
 	}
 	if h.opts.FeatureGates.Enabled(featuregates.ManifestWorkReplicaSet) {
-		parts = append(parts, part{WorkController, &mwrs.Reconciler{Client: c, CEL: &scheduler.CELMatcher{}}},
+		parts = append(parts, part{WorkController, &mwrs.Reconciler{Client: c, CEL: &scheduler.CELMatcher{},
+			Transformer: &override.WasmTransformer{Registry: h.registry, Reader: c}}},
 			part{WorkController, &mwrs.OverrideReconciler{Client: c}})
 	}
 	if h.opts.FeatureGates.Enabled(featuregates.AddonManagement) {
