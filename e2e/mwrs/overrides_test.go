@@ -2,12 +2,18 @@ package mwrs
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
+	goruntime "runtime"
 	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -15,6 +21,8 @@ import (
 	flotillav1alpha1 "github.com/flotilla-dev/flotilla/core/apis/flotilla/v1alpha1"
 	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/work/v1alpha1"
+	"github.com/flotilla-dev/flotilla/core/policy"
+	"github.com/flotilla-dev/flotilla/core/wasm"
 	"github.com/flotilla-dev/flotilla/hub/admin"
 	"github.com/flotilla-dev/flotilla/hub/mwrs"
 )
@@ -306,7 +314,125 @@ var _ = Describe("Overrides", func() {
 			}
 		}).Should(Succeed())
 	}, SpecTimeout(5*time.Minute))
+
+	It("transform the selected clusters' manifests with a ManifestTransformer WasmPlugin, and fail them without touching their works when the plugin does not exist", func(ctx SpecContext) {
+		const ns, set, rs = "mwrs-ovt", "mwrs-ovt", "web"
+		const plugin, missing = "mwrs-ovt-cluster-label", "mwrs-ovt-missing"
+		const labelKey = "example.flotilla.dev/cluster"
+		sel, other := names("ovt-tx", 2), names("ovt-plain", 1)
+		module := clusterLabelModule()
+		namespace(ctx, ns)
+		bind(ctx, ns, set)
+		clusters(ctx, set, append(sims(sel, "app", "ovt", "tx", "yes"), sims(other, "app", "ovt")...)...)
+		placement(ctx, ns, "p", set, []string{"app", "ovt"}, "")
+		all := sorted(sel, other)
+		decided(ctx, ns, "p", all)
+		startAgent(ns, rs, succeed, nil)
+		deploymentSet(ctx, ns, rs, "registry.example/web:1.0", "")
+		completeOn(ctx, ns, rs, 3)
+		base := hashes(ctx, ns, rs)
+		Expect(base).To(HaveLen(1))
+		installTransformer(ctx, plugin, module)
+
+		By("a transform rule naming the plugin labels the selected clusters' manifests with their names")
+		overrideObj(ctx, ns, "tx", rs, `
+  - {name: label, clusters: {labelSelector: {matchLabels: {tx: "yes"}}}, transform: {plugin: `+plugin+`}}`)
+		Eventually(func(g Gomega) {
+			r := getRS(ctx, ns, rs)
+			g.Expect(condition(r, mwrs.ConditionOverridesApplied)).To(And(conditionOf(mwrs.ConditionOverridesApplied, "True", mwrs.ReasonRendered),
+				HaveField("Message", "overrides tx shape 2 of 3 clusters")))
+		}).WithTimeout(time.Minute).Should(Succeed(), "OverridesApplied of %s/%s True, Rendered, for 2 of 3 clusters", ns, rs)
+		Eventually(func(g Gomega) {
+			for _, c := range sel {
+				g.Expect(manifestLabels(g, works(ctx, ns, rs)[c])).To(HaveKeyWithValue(labelKey, c), "the manifest of cluster %s", c)
+			}
+		}).WithTimeout(time.Minute).Should(Succeed(), "the works of %v labelled %s by WasmPlugin %s", sel, labelKey, plugin)
+		completeOn(ctx, ns, rs, 3)
+		now := works(ctx, ns, rs)
+		for _, c := range sel {
+			Expect(now[c].Annotations).To(HaveKeyWithValue(mwrs.OverridesAnnotation, "tx/label"), c)
+			Expect(now[c].Annotations[mwrs.TemplateHashAnnotation]).NotTo(Equal(base[0]), c)
+		}
+		// The cluster the rule does not select keeps the template's render.
+		Expect(manifestLabels(Default, now[other[0]])).NotTo(HaveKey(labelKey), other[0])
+		Expect(now[other[0]].Annotations[mwrs.TemplateHashAnnotation]).To(Equal(base[0]), other[0])
+
+		By("the rule now names a WasmPlugin that does not exist: the selected clusters' renders fail, their works are kept")
+		before := works(ctx, ns, rs)
+		o := &flotillav1alpha1.ManifestWorkReplicaSetOverride{}
+		Expect(hubClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "tx"}, o)).To(Succeed())
+		patch(ctx, o, `{"spec": {"rules": [{"name": "label", "clusters": {"labelSelector": {"matchLabels": {"tx": "yes"}}}, "transform": {"plugin": "`+missing+`"}}]}}`)
+		Eventually(func(g Gomega) {
+			r := getRS(ctx, ns, rs)
+			g.Expect(condition(r, mwrs.ConditionOverridesApplied)).To(And(conditionOf(mwrs.ConditionOverridesApplied, "False", mwrs.ReasonRenderFailed),
+				HaveField("Message", And(HavePrefix("2 of 3 clusters failed to render: override tx rule label on cluster "), ContainSubstring("WasmPlugin "+missing)))))
+		}).WithTimeout(time.Minute).Should(Succeed(), "OverridesApplied of %s/%s False, RenderFailed, naming WasmPlugin %s", ns, rs, missing)
+		Eventually(func(g Gomega) {
+			g.Expect(overrideStatus(ctx, ns, "tx")).To(ConsistOf(And(HaveField("Name", rs), HaveField("ClustersFailed", int32(2)),
+				HaveField("Failures", ConsistOf(
+					And(HaveField("Rule", "label"), HaveField("Cluster", sel[0]), HaveField("Message", ContainSubstring("WasmPlugin "+missing))),
+					And(HaveField("Rule", "label"), HaveField("Cluster", sel[1]), HaveField("Message", ContainSubstring("WasmPlugin "+missing))))))))
+		}).WithTimeout(time.Minute).Should(Succeed(), "override %s/tx's status listing the failed renders of %v", ns, sel)
+		Consistently(func(g Gomega) {
+			now := works(ctx, ns, rs)
+			for _, c := range all {
+				g.Expect(now[c].ResourceVersion).To(Equal(before[c].ResourceVersion), "the work of cluster %s was rewritten", c)
+			}
+		}).WithTimeout(2*time.Second).Should(Succeed(), "the works of %v untouched after the failed renders", all)
+		for _, c := range sel {
+			Expect(manifestLabels(Default, works(ctx, ns, rs)[c])).To(HaveKeyWithValue(labelKey, c), c)
+		}
+	}, SpecTimeout(5*time.Minute))
 })
+
+// clusterLabelModule is the C example transformer plugins/examples/c-cluster-label, built by
+// `make plugins-examples` (which `make test` runs first): missing, the spec fails saying so.
+func clusterLabelModule() []byte {
+	GinkgoHelper()
+	_, file, _, _ := goruntime.Caller(0)
+	path := filepath.Join(filepath.Dir(file), "..", "..", "plugins", "examples", "c-cluster-label", "build", "cluster-label.wasm")
+	b, err := os.ReadFile(path)
+	Expect(err).NotTo(HaveOccurred(), "reading the C example transformer: build it first with `make plugins-examples` (it installs clang, lld and wasi-libc if missing)")
+	return b
+}
+
+// installTransformer installs a ManifestTransformer WasmPlugin serving module (uncompressed)
+// from a ConfigMap, as an admin would, waits until it is Ready, and removes both after the spec.
+func installTransformer(ctx context.Context, name string, module []byte) {
+	GinkgoHelper()
+	zst, err := wasm.Compress(module)
+	Expect(err).NotTo(HaveOccurred())
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: policy.DefaultNamespace, Name: "plugin-" + name},
+		BinaryData: map[string][]byte{flotillav1alpha1.SourceKeyWasmZstd: zst}}
+	Expect(hubClient.Create(ctx, cm)).To(Succeed(), "creating ConfigMap %s/%s", cm.Namespace, cm.Name)
+	wp := &flotillav1alpha1.WasmPlugin{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: flotillav1alpha1.WasmPluginSpec{
+		Type: flotillav1alpha1.PluginTypeManifestTransformer, SHA256: wasm.Digest(module),
+		Source: flotillav1alpha1.WasmPluginSource{ConfigMap: &flotillav1alpha1.ConfigMapSource{
+			Namespace: cm.Namespace, Name: cm.Name, Key: flotillav1alpha1.SourceKeyWasmZstd}},
+	}}
+	Expect(hubClient.Create(ctx, wp)).To(Succeed(), "creating WasmPlugin %s", name)
+	DeferCleanup(func(ctx SpecContext) {
+		Expect(client.IgnoreNotFound(hubClient.Delete(ctx, wp))).To(Succeed())
+		Expect(client.IgnoreNotFound(hubClient.Delete(ctx, cm))).To(Succeed())
+	}, NodeTimeout(2*time.Minute))
+	Eventually(func(g Gomega) {
+		got := &flotillav1alpha1.WasmPlugin{}
+		g.Expect(hubClient.Get(ctx, client.ObjectKey{Name: name}, got)).To(Succeed())
+		g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, flotillav1alpha1.ConditionReady)).To(BeTrue(), "conditions %+v", got.Status.Conditions)
+	}).WithTimeout(time.Minute).Should(Succeed(), "WasmPlugin %s Ready", name)
+}
+
+// manifestLabels is the metadata.labels of a work's first manifest.
+func manifestLabels(g Gomega, w *workv1.ManifestWork) map[string]string {
+	g.Expect(w).NotTo(BeNil(), "a work")
+	var m struct {
+		Metadata struct {
+			Labels map[string]string `json:"labels"`
+		} `json:"metadata"`
+	}
+	g.Expect(json.Unmarshal(w.Spec.Workload.Manifests[0].Raw, &m)).To(Succeed(), "the manifest of work %s/%s", w.Namespace, w.Name)
+	return m.Metadata.Labels
+}
 
 // overrideStatus is an override's status.replicaSets.
 func overrideStatus(ctx context.Context, ns, name string) []flotillav1alpha1.ReplicaSetOverrideStatus {
