@@ -52,11 +52,13 @@ const (
 // HubChartOwnedFlags are the `flotilla hub` flags the hub chart sets from its other values
 // (webhook Service, probe and metrics ports, leader election, ClusterManager) or leaves unset
 // on purpose (kubeconfig: in-cluster; webhook-host: the Service replaces it; components: its
-// one Deployment runs them all). Every other flag is a key of the values' flags.
+// one Deployment runs them all; webhook-configuration-name, webhook-secret-name: named per
+// component in topology Split). Every other flag is a key of the values' flags.
 var HubChartOwnedFlags = []string{
 	"kubeconfig", "leader-elect", "metrics-bind-address", "health-probe-bind-address",
 	"webhook-bind-address", "webhook-service", "webhook-host", "cluster-manager-name",
 	"addons", "addons-install-all", "cluster-proxy-server-count", "cluster-proxy-bind-address", "components",
+	"webhook-configuration-name", "webhook-secret-name",
 }
 
 // KlusterletChartOwnedFlags are the `flotilla klusterlet` flags the klusterlet chart sets

@@ -1088,9 +1088,14 @@ func TestSplitTopology(t *testing.T) {
 	if got, want := deploymentsOf(objs), slices.Sorted(maps.Keys(splitDeployments)); !slices.Equal(got, want) {
 		t.Fatalf("Deployments %v, want %v", got, want)
 	}
-	for _, kind := range []string{"ClusterManager", "ClusterRole", "ClusterRoleBinding"} {
-		if has(objs, kind) {
-			t.Errorf("topology Split rendered a %s (the operator owns the ClusterManager; the components' RBAC is templates/components/rbac.yaml)", kind)
+	if has(objs, "ClusterManager") {
+		t.Errorf("topology Split rendered a ClusterManager (the operator owns it)")
+	}
+	// The components' cluster-wide RBAC is templates/components/rbac.yaml's, named so the
+	// operator's ClusterRole may bind and escalate them.
+	for _, o := range objs {
+		if k := o.GetKind(); (k == "ClusterRole" || k == "ClusterRoleBinding") && !strings.HasPrefix(o.GetName(), "open-cluster-management:flotilla-hub:") {
+			t.Errorf("topology Split rendered %s %s, not a component's", k, o.GetName())
 		}
 	}
 	for name, sa := range splitDeployments {
@@ -1300,5 +1305,22 @@ func TestLintRenders(t *testing.T) {
 		if err := install.Lint(install.HubChart, values); err != nil {
 			t.Errorf("%v: %v", values, err)
 		}
+	}
+}
+
+// TestSplitRBACFollowsEnabledComponents: a component switched off (AddonManagement off in the
+// ClusterManager) gets neither Deployment nor identity, so the operator prunes both.
+func TestSplitRBACFollowsEnabledComponents(t *testing.T) {
+	objs := render(t, install.HubChart, hubRelease, install.HubNamespace, map[string]any{"topology": "Split",
+		"components": map[string]any{"addon-manager": map[string]any{"enabled": false}}})
+	for _, o := range objs {
+		if strings.Contains(o.GetName(), "addon-manager") {
+			t.Errorf("the disabled add-on manager still has %s %s", o.GetKind(), o.GetName())
+		}
+	}
+	if !slices.ContainsFunc(objs, func(o *unstructured.Unstructured) bool {
+		return o.GetKind() == "ServiceAccount" && o.GetName() == "placement-controller-sa"
+	}) {
+		t.Error("the placement controller's ServiceAccount is missing")
 	}
 }

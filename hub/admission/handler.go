@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -63,6 +64,7 @@ type Handler struct {
 	isCluster   func(ctx context.Context, namespace string) bool
 	gates       map[string]bool
 	privileged  func(ctx context.Context) string
+	groups      Groups
 	metrics     *metrics
 	log         logr.Logger
 }
@@ -83,7 +85,23 @@ type HandlerOptions struct {
 	// webhook server applies no configuration, and a request of anyone but the privileged
 	// waits for it (Handle).
 	AwaitLoad bool
-	Logger    logr.Logger
+	// Groups are the API groups the handler's webhook is registered for; the zero value
+	// registers every group the policies match.
+	Groups Groups
+	Logger logr.Logger
+}
+
+// Groups selects API groups. The hub's registration-webhook and work-webhook components,
+// run apart, each register the policies of their own groups, so that the API server sends
+// a request only to the webhook configuration of the process serving its group.
+type Groups struct {
+	// Only, when not empty, selects these groups and no other; Except leaves these out.
+	Only, Except []string
+}
+
+// Has says whether g selects group.
+func (g Groups) Has(group string) bool {
+	return (len(g.Only) == 0 || slices.Contains(g.Only, group)) && !slices.Contains(g.Except, group)
 }
 
 var _ webhook.Shared = (*Handler)(nil)
@@ -102,7 +120,7 @@ func NewHandler(set *policy.Set, opts HandlerOptions) (*Handler, error) {
 	}
 	h := &Handler{
 		evalTimeout: opts.EvalTimeout, isCluster: opts.IsClusterNamespace, gates: gateValues(opts.FeatureGates),
-		privileged: opts.HubIdentity, metrics: m, log: opts.Logger, loaded: make(chan struct{}),
+		privileged: opts.HubIdentity, groups: opts.Groups, metrics: m, log: opts.Logger, loaded: make(chan struct{}),
 	}
 	h.set.Store(set)
 	if !opts.AwaitLoad {
@@ -168,11 +186,16 @@ const metadataOnly = `request.operation == 'UPDATE' && has(object.metadata.gener
 	`(has(object.metadata.labels) ? object.metadata.labels : {}) == (has(oldObject.metadata.labels) ? oldObject.metadata.labels : {}) && ` +
 	`(has(object.metadata.annotations) ? object.metadata.annotations : {}) == (has(oldObject.metadata.annotations) ? oldObject.metadata.annotations : {})`
 
-// Registration sends what the policies match, except status writes and metadata-only updates,
-// failing closed with a short timeout.
+// Registration sends what the policies match in the handler's groups (HandlerOptions.Groups),
+// except status writes and metadata-only updates, failing closed with a short timeout. A
+// request of another group that still reaches the handler (a configuration written before
+// the groups were split) is judged all the same.
 func (h *Handler) Registration() webhook.Registration {
 	var rules []admissionregistrationv1.RuleWithOperations
 	for group, resources := range h.set.Load().Rules() {
+		if !h.groups.Has(group) {
+			continue
+		}
 		for resource, ops := range resources {
 			r := admissionregistrationv1.RuleWithOperations{
 				Rule: admissionregistrationv1.Rule{

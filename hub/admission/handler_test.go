@@ -202,3 +202,40 @@ func TestHubIdentityDoesNotSerializeCallers(t *testing.T) {
 		t.Fatalf("later caller got %q after %d lookups, want the remembered name after 1", got, calls.Load())
 	}
 }
+
+// TestRegistrationKeepsToItsGroups: a handler of some groups registers only their rules, so
+// the API server sends the other groups' requests to another webhook configuration.
+func TestRegistrationKeepsToItsGroups(t *testing.T) {
+	const work = `package flotilla.admission.works
+
+match := [{"group": "work.open-cluster-management.io", "resources": ["manifestworks"], "operations": ["CREATE"]}]
+
+deny contains "no works"
+`
+	set, err := policy.Compile(context.Background(), []policy.Source{{Name: "a", Files: []policy.File{
+		{Name: "a.rego", Content: denyAll}, {Name: "w.rego", Content: work}}}}, policy.Options{SkipTests: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const workGroup = "work.open-cluster-management.io"
+	for _, tc := range []struct {
+		groups Groups
+		want   []string
+	}{
+		{Groups{}, []string{"cluster.open-cluster-management.io", workGroup}},
+		{Groups{Except: []string{workGroup}}, []string{"cluster.open-cluster-management.io"}},
+		{Groups{Only: []string{workGroup}}, []string{workGroup}},
+	} {
+		h, err := NewHandler(set, HandlerOptions{Groups: tc.groups})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range h.Registration().Rules {
+			got = append(got, r.APIGroups...)
+		}
+		if strings.Join(got, ",") != strings.Join(tc.want, ",") {
+			t.Errorf("groups %+v: registered %v, want %v", tc.groups, got, tc.want)
+		}
+	}
+}

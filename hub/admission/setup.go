@@ -57,7 +57,9 @@ type Options struct {
 	// policy.DefaultNamespace.
 	EvalTimeout time.Duration
 	Namespace   string
-	Logger      logr.Logger
+	// Groups are the API groups the handler registers for (HandlerOptions.Groups).
+	Groups Groups
+	Logger logr.Logger
 }
 
 // New compiles the embedded policies and returns the webhook handler and the Loader that puts
@@ -86,6 +88,7 @@ func New(opts Options) (*Handler, *Loader, error) {
 		},
 		HubIdentity: hubIdentity,
 		AwaitLoad:   true,
+		Groups:      opts.Groups,
 		Logger:      opts.Logger,
 	})
 	if err != nil {

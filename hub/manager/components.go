@@ -22,10 +22,11 @@ const (
 	// their bindings, CSR approval (Wasm CSRApproval plugins); it installs the CRDs, the
 	// bootstrap identities, the agents' roles and flow schemas and the built-in plugins.
 	RegistrationController = "registration-controller"
-	// RegistrationWebhook: ManagedCluster defaults and the Rego admission policies.
+	// RegistrationWebhook: ManagedCluster defaults and the Rego admission policies of every
+	// API group but work.open-cluster-management.io.
 	RegistrationWebhook = "registration-webhook"
 	// WorkWebhook: ManifestWork validation and its finalizer at create (mutating), and the
-	// Rego admission policies.
+	// Rego admission policies of work.open-cluster-management.io.
 	WorkWebhook = "work-webhook"
 	// WorkController: ManifestWork availability and completion, ManifestWorkReplicaSets.
 	WorkController = "work-controller"

@@ -205,3 +205,41 @@ func TestAddonManagerProcess(t *testing.T) {
 		t.Errorf("the addon-manager process checks policies it does not load:\n%s", body)
 	}
 }
+
+// TestFlowSchemaName: each process of a split hub has a FlowSchema of its own (the chart's
+// RBAC lets each component's ServiceAccount write flotilla-hub-<component> only); the
+// single-process hub keeps rbac.HubName.
+func TestFlowSchemaName(t *testing.T) {
+	for _, tc := range []struct {
+		run  ComponentSet
+		want string
+	}{
+		{nil, "flotilla-hub"},
+		{sets.New(ComponentNames()...), "flotilla-hub"},
+		{sets.New(PlacementController), "flotilla-hub-placement-controller"},
+		{sets.New(WorkWebhook, RegistrationWebhook), "flotilla-hub-registration-webhook-work-webhook"},
+	} {
+		if got := FlowSchemaName(tc.run); got != tc.want {
+			t.Errorf("%v: %s, want %s", sets.List(tc.run), got, tc.want)
+		}
+	}
+}
+
+// TestPolicyGroups: the webhook components run apart register the policies of their own
+// groups; together, or in the single-process hub, all.
+func TestPolicyGroups(t *testing.T) {
+	for _, tc := range []struct {
+		run           ComponentSet
+		work, cluster bool
+	}{
+		{nil, true, true},
+		{sets.New(RegistrationWebhook, WorkWebhook), true, true},
+		{sets.New(RegistrationWebhook, AddonManager), false, true},
+		{sets.New(WorkWebhook), true, false},
+	} {
+		g := (&Options{Run: tc.run}).policyGroups()
+		if g.Has("work.open-cluster-management.io") != tc.work || g.Has("cluster.open-cluster-management.io") != tc.cluster {
+			t.Errorf("%v: groups %+v", sets.List(tc.run), g)
+		}
+	}
+}

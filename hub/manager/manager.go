@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -16,6 +17,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/component-base/featuregate"
@@ -27,6 +29,7 @@ import (
 
 	"github.com/flotilla-dev/flotilla/core/apis/featuregates"
 	apischeme "github.com/flotilla-dev/flotilla/core/apis/scheme"
+	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
 	"github.com/flotilla-dev/flotilla/core/crds"
 	"github.com/flotilla-dev/flotilla/core/leaderelection"
 	"github.com/flotilla-dev/flotilla/core/sarcache"
@@ -458,6 +461,15 @@ func (h *Hub) Prepare(ctx context.Context) error {
 	return h.prepareAddons(ctx, c)
 }
 
+// FlowSchemaName is the FlowSchema of a hub process running components (rbac.HubName for
+// the single-process hub): flotilla-hub-<component>[-<component>...], sorted.
+func FlowSchemaName(components ComponentSet) string {
+	if len(components) == 0 || components.Len() == len(ComponentNames()) {
+		return rbac.HubName
+	}
+	return rbac.HubName + "-" + strings.Join(sets.List(components), "-")
+}
+
 // hubFlowControl puts the hub's own requests in the workload-high priority level
 // (rbac.HubFlowSchema), under the identity the API server sees for it.
 func (h *Hub) hubFlowControl(ctx context.Context, c client.Client) error {
@@ -468,6 +480,11 @@ func (h *Hub) hubFlowControl(ctx context.Context, c client.Client) error {
 	fs := rbac.HubFlowSchema(review.Status.UserInfo.Username, review.Status.UserInfo.Groups)
 	if fs == nil {
 		return nil
+	}
+	// Each process of a split hub runs as its own identity: one FlowSchema each, named after
+	// its components, so that none replaces another's subject.
+	if !h.opts.runsAll() {
+		fs.Name = FlowSchemaName(h.opts.Run)
 	}
 	if err := rbac.Apply(ctx, c, fs); err != nil {
 		return fmt.Errorf("hub: flow schema %s for its own requests: %w", fs.Name, err)
@@ -540,7 +557,8 @@ func (h *Hub) setupWebhooks(kube kubernetes.Interface) error {
 		}
 		h.parts = append(h.parts, part{AddonManager, conv})
 	}
-	// The policies gate both webhook components' groups, and the cluster-gateway's requests.
+	// The policies gate both webhook components' groups (each registers its own when they run
+	// apart), and the cluster-gateway's requests.
 	admits := o.runs(RegistrationWebhook) || o.runs(WorkWebhook)
 	var policies *admission.Handler
 	if admits || h.addonEnabled(builtin.ClusterGateway) {
@@ -564,6 +582,21 @@ func (h *Hub) setupWebhooks(kube kubernetes.Interface) error {
 	return nil
 }
 
+// policyGroups are the API groups whose policies the process's webhook registers: the
+// work-webhook serves work.open-cluster-management.io (execute-as), the registration-webhook
+// every other group; a process running both (or neither: the cluster-gateway only evaluates)
+// registers all.
+func (o *Options) policyGroups() admission.Groups {
+	work := []string{workv1.GroupVersion.Group}
+	switch reg, wrk := o.runs(RegistrationWebhook), o.runs(WorkWebhook); {
+	case reg && !wrk:
+		return admission.Groups{Except: work}
+	case wrk && !reg:
+		return admission.Groups{Only: work}
+	}
+	return admission.Groups{}
+}
+
 // setupPolicies builds the policy admission: the handler and the loader of policy ConfigMaps.
 func (h *Hub) setupPolicies(kube kubernetes.Interface, srv *webhook.Server) (*admission.Handler, error) {
 	sars, err := sarcache.New(sarcache.Options{Reviews: kube.AuthorizationV1().SubjectAccessReviews(), Name: "admission"})
@@ -577,6 +610,7 @@ func (h *Hub) setupPolicies(kube kubernetes.Interface, srv *webhook.Server) (*ad
 		FeatureGates: h.opts.FeatureGates,
 		EvalTimeout:  h.opts.PolicyEvalTimeout,
 		Namespace:    h.opts.PolicyNamespace,
+		Groups:       h.opts.policyGroups(),
 		Logger:       h.opts.Logger.WithName("admission"),
 	})
 	if err != nil {

@@ -229,6 +229,12 @@ func TestFlags(t *testing.T) {
 		{Flags{BindAddress: ":9443", Service: "ns/hub:443"}, true,
 			Options{BindAddress: ":9443", Service: &ServiceReference{Namespace: "ns", Name: "hub", Port: 443}}},
 		{Flags{BindAddress: ":9443", Service: "hub"}, false, Options{}},
+		// Each webhook component of a split hub its own configurations and Secret.
+		{Flags{BindAddress: DefaultBindAddress, ConfigurationName: "cluster-manager-work-webhook", SecretName: "cluster-manager-work-webhook-serving-cert"}, true,
+			Options{BindAddress: DefaultBindAddress, ConfigurationName: "cluster-manager-work-webhook", SecretName: "cluster-manager-work-webhook-serving-cert"}},
+		{Flags{BindAddress: DefaultBindAddress, ConfigurationName: "Work_Webhook"}, false, Options{}},
+		{Flags{BindAddress: DefaultBindAddress, ConfigurationName: strings.Repeat("w", 53)}, false, Options{}},
+		{Flags{BindAddress: DefaultBindAddress, SecretName: "certs/"}, false, Options{}},
 	} {
 		got, err := c.flags.Options()
 		if (err == nil) != c.ok {

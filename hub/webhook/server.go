@@ -98,7 +98,9 @@ type Options struct {
 	// DefaultNamespace.
 	Namespace string
 	// SecretName default DefaultSecretName; ConfigurationName default
-	// DefaultConfigurationName.
+	// DefaultConfigurationName, the name of both the Validating- and the
+	// MutatingWebhookConfiguration. Servers of different names (the webhook components of a
+	// split hub) write, and delete, only their own configurations and Secret.
 	SecretName, ConfigurationName string
 	// CALifetime and CertLifetime are the lifetimes of the CA and of a serving certificate;
 	// defaults DefaultCALifetime and DefaultCertLifetime. CertLifetime may not exceed
@@ -167,6 +169,12 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Logger.GetSink() == nil {
 		o.Logger = log.Log.WithName("webhook")
 	}
+	if err := checkConfigurationName(o.ConfigurationName); err != nil {
+		return o, fmt.Errorf("webhook configuration name %w", err)
+	}
+	if err := checkSecretName(o.SecretName); err != nil {
+		return o, fmt.Errorf("webhook secret name %w", err)
+	}
 	host, port, err := net.SplitHostPort(o.BindAddress)
 	if err != nil {
 		return o, fmt.Errorf("webhook bind address %q: %w", o.BindAddress, err)
@@ -190,6 +198,24 @@ func (o Options) withDefaults() (Options, error) {
 			o.ResyncPeriod, time.Duration(o.RenewalFraction*float64(o.CertLifetime)/4))
 	}
 	return o, nil
+}
+
+// checkConfigurationName: the configuration's name is also a label value (the probe's) and,
+// with APIServiceSuffix, a Service's name, so a DNS-1035 label.
+func checkConfigurationName(name string) error {
+	if errs := validation.IsDNS1035Label(name + APIServiceSuffix); len(errs) > 0 {
+		return fmt.Errorf("%q: must be a lowercase DNS label of at most %d characters: %s",
+			name, validation.DNS1035LabelMaxLength-len(APIServiceSuffix), strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// checkSecretName: a Secret's name is a DNS subdomain.
+func checkSecretName(name string) error {
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return fmt.Errorf("%q: %s", name, strings.Join(errs, "; "))
+	}
+	return nil
 }
 
 // certPolicy is the certificate policy of o: which names and addresses to cover.
@@ -697,9 +723,18 @@ func (s *Server) writeSecret(ctx context.Context, cur *corev1.Secret, m *materia
 	return nil
 }
 
+// ensureNamespace creates Namespace when missing. It reads it first: a server whose RBAC
+// allows it only to get its own namespace (the split hub's webhook components) is refused a
+// create even of a namespace that exists.
 func (s *Server) ensureNamespace(ctx context.Context) error {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.opts.Namespace}}
-	if _, err := s.kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	_, err := s.kube.CoreV1().Namespaces().Get(ctx, s.opts.Namespace, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.opts.Namespace}}
+		if _, err = s.kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
+			err = nil
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("creating namespace %s: %w", s.opts.Namespace, err)
 	}
 	return nil

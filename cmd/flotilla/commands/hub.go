@@ -70,16 +70,20 @@ Deployments, so each can run, scale and fail on its own (default all: the single
   registration-controller: cluster namespaces and RBAC, leases, taints, cluster sets and
     bindings, CSR approval; it installs the CRDs, bootstrap identities, agent roles and flow
     schemas and the built-in plugins; a process without it waits for the CRDs.
-  registration-webhook: ManagedCluster defaults and the Rego admission policies.
+  registration-webhook: ManagedCluster defaults and the Rego admission policies of every
+    API group but work.open-cluster-management.io (accept, join, bind, your own).
   work-webhook: ManifestWork validation and its cleanup finalizer at create, and the Rego
-    admission policies.
+    admission policies of work.open-cluster-management.io (execute-as, your own); a process
+    running both registers the policies of every group.
   work-controller: ManifestWork availability and completion, ManifestWorkReplicaSets.
   placement-controller: placement decisions (--placement-debug-bind-address).
   addon-manager: add-ons (--addons), the add-on kinds' v1alpha1/v1beta1 conversion.
 A process serves webhooks only with registration-webhook, work-webhook or addon-manager, and
 elects no leader when it runs webhook components only; give each process its own
---leader-elect-name. For now registration-webhook, work-webhook and addon-manager must share
-one process (they write one webhook configuration); the hub chart runs the single process.
+--leader-elect-name, and each process serving webhooks its own --webhook-configuration-name
+and --webhook-secret-name (OCM's layout: cluster-manager-<component> and
+cluster-manager-<component>-serving-cert): it writes and prunes only its own configurations
+and Secret. The hub chart runs the single process.
 
 ` + webhook.FlagsHelp + `
 --leader-elect runs the hub as one of several replicas (a Deployment with replicas > 1): the

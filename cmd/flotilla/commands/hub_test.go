@@ -55,3 +55,20 @@ func TestHubRefusesUnknownComponents(t *testing.T) {
 		}
 	}
 }
+
+// TestHubRefusesBadWebhookNames: a webhook configuration or Secret name the API server (or
+// the Service the APIServices need) would refuse is an error naming the flag.
+func TestHubRefusesBadWebhookNames(t *testing.T) {
+	for _, tc := range []struct{ flag, arg, want string }{
+		{"--webhook-configuration-name", "Work_Webhook", `--webhook-configuration-name "Work_Webhook": must be a lowercase DNS label`},
+		{"--webhook-secret-name", "certs/x", `--webhook-secret-name "certs/x"`},
+	} {
+		cmd := newHubCommand()
+		cmd.SetArgs([]string{tc.flag, tc.arg})
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		if err := cmd.ExecuteContext(t.Context()); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s %s: got %v, want an error containing %q", tc.flag, tc.arg, err, tc.want)
+		}
+	}
+}

@@ -12,12 +12,13 @@ var (
 	// SchemeBuilder collects the kinds of this package for a runtime.Scheme.
 	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
 
-	// AddToScheme registers WasmPlugin with a scheme.
+	// AddToScheme registers WasmPlugin and ManifestWorkReplicaSetOverride with a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
 
 func init() {
-	SchemeBuilder.Register(&WasmPlugin{}, &WasmPluginList{})
+	SchemeBuilder.Register(&WasmPlugin{}, &WasmPluginList{},
+		&ManifestWorkReplicaSetOverride{}, &ManifestWorkReplicaSetOverrideList{})
 }
 
 // Resource returns the group-qualified resource for name, e.g. "wasmplugins".
