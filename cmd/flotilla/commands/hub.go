@@ -83,7 +83,9 @@ elects no leader when it runs webhook components only; give each process its own
 --leader-elect-name, and each process serving webhooks its own --webhook-configuration-name
 and --webhook-secret-name (OCM's layout: cluster-manager-<component> and
 cluster-manager-<component>-serving-cert): it writes and prunes only its own configurations
-and Secret. The hub chart runs the single process.
+and Secret. The hub operator (flotilla operator hub, which flotilla init installs) runs one
+process per component in topology Split, the single process in topology Single; the process
+takes its settings from its flags only (the operator renders them from the ClusterManager).
 
 ` + webhook.FlagsHelp + `
 --leader-elect runs the hub as one of several replicas (a Deployment with replicas > 1): the
