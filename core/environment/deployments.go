@@ -48,6 +48,10 @@ type DeploymentProcess struct {
 	HealthAddr, MetricsAddr string
 	// LogPath holds its standard output and error.
 	LogPath string
+	// Probed says whether the container serves /readyz (--health-probe-bind-address, not 0);
+	// one that does not is ready while it runs, as a kubelet treats a container without a
+	// readiness probe.
+	Probed bool
 
 	proc *process
 }
@@ -129,7 +133,11 @@ func (cp *ControlPlane) RunDeployment(ctx context.Context, ns, name string, o De
 				a = key + "=0"
 			}
 		case "--health-probe-bind-address":
+			if _, v, _ := strings.Cut(a, "="); v == "0" {
+				break
+			}
 			a = key + "=" + p.HealthAddr
+			p.Probed = true
 		case "--metrics-bind-address":
 			a = key + "=" + p.MetricsAddr
 		case "--plugin-cache-dir":
@@ -237,6 +245,10 @@ func (cp *ControlPlane) RunDeployments(ctx context.Context, binary string, names
 						}
 						continue
 					default:
+					}
+					if !p.Probed {
+						ready++
+						continue
 					}
 					if resp, err := health.Get("http://" + p.HealthAddr + "/readyz"); err == nil {
 						if resp.StatusCode == http.StatusOK {

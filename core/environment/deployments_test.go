@@ -121,6 +121,33 @@ func TestRunDeployments(t *testing.T) {
 		return nil
 	})
 
+	// A container without --health-probe-bind-address is ready while it runs, as a kubelet
+	// treats one without a readiness probe (the hub operator's); the stand-in serves no
+	// /readyz, so the hub's replicas, which have the flag, are not.
+	op := deploy("operator")
+	op.Name, op.Spec.Replicas = "operator", ptr.To[int32](1)
+	op.Spec.Template.Spec.Containers[0].Args = []string{"operator", "hub"}
+	if _, err := kube.AppsV1().Deployments(ns).Create(ctx, op, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the Deployment without a readiness endpoint ready, the one with it not", func() error {
+		o, err := kube.AppsV1().Deployments(ns).Get(ctx, "operator", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		h, err := kube.AppsV1().Deployments(ns).Get(ctx, "hub", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if o.Status.ReadyReplicas != 1 || o.Status.AvailableReplicas != 1 || h.Status.ReadyReplicas != 0 {
+			return fmt.Errorf("operator status %+v, hub status %+v", o.Status, h.Status)
+		}
+		return nil
+	})
+	if err := kube.AppsV1().Deployments(ns).Delete(ctx, "operator", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
 	d, err := kube.AppsV1().Deployments(ns).Get(ctx, "hub", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

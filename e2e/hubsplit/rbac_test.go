@@ -196,7 +196,7 @@ var needs = map[string][]access{
 			res("create", clusterG, "managedclustersets/join", "", "default"), res("update", "register.open-cluster-management.io", "managedclusters/accept", "", "cluster1"),
 			res("create", clusterG, "managedclustersets", "", ""), res("update", clusterG, "managedclustersets/status", "", "default"),
 			res("update", clusterG, "managedclustersetbindings/status", "ns1", "default"),
-			res("list", workG, "manifestworks", "", ""), res("delete", workG, "manifestworks", "cluster1", "w"),
+			res("list", workG, "manifestworks", "", ""), res("delete", workG, "manifestworks", "cluster1", "w"), res("patch", workG, "manifestworks", "cluster1", "w"),
 			res("list", addonG, "managedclusteraddons", "", ""), res("watch", addonG, "managedclusteraddons", "", ""),
 			res("create", flotillaG, "wasmplugins", "", ""), res("patch", flotillaG, "wasmplugins", "", "csr-renewal"),
 			res("create", "", "configmaps", hubNamespace, ""), res("patch", "", "configmaps", hubNamespace, "flotilla-plugin-csr-renewal"),

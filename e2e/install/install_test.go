@@ -1,6 +1,7 @@
 package install
 
 import (
+	"context"
 	"debug/elf"
 	"fmt"
 	"os"
@@ -27,6 +28,8 @@ import (
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
 	operatorv1 "github.com/flotilla-dev/flotilla/core/apis/operator/v1"
 	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
+	"github.com/flotilla-dev/flotilla/core/environment"
+	"github.com/flotilla-dev/flotilla/e2e/internal/clusteradmview"
 	"github.com/flotilla-dev/flotilla/e2e/internal/testproxy"
 )
 
@@ -122,7 +125,8 @@ var _ = Describe("Install and join", Ordered, func() {
 	var (
 		hub1Client, hub2Client, spokeClient client.Client
 		joinLine1                           string
-		hub1Proc, agent1, agent2            *process
+		agent1, agent2                      *process
+		hub1Deployments                     *deploymentsLog
 		hub2Procs                           []*process
 		before                              struct{ hub1, spoke []string }
 		proxy                               *testproxy.Proxy
@@ -145,27 +149,16 @@ var _ = Describe("Install and join", Ordered, func() {
 		Expect(libs).To(BeEmpty())
 	}, SpecTimeout(5*time.Minute))
 
-	It("flotilla init installs a hub that reports ready and prints the join command", func(ctx SpecContext) {
+	It("flotilla init installs the hub operator, which deploys the Split hub, reports it ready and prints the join command", func(ctx SpecContext) {
+		// Nothing runs the Deployments here: play the kubelet for the operator and the
+		// components it deploys.
+		hub1Deployments = runDeployments(hub1)
 		joinFile := GinkgoT().TempDir() + "/join.sh"
-		type result struct {
-			out, errOut string
-			err         error
-		}
-		done := make(chan result, 1)
-		go func() {
-			defer GinkgoRecover()
-			out, errOut, err := flotilla(ctx, "init", "--kubeconfig", hub1.KubeconfigPath, "--output-join-command-file", joinFile,
-				"--set", "flags.plugin-cache-dir="+wasmCache, "--timeout", "3m")
-			done <- result{out, errOut, err}
-		}()
-		// Nothing runs the Deployment here: run its container as a kubelet would.
-		waitForDeployment(hub1, hubNS, "flotilla-hub")
-		hub1Proc = runDeployment(hub1, hubNS, "flotilla-hub", 0, false)
-		var r result
-		Eventually(done).WithTimeout(3 * time.Minute).Should(Receive(&r))
-		Expect(r.err).NotTo(HaveOccurred(), r.errOut)
-		Expect(r.errOut).To(ContainSubstring("The hub is ready"))
-		joinLine1 = r.out
+		out, errOut, err := flotilla(ctx, "init", "--kubeconfig", hub1.KubeconfigPath, "--output-join-command-file", joinFile,
+			"--set", "flags.plugin-cache-dir="+wasmCache, "--timeout", "3m")
+		Expect(err).NotTo(HaveOccurred(), errOut)
+		Expect(errOut).To(ContainSubstring("The hub is ready"))
+		joinLine1 = out
 		Expect(joinLine1).To(HavePrefix("flotilla join --hub-token "))
 		b, err := os.ReadFile(joinFile)
 		Expect(err).NotTo(HaveOccurred())
@@ -175,22 +168,24 @@ var _ = Describe("Install and join", Ordered, func() {
 		Expect(hub1Client.Get(ctx, client.ObjectKey{Name: "cluster-manager"}, cm)).To(Succeed())
 		Expect(cm.Status.ObservedGeneration).To(Equal(cm.Generation))
 		Expect(meta.IsStatusConditionTrue(cm.Status.Conditions, operatorv1.ConditionClusterManagerApplied)).To(BeTrue())
-		// The endpoints the chart names answer.
-		Eventually(func() int { code, _ := get(hub1Proc.health, "/readyz"); return code }).Should(Equal(200))
-		code, body := get(hub1Proc.metrics, "/metrics")
-		Expect(code).To(Equal(200))
-		Expect(body).To(ContainSubstring("go_goroutines"))
+		Expect(meta.IsStatusConditionFalse(cm.Status.Conditions, operatorv1.ConditionProgressing)).To(BeTrue())
+		// What clusteradm get hub-info prints: the operator and each component (1/1) with
+		// its image, the CRDs installed, and no error.
+		expectHubInfo(ctx, hub1, false)
 		// Running init again is an in-place upgrade.
-		_, errOut, err := flotilla(ctx, "init", "--kubeconfig", hub1.KubeconfigPath, "--set", "flags.plugin-cache-dir="+wasmCache, "--timeout", "2m")
+		_, errOut, err = flotilla(ctx, "init", "--kubeconfig", hub1.KubeconfigPath, "--set", "flags.plugin-cache-dir="+wasmCache, "--timeout", "2m")
 		Expect(err).NotTo(HaveOccurred(), errOut)
 	}, SpecTimeout(5*time.Minute))
 
-	It("flotilla init with two replicas runs them with leader election", func(ctx SpecContext) {
-		_, errOut, err := flotilla(ctx, "init", "--kubeconfig", hub2.KubeconfigPath, "--wait=false",
+	It("flotilla init with topology Single and two replicas runs them with leader election", func(ctx SpecContext) {
+		_, errOut, err := flotilla(ctx, "init", "--kubeconfig", hub2.KubeconfigPath, "--wait=false", "--hub-topology", "Single",
 			"--set", "replicas=2", "--set", "flags.plugin-cache-dir="+wasmCache,
 			"--set", "flags.leader-elect-lease-duration=4s", "--set", "flags.leader-elect-renew-deadline=3s",
 			"--set", "flags.leader-elect-retry-period=500ms")
 		Expect(err).NotTo(HaveOccurred(), errOut)
+		// The operator deploys the hub, one Deployment flotilla-hub.
+		runDeployment(hub2, "open-cluster-management", "cluster-manager", 0, false)
+		waitForDeployment(hub2, hubNS, "flotilla-hub")
 		// The replicas share the webhook Service in a cluster; with no Service routing here and
 		// a URL per replica they would take the webhook configuration from each other, so they
 		// run without the webhook server (this spec is about the controllers).
@@ -350,7 +345,7 @@ var _ = Describe("Install and join", Ordered, func() {
 		Eventually(configMapPresent("during-failover")).Should(Succeed())
 	}, SpecTimeout(5*time.Minute))
 
-	It("editing the ClusterManager turns ManifestWorkReplicaSet off and on without a restart", func(ctx SpecContext) {
+	It("editing the ClusterManager rolls the work Deployments: ManifestWorkReplicaSet off, then on", func(ctx SpecContext) {
 		setGate := func(mode string) {
 			apply(hub1Client, `apiVersion: operator.open-cluster-management.io/v1
 kind: ClusterManager
@@ -360,24 +355,35 @@ spec:
     featureGates: [{feature: ManifestWorkReplicaSet, mode: `+mode+`}]
 `)
 		}
+		const workController = "cluster-manager-work-controller"
+		restarted := "restarting " + hubNS + "/" + workController
+		restarts := hub1Deployments.count(restarted)
+		before := hubGenerations(hub1Client)
 		setGate("Disable")
-		cm := &operatorv1.ClusterManager{}
-		Eventually(func() int64 {
-			_ = hub1Client.Get(ctx, client.ObjectKey{Name: "cluster-manager"}, cm)
-			return cm.Status.ObservedGeneration - cm.Generation
-		}).Should(BeZero())
+		rolledOut(hub1Client)
+		after := hubGenerations(hub1Client)
+		Expect(after[workController]).To(Equal(before[workController]+1), "the work-controller's generation +1")
+		for _, n := range []string{"cluster-manager-registration-controller", "cluster-manager-placement-controller", "cluster-manager-addon-manager-controller"} {
+			Expect(after[n]).To(Equal(before[n]), "Deployment %s unchanged", n)
+		}
+		Eventually(func() int { return hub1Deployments.count(restarted) }).Should(Equal(restarts+1), "the work-controller's process restarted")
 		replicaSet(hub1Client, "rs", "from-rs")
 		rsWork := func() error {
 			return hub1Client.Get(ctx, client.ObjectKey{Namespace: cluster, Name: "rs"}, &workv1.ManifestWork{})
 		}
 		Consistently(rsWork).WithTimeout(5*time.Second).ShouldNot(Succeed(), "the controller is off")
 		setGate("Enable")
+		rolledOut(hub1Client)
+		Expect(hubGenerations(hub1Client)[workController]).To(Equal(after[workController] + 1))
+		Eventually(func() int { return hub1Deployments.count(restarted) }).Should(Equal(restarts+2), "the work-controller's process restarted again")
 		Eventually(rsWork).Should(Succeed())
 		Eventually(configMapPresent("from-rs")).Should(Succeed())
-		Expect(hub1Proc.Exited()).NotTo(BeClosed(), "the same hub process")
+		// clusteradm shows the work-controller once the ClusterManager enables the gate.
+		expectHubInfo(ctx, hub1, true)
 		// Running init again (an upgrade) keeps the edit: the install owns no field of the spec.
 		_, errOut, err := flotilla(ctx, "init", "--kubeconfig", hub1.KubeconfigPath, "--wait=false", "--set", "flags.plugin-cache-dir="+wasmCache)
 		Expect(err).NotTo(HaveOccurred(), errOut)
+		cm := &operatorv1.ClusterManager{}
 		Expect(hub1Client.Get(ctx, client.ObjectKey{Name: "cluster-manager"}, cm)).To(Succeed())
 		Expect(cm.Spec.WorkConfiguration).NotTo(BeNil())
 		Expect(cm.Spec.WorkConfiguration.FeatureGates).To(ConsistOf(HaveField("Feature", "ManifestWorkReplicaSet")))
@@ -568,4 +574,53 @@ func withoutTokens(s []string) []string {
 		out = append(out, e)
 	}
 	return out
+}
+
+// hubGenerations are the generations of the hub's Deployments, by name.
+func hubGenerations(c client.Client) map[string]int64 {
+	GinkgoHelper()
+	list := &appsv1.DeploymentList{}
+	Expect(c.List(suiteCtx, list, client.InNamespace(hubNS))).To(Succeed())
+	out := map[string]int64{}
+	for _, d := range list.Items {
+		out[d.Name] = d.Generation
+	}
+	return out
+}
+
+// rolledOut waits until the hub operator reports ClusterManager cluster-manager Applied and
+// not Progressing at its generation.
+func rolledOut(c client.Client) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		cm := &operatorv1.ClusterManager{}
+		g.Expect(c.Get(suiteCtx, client.ObjectKey{Name: "cluster-manager"}, cm)).To(Succeed())
+		g.Expect(cm.Status.ObservedGeneration).To(Equal(cm.Generation), "observedGeneration")
+		g.Expect(meta.IsStatusConditionTrue(cm.Status.Conditions, operatorv1.ConditionClusterManagerApplied)).To(BeTrue(), "Applied: %v", cm.Status.Conditions)
+		g.Expect(meta.IsStatusConditionFalse(cm.Status.Conditions, operatorv1.ConditionProgressing)).To(BeTrue(), "Progressing: %v", cm.Status.Conditions)
+	}).WithTimeout(2*time.Minute).Should(Succeed(), "ClusterManager cluster-manager applied and rolled out")
+}
+
+// expectHubInfo checks what clusteradm get hub-info prints on cp's Split hub: the operator
+// and every component (1/1) with the operator's image (the work-controller when the
+// ClusterManager enables ManifestWorkReplicaSet, as clusteradm shows it), every CRD installed,
+// and no error.
+func expectHubInfo(ctx context.Context, cp *environment.ControlPlane, workController bool) {
+	GinkgoHelper()
+	op := &appsv1.Deployment{}
+	Expect(clientFor(cp).Get(ctx, client.ObjectKey{Namespace: "open-cluster-management", Name: "cluster-manager"}, op)).To(Succeed())
+	want := clusteradmview.SplitHubInfo(op.Spec.Template.Spec.Containers[0].Image, workController)
+	var out string
+	Eventually(func(g Gomega) {
+		var err error
+		out, err = clusteradmview.HubInfo(ctx, cp.Config)
+		g.Expect(err).NotTo(HaveOccurred(), "hub-info:\n%s", out)
+		g.Expect(out).To(HavePrefix(want))
+	}).WithTimeout(time.Minute).Should(Succeed(), "clusteradm get hub-info on %s", cp.Name)
+	crds := strings.Split(strings.TrimSuffix(strings.TrimPrefix(out, want), "\n"), "\n")
+	Expect(len(crds)).To(BeNumerically(">=", 15), "the CRDs:\n%s", out)
+	for _, l := range crds {
+		Expect(l).To(HavePrefix("    (installed) "), "every CRD installed:\n%s", out)
+	}
+	fmt.Fprintf(GinkgoWriter, "clusteradm get hub-info on %s:\n%s", cp.Name, out)
 }

@@ -1,7 +1,8 @@
 // Package install checks the install and join path a new user takes, on real control planes:
-// flotilla init on a bare hub cluster, get token, join on a bare managed cluster, accept,
-// unjoin, a second hub, a forward proxy, hub replicas with leader election and the
-// ClusterManager's feature gates. Pods do not run on these control planes, so what the
+// flotilla init on a bare hub cluster (the hub operator deploying the Split hub), get token,
+// join on a bare managed cluster, accept, unjoin, a second hub (topology Single), a forward
+// proxy, hub replicas with leader election, and the ClusterManager's feature gates rolling the
+// Deployments they change. Pods do not run on these control planes, so what the
 // charts' Deployments describe is run as processes of the flotilla binary, as a kubelet would
 // run the container: its args and env, authenticated as its ServiceAccount.
 package install
@@ -160,6 +161,43 @@ func runDeployment(cp *environment.ControlPlane, ns, name string, i int, noWebho
 	p := &process{DeploymentProcess: dp, health: dp.HealthAddr, metrics: dp.MetricsAddr}
 	procs = append(procs, p)
 	return p
+}
+
+// deploymentsLog records what cp.RunDeployments started, restarted and stopped.
+type deploymentsLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+// count is the number of lines containing s.
+func (l *deploymentsLog) count(s string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, line := range l.lines {
+		if strings.Contains(line, s) {
+			n++
+		}
+	}
+	return n
+}
+
+// runDeployments runs every Deployment of the hub chart on cp as processes, as a kubelet
+// would, until the suite ends (environment.RunDeployments): the operator and the components
+// it deploys.
+func runDeployments(cp *environment.ControlPlane) *deploymentsLog {
+	l := &deploymentsLog{}
+	go func() {
+		defer GinkgoRecover()
+		_ = cp.RunDeployments(suiteCtx, flotillaBin, []string{"flotilla-hub"}, wasmCache, func(format string, args ...any) {
+			line := fmt.Sprintf(format, args...)
+			fmt.Fprintf(GinkgoWriter, "%s: %s\n", cp.Name, line)
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			l.lines = append(l.lines, line)
+		})
+	}()
+	return l
 }
 
 // get fetches http://addr/path and returns the status code and body.

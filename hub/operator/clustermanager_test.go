@@ -25,8 +25,8 @@ import (
 	"github.com/flotilla-dev/flotilla/hub/operator"
 )
 
-// The operator spec's own names: its ClusterManager (not the suite's cluster-manager, which
-// RunHub follows) and the namespace of its values ConfigMap and Lease.
+// The operator spec's own names: its ClusterManager and the namespace of its values ConfigMap
+// and Lease.
 const (
 	opCM        = "wp1-hub"
 	opNamespace = "wp1-operator"

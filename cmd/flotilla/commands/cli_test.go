@@ -410,6 +410,7 @@ func TestCLIErrors(t *testing.T) {
 		{"join with a proxy CA but no proxy", []string{"join", "--kubeconfig", valid, "--cluster-name", "c1", "--hub-token", "t",
 			"--hub-apiserver", "https://hub:6443", "--ca-file", valid, "--proxy-ca-file", valid}, []string{"--proxy-ca-file needs --proxy-url"}},
 		{"init with a value of the wrong type", []string{"init", "--kubeconfig", valid, "--dry-run", "--set", "replicas=many"}, []string{"replicas"}},
+		{"init with an unknown topology", []string{"init", "--kubeconfig", valid, "--dry-run", "--hub-topology", "split"}, []string{`--hub-topology "split"`, "Split or Single"}},
 		{"init with an unknown flag value", []string{"init", "--kubeconfig", valid, "--dry-run", "--set", "flags.no-such-flag=1"}, []string{"no-such-flag"}},
 		{"get token with a missing kubeconfig", []string{"get", "token", "--kubeconfig", missing}, []string{"loading kubeconfig", missing}},
 		{"token revoke of a path", []string{"token", "revoke", "a/b", "--kubeconfig", valid}, []string{"not a token id"}},
@@ -434,14 +435,24 @@ func TestCLIErrors(t *testing.T) {
 // TestInstallDryRun checks what init and join would apply: the charts rendered with the
 // command's values, the bootstrap kubeconfig (with the proxy and its CA) in join's Secret.
 func TestInstallDryRun(t *testing.T) {
+	// init renders the operator: its Deployment as OCM's, the ClusterManager, the CRDs and the
+	// Flotilla-only values (with the topology) in the values ConfigMap the operator reads.
 	out, errOut, err := flotilla(t.Context(), "init", "--dry-run", "--set", "replicas=2", "--set", "flags.kube-api-qps=99")
 	if err != nil {
 		t.Fatalf("init --dry-run: %v\n%s", err, errOut)
 	}
-	for _, want := range []string{"kind: ClusterManager", "name: cluster-manager", "kind: Deployment", "replicas: 2", "- --leader-elect", "- --kube-api-qps=99", "kind: CustomResourceDefinition"} {
+	for _, want := range []string{"kind: ClusterManager", "name: cluster-manager", "namespace: open-cluster-management\n", "name: registration-operator",
+		"name: flotilla-hub-values", "topology: Split", "replicas: 2", "kube-api-qps: 99", "kind: CustomResourceDefinition"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("init --dry-run lacks %q", want)
 		}
+	}
+	out, errOut, err = flotilla(t.Context(), "init", "--dry-run", "--hub-topology", "Single")
+	if err != nil {
+		t.Fatalf("init --dry-run --hub-topology Single: %v\n%s", err, errOut)
+	}
+	if !strings.Contains(out, "topology: Single") || strings.Contains(out, "topology: Split") {
+		t.Errorf("init --dry-run --hub-topology Single does not render topology Single")
 	}
 	dir := t.TempDir()
 	ca := filepath.Join(dir, "ca.pem")

@@ -24,7 +24,6 @@ import (
 	"github.com/flotilla-dev/flotilla/core/install"
 	"github.com/flotilla-dev/flotilla/hub/addon/builtin"
 	"github.com/flotilla-dev/flotilla/hub/admin"
-	"github.com/flotilla-dev/flotilla/hub/manager"
 	"github.com/flotilla-dev/flotilla/hub/registration/bootstrap"
 	"github.com/flotilla-dev/flotilla/klusterlet"
 	"github.com/flotilla-dev/flotilla/klusterlet/join"
@@ -71,13 +70,22 @@ func newDevCommand(components ...DevComponent) *cobra.Command {
 		bare            bool
 		addons          []string
 		noAddons        bool
+		topology        string
 	)
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Run a local hub and managed clusters until interrupted",
 		Long: `Start a local Flotilla fleet: a hub and --managed-clusters managed clusters, each a real
 etcd, kube-apiserver and kube-controller-manager on loopback ports, plus the Flotilla
-components, all in this process.
+components.
+
+The hub is installed as flotilla init installs it: the hub operator (Deployment
+open-cluster-management/cluster-manager) and the ClusterManager cluster-manager, from which
+the operator deploys the hub in topology --hub-topology (Split: OCM's six components, each a
+Deployment of its own, which clusteradm get hub-info lists; Single: one Deployment
+flotilla-hub, for small machines). No kubelet runs them: dev runs these Deployments as
+processes of this binary (see --bare below), so editing the ClusterManager rolls the
+Deployments it changes, as on a real cluster. The klusterlets run in this process.
 
 The hub serves every Flotilla/OCM CustomResourceDefinition; each managed cluster serves
 the agent-side ones (ClusterClaim, AppliedManifestWork). Each klusterlet runs with the
@@ -110,8 +118,9 @@ same paths.
 
 The terminal shows progress, the summary, the registered clusters and errors. The
 Flotilla components log to files beside their control plane's etcd.log, kube-apiserver.log
-and kube-controller-manager.log: the hub controllers to <dir>/hub/flotilla-hub.log, each
-klusterlet to <dir>/<cluster>/klusterlet.log. --verbose also streams those logs, and the
+and kube-controller-manager.log: the hub's processes to
+<dir>/hub/deployments/<namespace>/<pod>/log (what dev starts and restarts to
+<dir>/hub/flotilla-hub.log), each klusterlet to <dir>/<cluster>/klusterlet.log. --verbose also streams those logs, and the
 control planes' start-up progress, to standard error.
 
 With --bare the control planes start with nothing of Flotilla on them: no CRDs, no hub, no
@@ -140,8 +149,13 @@ The control-plane binaries come from $FLOTILLA_BIN_DIR or the checkout's bin/ di
 			if err != nil {
 				return fmt.Errorf("--dir %q: %w", dir, err)
 			}
+			if topology != topologySplit && topology != topologySingle {
+				return fmt.Errorf("--hub-topology %q: want %s or %s", topology, topologySplit, topologySingle)
+			}
 			if bare {
 				components = []DevComponent{bareDevComponent()}
+			} else {
+				components = append([]DevComponent{hubDevComponent(topology)}, components...)
 			}
 			if noAddons || bare {
 				addons = nil
@@ -169,6 +183,8 @@ The control-plane binaries come from $FLOTILLA_BIN_DIR or the checkout's bin/ di
 		"start the control planes with nothing of Flotilla on them, to install it as on real clusters (flotilla init, get token, join): the hub and klusterlet Deployments the charts create run here as processes of this binary")
 	f.StringSliceVar(&addons, "addons", builtin.Names(),
 		"built-in add-ons the hub serves and installs on every cluster (cluster-proxy, managed-serviceaccount, cluster-gateway)")
+	f.StringVar(&topology, "hub-topology", topologySplit,
+		"the hub as flotilla init installs it: Split runs OCM's six hub components as processes of their own (clusteradm get hub-info lists them), Single one process (for small machines)")
 	f.BoolVar(&noAddons, "no-addons", false, "serve and enable no built-in add-on (overrides --addons)")
 	f.BoolVarP(&verbose, "verbose", "v", false,
 		"also stream the component logs and the control planes' start-up progress to standard error")
@@ -227,6 +243,10 @@ func printDevSummary(w io.Writer, fleet *environment.Fleet, logs *devLogs, keep,
 	}
 	fmt.Fprintf(w, "\nLogs, beside each control plane's etcd.log, kube-apiserver.log and kube-controller-manager.log%s:\n", removed)
 	for _, cp := range planes {
+		if !bare && cp.Name == environment.HubName {
+			fmt.Fprintf(w, "  %-10s %s, the hub's processes %s\n", cp.Name, logs.paths[cp.Name], filepath.Join(cp.Dir, "deployments", "<namespace>", "<pod>", "log"))
+			continue
+		}
 		if bare {
 			fmt.Fprintf(w, "  %-10s %s\n", cp.Name, filepath.Join(cp.Dir, "deployments", "<namespace>", "<pod>", "log"))
 			continue
@@ -289,32 +309,73 @@ func bareDevComponent() DevComponent {
 	}}
 }
 
-// registrationDevComponent runs the hub controllers and one in-process klusterlet per managed
-// cluster, accepts every cluster as the hub admin would, and prints the cluster table once all
-// are Joined and Available.
-func registrationDevComponent() DevComponent {
-	return DevComponent{Name: "registration (hub + klusterlets)", Run: runRegistration}
+// hubDevComponent installs the hub as flotilla init does (the hub operator, topology
+// topology) and runs its Deployments as processes of this binary (environment.RunDeployments,
+// as --bare does), runs one in-process klusterlet per managed cluster, accepts every cluster
+// as the hub admin would, and prints the cluster table once all are Joined and Available.
+func hubDevComponent(topology string) DevComponent {
+	return DevComponent{Name: "hub (operator, " + topology + ") + klusterlets", Run: func(ctx context.Context, s *DevSession) error {
+		return runHubAndKlusterlets(ctx, s, topology)
+	}}
 }
 
-func runRegistration(ctx context.Context, s *DevSession) error {
+// devHubValues are the hub chart's values for flotilla dev: the built-in add-ons served and
+// installed on every cluster, the Wasm cache shared by runs.
+func devHubValues(addons []string, topology string) (map[string]any, error) {
+	keys := map[string]string{"cluster-proxy": "clusterProxy", "managed-serviceaccount": "managedServiceAccount", "cluster-gateway": "clusterGateway"}
+	a := map[string]any{"installAll": len(addons) > 0}
+	for _, name := range addons {
+		k, ok := keys[name]
+		if !ok {
+			return nil, fmt.Errorf("--addons: no built-in add-on %q (%s)", name, strings.Join(builtin.Names(), ", "))
+		}
+		a[k] = map[string]any{"enabled": true}
+	}
+	user := map[string]any{"addons": a}
+	if dir := defaultWasmCacheDir(); dir != "" {
+		user["flags"] = map[string]any{"plugin-cache-dir": dir}
+	}
+	return hubInstallValues(user, topology)
+}
+
+// devBinary is the flotilla binary dev runs the Deployments with: this one.
+var devBinary = os.Executable
+
+func runHubAndKlusterlets(ctx context.Context, s *DevSession, topology string) error {
 	fleet := s.Fleet
-	// The fleet already serves every CRD on the hub.
-	// The add-ons install on every cluster by placement, as the hub chart's addons.installAll.
-	h, err := manager.New(manager.Options{Config: fleet.Hub.Config, SkipCRDInstall: true, Addons: s.Addons, AddonsInstallAll: len(s.Addons) > 0,
-		PluginCacheDir: defaultWasmCacheDir(), Logger: s.Logger(environment.HubName).WithName("hub")})
+	values, err := devHubValues(s.Addons, topology)
 	if err != nil {
 		return err
 	}
-	if err := h.Prepare(ctx); err != nil {
+	objs, err := renderHubInstall(values)
+	if err != nil {
 		return err
 	}
+	bin, err := devBinary()
+	if err != nil {
+		return err
+	}
+	// The processes stop (cancel) before the wait for them.
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	hubLog := s.Logger(environment.HubName).WithName("deployments")
+	wg.Go(func() {
+		_ = fleet.Hub.RunDeployments(ctx, bin, []string{install.HubChart}, defaultWasmCacheDir(), func(format string, args ...any) {
+			hubLog.Info(fmt.Sprintf(format, args...))
+		})
+	})
+	fmt.Fprintf(s.Out, "\nInstalling the hub operator (topology %s); it deploys the hub, run here as processes ...\n", topology)
+	if err := installHub(ctx, fleet.Hub.Config, objs, 5*time.Minute, func(p string) { hubLog.Info(p) }); err != nil {
+		return fmt.Errorf("installing the hub (its processes log in %s): %w",
+			filepath.Join(fleet.Hub.Dir, "deployments", "<namespace>", "<pod>", "log"), err)
+	}
+	fmt.Fprintf(s.Out, "  the ClusterManager cluster-manager is applied and rolled out\n")
 	bootstrapKC, err := bootstrap.Kubeconfig(ctx, fleet.Hub.Config, 0)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	var wg sync.WaitGroup
 	run := func(name string, f func(context.Context) error) {
 		wg.Go(func() {
 			if err := f(ctx); err != nil {
@@ -322,7 +383,6 @@ func runRegistration(ctx context.Context, s *DevSession) error {
 			}
 		})
 	}
-	run("hub", h.Run)
 	names := make([]string, 0, len(fleet.Managed))
 	for _, m := range fleet.Managed {
 		name := m.Name
@@ -349,7 +409,6 @@ func runRegistration(ctx context.Context, s *DevSession) error {
 		}
 	}
 	<-ctx.Done()
-	wg.Wait()
 	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -29,15 +31,38 @@ import (
 	"github.com/flotilla-dev/flotilla/hub/admin"
 )
 
-// TestRunDev runs `flotilla dev` with one managed cluster and its simulated Node, the
-// registration component and a probe that waits until the Node's capacity reaches the
+// runAsFlotillaEnv makes this test binary run as the flotilla binary (TestMain): flotilla dev
+// runs the hub's Deployments with its own executable, which in these tests is this one.
+const runAsFlotillaEnv = "FLOTILLA_COMMANDS_TEST_RUN_AS_FLOTILLA"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(runAsFlotillaEnv) == "1" {
+		root := NewRoot()
+		root.SetArgs(os.Args[1:])
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+		err := root.ExecuteContext(ctx)
+		stop()
+		if err != nil {
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestRunDev runs `flotilla dev` with one managed cluster and its simulated Node, the hub
+// installed through the hub operator in topology Single (its Deployments run as processes),
+// the in-process klusterlet, and a probe that waits until the Node's capacity reaches the
 // cluster's ManagedCluster status (CPU and MEMORY of `flotilla get clusters`), then checks
 // that the components logged to their files and not to the terminal.
 func TestRunDev(t *testing.T) {
+	t.Setenv(runAsFlotillaEnv, "1") // for the processes dev starts
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	dir := filepath.Join(t.TempDir(), "dev")
 	hubLog, agentLog := filepath.Join(dir, "hub", "flotilla-hub.log"), filepath.Join(dir, "cluster1", "klusterlet.log")
+	hubProcLog := filepath.Join(dir, "hub", "deployments", "open-cluster-management-hub", "flotilla-hub-0", "log")
+	var hubProcLogged []byte
 	// Components write the terminal concurrently: gbytes buffers are safe for that.
 	out, errw := gbytes.NewBuffer(), gbytes.NewBuffer()
 	var sawClusters []string
@@ -137,12 +162,15 @@ func TestRunDev(t *testing.T) {
 		if agentLogged, err = os.ReadFile(agentLog); err != nil {
 			return err
 		}
+		if hubProcLogged, err = os.ReadFile(hubProcLog); err != nil {
+			return err
+		}
 		cancel() // as Ctrl-C would
 		<-ctx.Done()
 		return nil
 	}}
 	err := runDev(ctx, out, errw, environment.Options{ManagedClusters: 1, Dir: dir, SimulatedNodes: 1}, false, builtin.Names(),
-		[]DevComponent{registrationDevComponent(), probe})
+		[]DevComponent{hubDevComponent(topologySingle), probe})
 	stdout, stderr := string(out.Contents()), string(errw.Contents())
 	if err != nil {
 		t.Fatalf("runDev: %v\noutput:\n%s\nstandard error:\n%s", err, stdout, stderr)
@@ -154,7 +182,7 @@ func TestRunDev(t *testing.T) {
 		t.Errorf("flotilla get clusters row %+v, want cluster1 with the simulated Node's cpu 4 and memory 16Gi", row)
 	}
 	wantExport := "export KUBECONFIG=" + filepath.Join(dir, "hub", "kubeconfig") + ":" + filepath.Join(dir, "cluster1", "kubeconfig")
-	for _, want := range []string{wantExport, hubLog, agentLog, "cluster1 registered and accepted", "Managed clusters joined and accepted", "Stopped."} {
+	for _, want := range []string{wantExport, hubLog, agentLog, "the ClusterManager cluster-manager is applied and rolled out", "cluster1 registered and accepted", "Managed clusters joined and accepted", "Stopped."} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, stdout)
 		}
@@ -165,7 +193,8 @@ func TestRunDev(t *testing.T) {
 		logged []byte
 		want   []string
 	}{
-		{hubLog, hubLogged, []string{`msg="Starting workers"`, "controller=registration-taint", "logger=hub"}},
+		{hubLog, hubLogged, []string{"started open-cluster-management-hub/flotilla-hub-0", "logger=deployments"}},
+		{hubProcLog, hubProcLogged, []string{`msg="Starting workers"`, "controller=registration-taint"}},
 		{agentLog, agentLogged, []string{`msg="Hub client certificate issued"`, "logger=klusterlet", "cluster=cluster1"}},
 	} {
 		if !slices.ContainsFunc(strings.Split(string(c.logged), "\n"), func(line string) bool {
@@ -180,8 +209,8 @@ func TestRunDev(t *testing.T) {
 			t.Errorf("terminal shows %q:\noutput:\n%s\nstandard error:\n%s", unwanted, stdout, stderr)
 		}
 	}
-	if bytes.Contains(hubLogged, []byte("the object has been modified")) {
-		t.Errorf("hub log has conflict errors:\n%s", hubLogged)
+	if bytes.Contains(hubProcLogged, []byte("the object has been modified")) {
+		t.Errorf("hub log has conflict errors:\n%s", hubProcLogged)
 	}
 	for _, name := range []string{"hub", "cluster1"} {
 		if _, err := os.Stat(filepath.Join(dir, name)); !errors.Is(err, os.ErrNotExist) {

@@ -9,13 +9,10 @@ import (
 
 	clustergatewayv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/clustergateway/v1alpha1"
 	"github.com/flotilla-dev/flotilla/core/apis/featuregates"
-	operatorv1 "github.com/flotilla-dev/flotilla/core/apis/operator/v1"
-	"github.com/flotilla-dev/flotilla/core/operatorrun"
 	"github.com/flotilla-dev/flotilla/core/policy"
 	"github.com/flotilla-dev/flotilla/hub/addon/builtin"
 	"github.com/flotilla-dev/flotilla/hub/admission"
 	"github.com/flotilla-dev/flotilla/hub/manager"
-	"github.com/flotilla-dev/flotilla/hub/operator"
 	"github.com/flotilla-dev/flotilla/hub/plugininstall"
 	"github.com/flotilla-dev/flotilla/hub/webhook"
 	"github.com/flotilla-dev/flotilla/hub/webhook/manifestwork"
@@ -86,7 +83,9 @@ elects no leader when it runs webhook components only; give each process its own
 --leader-elect-name, and each process serving webhooks its own --webhook-configuration-name
 and --webhook-secret-name (OCM's layout: cluster-manager-<component> and
 cluster-manager-<component>-serving-cert): it writes and prunes only its own configurations
-and Secret. The hub chart runs the single process.
+and Secret. The hub operator (flotilla operator hub, which flotilla init installs) runs one
+process per component in topology Split, the single process in topology Single; the process
+takes its settings from its flags only (the operator renders them from the ClusterManager).
 
 ` + webhook.FlagsHelp + `
 --leader-elect runs the hub as one of several replicas (a Deployment with replicas > 1): the
@@ -236,19 +235,21 @@ is in Flotilla
 			if err := manager.WaitForCRDs(cmd.Context(), hubOpts); err != nil {
 				return err
 			}
-			return operator.RunHub(cmd.Context(), operator.Options{
-				ClusterManagerName: clusterManagerName,
-				Deployment:         operatorrun.DeploymentFromEnv(),
-				Hub:                hubOpts,
-			})
+			h, err := manager.New(hubOpts)
+			if err != nil {
+				return err
+			}
+			return h.Start(cmd.Context())
 		},
 	}
 	f := cmd.Flags()
 	f.StringSliceVar(&components, "components", []string{manager.AllComponents},
 		"hub components this process runs: all, or any of "+strings.Join(manager.ComponentNames(), ", "))
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the hub API server (default: $KUBECONFIG or ~/.kube/config)")
-	f.StringVar(&clusterManagerName, "cluster-manager-name", operatorv1.ClusterManagerName,
-		"the ClusterManager (operator.open-cluster-management.io/v1) the hub takes its feature gates from and reports its status in; \"\" ignores it")
+	// The hub operator (flotilla operator hub) reads the ClusterManager and renders these flags;
+	// the flag stays accepted for the chart's Deployments, which still pass it.
+	f.StringVar(&clusterManagerName, "cluster-manager-name", "", "ignored: the hub operator reads the ClusterManager")
+	_ = f.MarkDeprecated("cluster-manager-name", "the hub operator (flotilla operator hub) reads the ClusterManager and renders the hub's flags")
 	f.BoolVar(&leader.Enabled, "leader-elect", false,
 		"run as one of several hub replicas: the holder of Lease --leader-elect-namespace/--leader-elect-name runs the controllers, every replica serves the webhooks")
 	f.StringVar(&leader.Namespace, "leader-elect-namespace", manager.DefaultLeaderElectionNamespace, "namespace of the leader election Lease")

@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -11,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,6 +20,7 @@ import (
 
 	operatorv1 "github.com/flotilla-dev/flotilla/core/apis/operator/v1"
 	"github.com/flotilla-dev/flotilla/core/install"
+	hubop "github.com/flotilla-dev/flotilla/hub/operator"
 	"github.com/flotilla-dev/flotilla/hub/registration/rbac"
 )
 
@@ -54,9 +57,46 @@ func (f *valuesFlags) values() (map[string]any, error) {
 	return out, nil
 }
 
+// Hub topologies (--hub-topology): the chart's topology value.
+const (
+	topologySplit  = "Split"
+	topologySingle = "Single"
+)
+
+// hubInstallValues are the values init applies the hub chart with: the user's, with the
+// operator render and the topology over them.
+func hubInstallValues(user map[string]any, topology string) (map[string]any, error) {
+	if topology != topologySplit && topology != topologySingle {
+		return nil, fmt.Errorf("--hub-topology %q: want %s or %s", topology, topologySplit, topologySingle)
+	}
+	return install.MergeValues(user, map[string]any{"render": "operator", "topology": topology}), nil
+}
+
+// renderHubInstall renders what init applies: the hub chart's render operator, in the
+// operator's namespace (Render adds that Namespace first).
+func renderHubInstall(values map[string]any) ([]*unstructured.Unstructured, error) {
+	return install.Render(install.HubChart, install.HubChart, hubop.OperatorNamespace, values)
+}
+
+// installHub applies objs (renderHubInstall) to cfg and, with timeout > 0, waits for the
+// hub they describe (waitForHub).
+func installHub(ctx context.Context, cfg *rest.Config, objs []*unstructured.Unstructured, timeout time.Duration, progress func(string)) error {
+	progress(fmt.Sprintf("applying %d objects of chart %s to %s", len(objs), install.HubChart, cfg.Host))
+	if err := install.Apply(ctx, cfg, objs); err != nil {
+		return err
+	}
+	if timeout <= 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return waitForHub(ctx, cfg, objs, progress)
+}
+
 func newInitCommand() *cobra.Command {
 	var (
 		kubeconfig, joinFile string
+		topology             string
 		wait, dryRun         bool
 		timeout              time.Duration
 		vals                 valuesFlags
@@ -66,28 +106,40 @@ func newInitCommand() *cobra.Command {
 		Use:   "init",
 		Short: "Install a Flotilla hub on the cluster of --kubeconfig and print the command that joins clusters to it",
 		Long: `Install the hub, as clusteradm init does: the chart charts/flotilla-hub (carried by this
-binary) rendered with --values/--set and applied with server-side apply: the CRDs, namespace
-open-cluster-management-hub, the hub's ServiceAccount and RBAC, the hub Deployment with its
-webhook and metrics Services, and the ClusterManager cluster-manager the hub takes its
-feature gates from. The hub then installs the bootstrap identities (ServiceAccount
-open-cluster-management/agent-registration-bootstrap, the alias cluster-bootstrap, the
-bootstrap-token group), its default Wasm plugins and Rego policies.
+binary) rendered with --values/--set, render operator and topology --hub-topology, and applied
+with server-side apply: the CRDs, namespaces open-cluster-management and
+open-cluster-management-hub, the hub operator (Deployment open-cluster-management/cluster-manager,
+container registration-operator, as OCM's) with its ServiceAccount and RBAC, the ClusterManager
+cluster-manager and the ConfigMap open-cluster-management/flotilla-hub-values holding the
+Flotilla-only chart values. The operator (flotilla operator hub) then deploys the hub from
+the ClusterManager and that ConfigMap, and reports in the ClusterManager's status.
 
-With --wait (the default) init waits, reporting progress, until the hub reports the
-ClusterManager applied, then issues a join token (see flotilla get token) and prints the
-flotilla join command. Running init again upgrades the install in place. --dry-run prints the
-manifests instead. helm install flotilla-hub charts/flotilla-hub -n open-cluster-management-hub
---create-namespace installs the same manifests.`,
+--hub-topology Split (the default) runs the hub as OCM's six components, each its own
+Deployment in open-cluster-management-hub named as OCM's (cluster-manager-registration-controller,
+-registration-webhook, -work-webhook, -work-controller, -placement-controller,
+-addon-manager-controller), which clusteradm get hub-info lists; Single runs them in one
+Deployment flotilla-hub, for small clusters.
+
+With --wait (the default) init waits, reporting progress, until the ClusterManager reports
+Applied=True and Progressing=False at its generation and the hub installed its bootstrap
+identity, then issues a join token (see flotilla get token) and prints the flotilla join
+command. Running init again upgrades the install in place. --dry-run prints the manifests
+instead. helm install flotilla-hub charts/flotilla-hub -n open-cluster-management
+--create-namespace --set render=operator --set topology=Split installs the same manifests.`,
 		Example: `  flotilla init --kubeconfig hub.kubeconfig
-  flotilla init --set replicas=2 --set image.tag=0.1.0 --output-join-command-file join.sh
+  flotilla init --hub-topology Single --set image.tag=0.1.0 --output-join-command-file join.sh
   flotilla init --dry-run > hub.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			values, err := vals.values()
+			user, err := vals.values()
 			if err != nil {
 				return err
 			}
-			objs, err := install.Render(install.HubChart, install.HubChart, install.HubNamespace, values)
+			values, err := hubInstallValues(user, topology)
+			if err != nil {
+				return err
+			}
+			objs, err := renderHubInstall(values)
 			if err != nil {
 				return err
 			}
@@ -99,18 +151,15 @@ manifests instead. helm install flotilla-hub charts/flotilla-hub -n open-cluster
 				return err
 			}
 			progress := func(s string) { fmt.Fprintln(cmd.ErrOrStderr(), s) }
-			progress(fmt.Sprintf("applying %d objects of chart %s to %s", len(objs), install.HubChart, cfg.Host))
-			if err := install.Apply(cmd.Context(), cfg, objs); err != nil {
+			if !wait {
+				timeout = 0
+			}
+			if err := installHub(cmd.Context(), cfg, objs, timeout, progress); err != nil {
 				return err
 			}
 			if !wait {
 				progress("installed; once the hub is ready, flotilla get token prints the join command")
 				return nil
-			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
-			defer cancel()
-			if err := waitForHub(ctx, cfg, objs, progress); err != nil {
-				return err
 			}
 			j, err := issueJoin(cmd.Context(), cfg, token)
 			if err != nil {
@@ -129,6 +178,8 @@ manifests instead. helm install flotilla-hub charts/flotilla-hub -n open-cluster
 		},
 	}
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the hub cluster (default: $KUBECONFIG or ~/.kube/config)")
+	cmd.Flags().StringVar(&topology, "hub-topology", topologySplit,
+		"Split: the hub's six components in Deployments of their own, named as OCM's (clusteradm get hub-info lists them); Single: one Deployment flotilla-hub")
 	cmd.Flags().BoolVar(&wait, "wait", true, "wait until the hub is ready and print the join command")
 	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "how long --wait waits")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the manifests instead of applying them")
@@ -138,73 +189,81 @@ manifests instead. helm install flotilla-hub charts/flotilla-hub -n open-cluster
 	return cmd
 }
 
-// waitForHub waits until the hub that objs install is ready: it reported its ClusterManager
-// applied for the current generation (or, installed without one, it created the bootstrap
-// identity), reporting the Deployment's progress on the way.
+// waitForHub waits until the hub that objs install is ready: the operator reported the
+// ClusterManager Applied and not Progressing at its generation, and the hub created its
+// bootstrap identity; it reports the operator's and the ClusterManager's progress on the way.
 func waitForHub(ctx context.Context, cfg *rest.Config, objs []*unstructured.Unstructured, progress func(string)) error {
 	c, _, err := hubClientsForConfig(cfg)
 	if err != nil {
 		return err
 	}
 	var cmName string
-	var deploy client.ObjectKey
+	var operatorKey client.ObjectKey
 	for _, o := range objs {
 		switch o.GetKind() {
 		case "ClusterManager":
 			cmName = o.GetName()
 		case "Deployment":
-			deploy = client.ObjectKey{Namespace: o.GetNamespace(), Name: o.GetName()}
+			operatorKey = client.ObjectKey{Namespace: o.GetNamespace(), Name: o.GetName()}
 		}
+	}
+	if cmName == "" || operatorKey.Name == "" {
+		return errors.New("waiting for the hub: the render has no ClusterManager or operator Deployment")
 	}
 	last := ""
 	report := func(s string) {
-		if s != last {
+		if s != "" && s != last {
 			progress(s)
 			last = s
 		}
 	}
-	tick := time.NewTicker(time.Second)
+	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if deploy.Name != "" {
-			d := &appsv1.Deployment{}
-			if err := c.Get(ctx, deploy, d); err == nil {
-				want := int32(1)
-				if d.Spec.Replicas != nil {
-					want = *d.Spec.Replicas
-				}
-				report(fmt.Sprintf("hub Deployment %s: %d/%d replicas ready", deploy, d.Status.ReadyReplicas, want))
-			}
+		d := &appsv1.Deployment{}
+		if err := c.Get(ctx, operatorKey, d); err == nil && d.Status.AvailableReplicas == 0 {
+			report(fmt.Sprintf("hub operator Deployment %s: 0 replicas available", operatorKey))
 		}
 		ready, why := hubReady(ctx, c, cmName)
 		if ready {
 			return nil
 		}
+		report(why)
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("waiting for the hub: %w; %s (kubectl -n %s logs deploy/%s)", ctx.Err(), why, deploy.Namespace, deploy.Name)
+			return fmt.Errorf("waiting for the hub: %w; %s (kubectl -n %s logs deploy/%s)", ctx.Err(), why, operatorKey.Namespace, operatorKey.Name)
 		case <-tick.C:
 		}
 	}
 }
 
+// hubReady says whether ClusterManager cmName is Applied and rolled out at its generation and
+// the hub created the bootstrap identity, or what it waits for.
 func hubReady(ctx context.Context, c client.Client, cmName string) (bool, string) {
-	sa := &corev1.ServiceAccount{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: rbac.BootstrapNamespace, Name: rbac.BootstrapServiceAccount}, sa); err != nil {
-		return false, fmt.Sprintf("the bootstrap ServiceAccount %s/%s is not there yet", rbac.BootstrapNamespace, rbac.BootstrapServiceAccount)
-	}
-	if cmName == "" {
-		return true, ""
-	}
 	cm := &operatorv1.ClusterManager{}
 	if err := c.Get(ctx, client.ObjectKey{Name: cmName}, cm); err != nil {
 		return false, fmt.Sprintf("reading ClusterManager %s: %v", cmName, err)
 	}
 	if cm.Status.ObservedGeneration != cm.Generation {
-		return false, fmt.Sprintf("the hub has not reported ClusterManager %s generation %d yet", cmName, cm.Generation)
+		return false, fmt.Sprintf("the hub operator has not reported ClusterManager %s generation %d yet", cmName, cm.Generation)
 	}
-	if !meta.IsStatusConditionTrue(cm.Status.Conditions, operatorv1.ConditionClusterManagerApplied) {
-		return false, fmt.Sprintf("ClusterManager %s is not Applied", cmName)
+	if a := meta.FindStatusCondition(cm.Status.Conditions, operatorv1.ConditionClusterManagerApplied); a == nil || a.Status != metav1.ConditionTrue {
+		return false, fmt.Sprintf("ClusterManager %s is not Applied: %s", cmName, conditionText(a))
+	}
+	if p := meta.FindStatusCondition(cm.Status.Conditions, operatorv1.ConditionProgressing); p == nil || p.Status != metav1.ConditionFalse {
+		return false, fmt.Sprintf("ClusterManager %s is Progressing: %s", cmName, conditionText(p))
+	}
+	sa := &corev1.ServiceAccount{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: rbac.BootstrapNamespace, Name: rbac.BootstrapServiceAccount}, sa); err != nil {
+		return false, fmt.Sprintf("the bootstrap ServiceAccount %s/%s is not there yet", rbac.BootstrapNamespace, rbac.BootstrapServiceAccount)
 	}
 	return true, ""
+}
+
+// conditionText is a condition's status, reason and message, for progress and errors.
+func conditionText(c *metav1.Condition) string {
+	if c == nil {
+		return "no condition yet"
+	}
+	return fmt.Sprintf("%s %s: %s", c.Status, c.Reason, c.Message)
 }

@@ -19,7 +19,7 @@ prioritizers, CSR approval, status feedback, add-on templates) are sandboxed Was
 	}
 	root.AddCommand(
 		newCRDsCommand(),
-		newDevCommand(registrationDevComponent()),
+		newDevCommand(),
 		newKlusterletCommand(),
 		newPluginCommand(),
 		newHubCommand(),

@@ -353,3 +353,31 @@ func enabled(gates []operatorv1.FeatureGate, feature string) bool {
 		return g.Feature == feature && g.Mode == operatorv1.FeatureGateModeTypeEnable
 	})
 }
+
+// SplitHubInfo is how HubInfo's output begins on a hub whose operator and six components
+// (topology Split) run one available replica each, all of image: the operator, every
+// component (the work-controller only when the ClusterManager enables ManifestWorkReplicaSet,
+// as clusteradm shows it), up to the CRD list.
+func SplitHubInfo(image string, workController bool) string {
+	p := &printer{}
+	line := func(level int, kind string) { p.write(level, "%s\t(1/1) %s\n", kind, image) }
+	p.write(0, "Registration Operator:\n")
+	line(1, "Controller:")
+	p.write(1, "CustomResourceDefinition:\n")
+	p.write(2, "(installed) %s [*v1]\n", clusterManagerCRD)
+	p.write(0, "Components:\n")
+	p.write(1, "AddOn Manager:\n")
+	line(2, "Controller:")
+	p.write(1, "Registration:\n")
+	line(2, "Controller:")
+	line(2, "Webhook:")
+	p.write(1, "Work:\n")
+	if workController {
+		line(2, "Controller:")
+	}
+	line(2, "Webhook:")
+	p.write(1, "Placement:\n")
+	line(2, "Controller:")
+	p.write(1, "CustomResourceDefinition:\n")
+	return p.b.String()
+}
