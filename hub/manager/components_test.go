@@ -117,7 +117,7 @@ func TestComponentParts(t *testing.T) {
 		}
 		union = append(union, own...)
 		loadsPlugins := slices.Contains(parts, " *manager.wasmPluginController")
-		if want := c == RegistrationController || c == PlacementController || c == AddonManager; loadsPlugins != want {
+		if want := c == RegistrationController || c == WorkController || c == PlacementController || c == AddonManager; loadsPlugins != want {
 			t.Errorf("component %s: WasmPlugin controller %v, want %v", c, loadsPlugins, want)
 		}
 		if serves, want := h.webhooks != nil, c == RegistrationWebhook || c == WorkWebhook || c == AddonManager; serves != want {
