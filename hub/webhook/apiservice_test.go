@@ -144,6 +144,12 @@ func startAPI(name string, api *testAPI, opts webhook.Options) *running {
 	opts.ConfigurationName, opts.SecretName = name, name+"-certs"
 	r := startWith(opts, func(srv *webhook.Server) { Expect(srv.RegisterAPIService(api.apiService())).To(Succeed()) })
 	cleanupAPI(r, api)
+	// Ready says the admission webhooks are in effect; the APIService is applied in the same
+	// sync, right after.
+	Eventually(func() error {
+		_, err := caBundleOf(context.Background(), api.apiService().Name())
+		return err
+	}).WithTimeout(30*time.Second).Should(Succeed(), "APIService %s applied with its CA bundle", api.apiService().Name())
 	return r
 }
 
