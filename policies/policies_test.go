@@ -87,9 +87,9 @@ func TestCompile(t *testing.T) {
 		want        []string
 		wantGateway []string
 	}{
-		{[]policy.Source{defaults}, []string{"accept", "bind", "execute_as", "join"}, nil},
+		{[]policy.Source{defaults}, []string{"accept", "bind", "execute_as", "join", "override_target"}, nil},
 		{[]policy.Source{defaults, examples}, []string{"accept", "bind", "execute_as", "join",
-			"no_cluster_admin_executor", "no_clusterrolebindings", "placement_label", "team_executor_namespaces"},
+			"no_cluster_admin_executor", "no_clusterrolebindings", "override_registry_allowlist", "override_target", "placement_label", "team_executor_namespaces"},
 			[]string{"gateway_team_dev_readonly"}},
 	} {
 		set, err := policy.Compile(context.Background(), tc.sources, policy.Options{})

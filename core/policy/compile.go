@@ -28,12 +28,12 @@ const (
 )
 
 // Served lists, by API group, the resources policies may match: the OCM resources and
-// Flotilla's WasmPlugin.
+// Flotilla's WasmPlugin and ManifestWorkReplicaSetOverride.
 var Served = map[string][]string{
 	"cluster.open-cluster-management.io": {"managedclusters", "managedclustersets", "managedclustersetbindings", "placements"},
 	"work.open-cluster-management.io":    {"manifestworks", "manifestworkreplicasets"},
 	"addon.open-cluster-management.io":   {"clustermanagementaddons", "managedclusteraddons", "addontemplates"},
-	"flotilla.dev":                       {"wasmplugins"},
+	"flotilla.dev":                       {"wasmplugins", "manifestworkreplicasetoverrides"},
 }
 
 // unavailable are built-ins policies may not call: they reach the network or the process, or

@@ -131,6 +131,37 @@ spec:
 		Eventually(func() error { return createAs(ctx, dora, doc) }).Should(Succeed())
 	}, SpecTimeout(5*time.Minute))
 
+	It("override_target: an override needs update on every replica set it names; the webhook refuses an invalid one naming the field", func(ctx SpecContext) {
+		const ns = "overrides"
+		Expect(admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		grant(ctx, ns, "override-writer", "olga", rule("flotilla.dev", "manifestworkreplicasetoverrides", nil, "create", "get", "delete"))
+		olga := as("olga")
+		override := func(name, patch string) string {
+			return fmt.Sprintf(`
+apiVersion: flotilla.dev/v1alpha1
+kind: ManifestWorkReplicaSetOverride
+metadata: {name: %s, namespace: %s}
+spec:
+  replicaSets: [{name: web}]
+  rules:
+  - name: region
+    jsonPatch: [%s]
+`, name, ns, patch)
+		}
+		valid := override("eu", `{op: add, path: /metadata/labels/region, value: eu}`)
+		Eventually(func() error { return createAs(ctx, olga, valid) }).Should(deniedBy("override_target",
+			`user olga may not override ManifestWorkReplicaSet overrides/web with ManifestWorkReplicaSetOverride eu: needs "update" on manifestworkreplicasets.work.open-cluster-management.io named web in namespace overrides`))
+
+		grant(ctx, ns, "olga-updates-web", "olga", rule(workGroup, "manifestworkreplicasets", []string{"web"}, "update"))
+		Eventually(func() error { return createAs(ctx, olga, valid) }).Should(Succeed())
+
+		By("an add without a value is refused by the override webhook, naming the operation")
+		err := createAs(ctx, olga, override("no-value", `{op: add, path: /metadata/labels/region}`))
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
+		Expect(err).To(MatchError(ContainSubstring(`admission webhook "manifestworkreplicasetoverrides.validate.flotilla.dev" denied the request: ` +
+			`ManifestWorkReplicaSetOverride.flotilla.dev "no-value" is invalid: spec.rules[0].jsonPatch[0]: Invalid value: "add": add, replace and test take value or valueTemplate`)))
+	}, SpecTimeout(5*time.Minute))
+
 	It("accept: spec.hubAcceptsClient true needs update on managedclusters/accept, on create and on update", func(ctx SpecContext) {
 		grant(ctx, "", "erin-clusters", "erin", rule(clusterGroup, "managedclusters", nil, "create", "get", "update", "patch", "delete"))
 		erin := as("erin")
@@ -328,9 +359,9 @@ deny contains msg if {
 			files[p] = string(b)
 			return err
 		})).To(Succeed())
-		Expect(files).To(HaveLen(10))
+		Expect(files).To(HaveLen(12))
 		rv := pushPolicy(ctx, "examples", files)
-		Expect(policyEvent(ctx, "examples", rv, "PolicyLoaded")).To(ContainSubstring("loaded 10 file(s)"))
+		Expect(policyEvent(ctx, "examples", rv, "PolicyLoaded")).To(ContainSubstring("loaded 12 file(s)"))
 		// Everyone here may write works and act as any executor: only the examples refuse.
 		grant(ctx, clusterNamespace, "example-writers", "group:example-writers", workWriter, executeAs())
 
@@ -362,6 +393,25 @@ deny contains msg if {
 			"user kate cannot put the ClusterRoleBinding grant-all in the ManifestWork with-crb"))
 		mona := as("mona", "example-writers", "platform-admins")
 		Eventually(func() error { return createAs(ctx, mona, work("with-crb", "", "", crb)) }).Should(Succeed())
+
+		By("override_registry_allowlist: an override's images come from the allowed registries")
+		Expect(admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "registries"}})).To(Succeed())
+		grant(ctx, "registries", "nora-overrides", "nora", rule("flotilla.dev", "manifestworkreplicasetoverrides", nil, "create", "get", "delete"),
+			rule(workGroup, "manifestworkreplicasets", nil, "update"))
+		nora := as("nora")
+		registry := func(name, reg string) string {
+			return fmt.Sprintf(`
+apiVersion: flotilla.dev/v1alpha1
+kind: ManifestWorkReplicaSetOverride
+metadata: {name: %s, namespace: registries}
+spec:
+  replicaSets: [{name: web}]
+  rules: [{name: mirror, image: {registry: %q}}]
+`, name, reg)
+		}
+		Eventually(func() error { return createAs(ctx, nora, registry("quay", "quay.io")) }).Should(deniedBy("override_registry_allowlist",
+			`spec.rules[0].image.registry: registry "quay.io" is not allowed (allowed: registry.eu.example.com, registry.us.example.com)`))
+		Expect(createAs(ctx, nora, registry("eu", "registry.eu.example.com"))).To(Succeed())
 	}, SpecTimeout(5*time.Minute))
 })
 

@@ -35,6 +35,7 @@ import (
 	"github.com/flotilla-dev/flotilla/hub/manager"
 	"github.com/flotilla-dev/flotilla/hub/webhook"
 	"github.com/flotilla-dev/flotilla/hub/webhook/manifestwork"
+	overridewebhook "github.com/flotilla-dev/flotilla/hub/webhook/override"
 	"github.com/flotilla-dev/flotilla/klusterlet"
 	"github.com/flotilla-dev/flotilla/klusterlet/registration"
 )
@@ -313,7 +314,11 @@ var _ = Describe("the webhook components in processes of their own", func() {
 			}
 			for kind, webhooks := range work.groups {
 				for name, groups := range webhooks {
-					if name != "probe.webhook.flotilla.dev" {
+					switch name {
+					case "probe.webhook.flotilla.dev":
+					case overridewebhook.Name: // overrides shape the works of ManifestWorkReplicaSets
+						g.Expect(groups).To(Equal(sets.New("flotilla.dev")), "%s webhook %s of %s matches overrides only", kind, name, workWebhook.ConfigurationName)
+					default:
 						g.Expect(groups).To(Equal(sets.New(workGroup)), "%s webhook %s of %s matches work only", kind, name, workWebhook.ConfigurationName)
 					}
 				}
@@ -321,6 +326,7 @@ var _ = Describe("the webhook components in processes of their own", func() {
 			g.Expect(reg.groups["validating"]).To(HaveKeyWithValue(admission.Name, HaveKey(clusterGroup)), "the first process registers the cluster policies")
 			g.Expect(work.groups["validating"]).To(HaveKey(admission.Name), "the work-webhook process registers the work policies")
 			g.Expect(work.groups["validating"]).To(HaveKey(manifestwork.Name), "the work-webhook process validates ManifestWorks")
+			g.Expect(work.groups["validating"]).To(HaveKey(overridewebhook.Name), "the work-webhook process validates ManifestWorkReplicaSetOverrides")
 			g.Expect(work.groups["mutating"]).To(HaveKey(manifestwork.FinalizerName), "the work-webhook process adds the finalizer")
 
 			// The user policies reached each process's rules.

@@ -57,6 +57,7 @@ import (
 	"github.com/flotilla-dev/flotilla/hub/webhook/addonconversion"
 	managedclusterwebhook "github.com/flotilla-dev/flotilla/hub/webhook/managedcluster"
 	"github.com/flotilla-dev/flotilla/hub/webhook/manifestwork"
+	overridewebhook "github.com/flotilla-dev/flotilla/hub/webhook/override"
 	hubwork "github.com/flotilla-dev/flotilla/hub/work"
 )
 
@@ -547,6 +548,9 @@ func (h *Hub) setupWebhooks(kube kubernetes.Interface) error {
 		return err
 	}
 	if err := register(WorkWebhook, manifestwork.NewFinalizer(h.mgr.GetClient())); err != nil {
+		return err
+	}
+	if err := register(WorkWebhook, overridewebhook.New(overridewebhook.Options{})); err != nil {
 		return err
 	}
 	if err := register(RegistrationWebhook, managedclusterwebhook.NewDefaults()); err != nil {
