@@ -40,7 +40,8 @@ const discoveryTimeout = 30 * time.Second
 // Apply server-side applies objects in order with field manager "flotilla-install" and force,
 // waiting for each CRD to be Established before applying objects of later kinds; errors
 // name the object (kind namespace/name). It needs only a rest.Config (dynamic client +
-// REST mapper that is reset after CRDs are applied).
+// REST mapper that is reset after CRDs are applied); without a rate limit there, its clients
+// share one of applyQPS and applyBurst.
 func Apply(ctx context.Context, cfg *rest.Config, objs []*unstructured.Unstructured) error {
 	return ApplyWith(ctx, cfg, objs, ApplyOptions{})
 }
