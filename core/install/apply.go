@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/util/flowcontrol"
 )
 
 // FieldManager is the server-side-apply field manager of what Apply installs.
@@ -39,7 +40,8 @@ const discoveryTimeout = 30 * time.Second
 // Apply server-side applies objects in order with field manager "flotilla-install" and force,
 // waiting for each CRD to be Established before applying objects of later kinds; errors
 // name the object (kind namespace/name). It needs only a rest.Config (dynamic client +
-// REST mapper that is reset after CRDs are applied).
+// REST mapper that is reset after CRDs are applied); without a rate limit there, its clients
+// share one of applyQPS and applyBurst.
 func Apply(ctx context.Context, cfg *rest.Config, objs []*unstructured.Unstructured) error {
 	return ApplyWith(ctx, cfg, objs, ApplyOptions{})
 }
@@ -292,9 +294,38 @@ type clients struct {
 	dynamic  dynamic.Interface
 	metadata metadata.Interface
 	mapper   *restmapper.DeferredDiscoveryRESTMapper
+	// limiter is the one client-side rate limit of the three clients.
+	limiter flowcontrol.RateLimiter
+}
+
+// applyQPS and applyBurst rate-limit Apply's and Delete's requests when the rest.Config sets
+// no limit. client-go's default (5/s, burst 10) spread the hub operator's apply of some 50
+// objects over about 9 s; the work is bounded by the objects given, and a chart's install
+// fits in the burst.
+const (
+	applyQPS   = 50
+	applyBurst = 100
+)
+
+// rateLimited is a copy of cfg whose clients share one rate limiter: cfg's, or one of its
+// QPS and Burst, applyQPS and applyBurst where they are unset.
+func rateLimited(cfg *rest.Config) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	if cfg.RateLimiter == nil {
+		qps, burst := cfg.QPS, cfg.Burst
+		if qps == 0 {
+			qps = applyQPS
+		}
+		if burst == 0 {
+			burst = applyBurst
+		}
+		cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(qps, burst)
+	}
+	return cfg
 }
 
 func newClients(cfg *rest.Config) (*clients, error) {
+	cfg = rateLimited(cfg)
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("building dynamic client: %w", err)
@@ -307,7 +338,7 @@ func newClients(cfg *rest.Config) (*clients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building metadata client: %w", err)
 	}
-	return &clients{dynamic: dyn, metadata: meta, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))}, nil
+	return &clients{dynamic: dyn, metadata: meta, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc)), limiter: cfg.RateLimiter}, nil
 }
 
 // awaitInstanceCache waits until the API server lists the instances of CRD o from its watch
