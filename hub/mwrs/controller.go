@@ -553,12 +553,13 @@ func specEdited(w *workv1.ManifestWork) bool {
 }
 
 // successConditions are the work conditions that must be True, besides Applied: Available,
-// and every condition the template's condition rules set (e.g. Complete for a Job).
+// and every condition the template's condition rules set (e.g. Complete for a Job), except
+// Degraded: a rule named so says what failure is, and False is its healthy value.
 func successConditions(tmpl *workv1.ManifestWorkSpec) []string {
 	out := []string{workv1.WorkAvailable}
 	for _, mc := range tmpl.ManifestConfigs {
 		for _, rule := range mc.ConditionRules {
-			if !slices.Contains(out, rule.Condition) {
+			if rule.Condition != workv1.WorkDegraded && !slices.Contains(out, rule.Condition) {
 				out = append(out, rule.Condition)
 			}
 		}

@@ -68,6 +68,8 @@ func TestClusterState(t *testing.T) {
 	now := t0.Add(10 * time.Minute)
 	tmpl := &workv1.ManifestWorkSpec{}
 	withRule := &workv1.ManifestWorkSpec{ManifestConfigs: []workv1.ManifestConfigOption{{ConditionRules: []workv1.ConditionRule{{Condition: "Complete", Type: workv1.WellKnownConditionsType}}}}}
+	withDegradedRule := &workv1.ManifestWorkSpec{ManifestConfigs: []workv1.ManifestConfigOption{{ConditionRules: []workv1.ConditionRule{
+		{Condition: workv1.WorkDegraded, Type: workv1.CelConditionExpressionsType, CelExpressions: []string{"false"}}}}}}
 	cond := func(typ string, s metav1.ConditionStatus, at time.Time, gen int64) metav1.Condition {
 		return metav1.Condition{Type: typ, Status: s, LastTransitionTime: metav1.NewTime(at), ObservedGeneration: gen, Reason: "R"}
 	}
@@ -101,6 +103,12 @@ func TestClusterState(t *testing.T) {
 			cond("Complete", "False", t0, 2)), withRule, rollout.ClusterState{Status: rollout.Progressing, LastTransitionTime: t0}},
 		{"and then it succeeds", work("h", cond(workv1.WorkApplied, "True", t0, 2), cond(workv1.WorkAvailable, "True", t0, 2),
 			cond("Complete", "True", t0.Add(5*time.Minute), 2)), withRule, rollout.ClusterState{Status: rollout.Succeeded, LastTransitionTime: t0.Add(5 * time.Minute)}},
+		{"a Degraded condition rule says what failure is: False succeeds", work("h", cond(workv1.WorkApplied, "True", t0, 2),
+			cond(workv1.WorkAvailable, "True", t0, 2), cond(workv1.WorkDegraded, "False", t0, 2)), withDegradedRule,
+			rollout.ClusterState{Status: rollout.Succeeded, LastTransitionTime: t0}},
+		{"and True fails", work("h", cond(workv1.WorkApplied, "True", t0, 2), cond(workv1.WorkAvailable, "True", t0, 2),
+			cond(workv1.WorkDegraded, "True", t0.Add(time.Minute), 2)), withDegradedRule,
+			rollout.ClusterState{Status: rollout.Failed, LastTransitionTime: t0.Add(time.Minute)}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
