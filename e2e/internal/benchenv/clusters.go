@@ -3,6 +3,7 @@ package benchenv
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"time"
 
@@ -30,6 +31,8 @@ type Clusters struct {
 	// Accepted clusters are accepted by the hub and Joined, as registered clusters are; the
 	// others are only Available.
 	Accepted bool
+	// Labels, when set, are more labels of cluster i (a region, say).
+	Labels func(i int) map[string]string
 	// Status, when set, adds to cluster i's status before it is written.
 	Status func(i int, status *clusterv1.ManagedClusterStatus)
 	// Then, when set, runs once cluster i and its namespace exist.
@@ -53,6 +56,9 @@ func (cs Clusters) Create(ctx context.Context, c client.Client, n int) error {
 			mc := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name,
 				Labels: map[string]string{clusterv1beta2.ClusterSetLabel: cs.Set}},
 				Spec: clusterv1.ManagedClusterSpec{HubAcceptsClient: cs.Accepted}}
+			if cs.Labels != nil {
+				maps.Copy(mc.Labels, cs.Labels(i))
+			}
 			if err := c.Create(gctx, mc); err != nil {
 				return err
 			}

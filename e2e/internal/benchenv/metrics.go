@@ -5,8 +5,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"math"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -137,4 +140,64 @@ func FetchProfile(ctx context.Context, hc *http.Client, url, path, what string) 
 		return err
 	}
 	return f.Close()
+}
+
+// Samples are every sample of the metrics the hub serves (HubOptions.Metrics).
+func (h *Hub) Samples(ctx context.Context) ([]Sample, error) {
+	var out []Sample
+	err := h.Metrics(ctx, func(s Sample) { out = append(out, s) })
+	return out, err
+}
+
+// Sum is the sum of the samples named name (a counter over all its label values); ok is
+// false when there is none.
+func Sum(samples []Sample, name string) (sum float64, ok bool) {
+	for _, s := range samples {
+		if s.Name == name {
+			sum, ok = sum+s.Value, true
+		}
+	}
+	return sum, ok
+}
+
+// HistogramQuantile estimates quantile q of histogram name from its name_bucket samples
+// (those keep accepts; nil keeps all; buckets of equal bound are added up), linear within
+// the bucket it falls in, as Prometheus' histogram_quantile does; count is the observations.
+// ok is false when there are none.
+func HistogramQuantile(samples []Sample, name string, q float64, keep func(Sample) bool) (v, count float64, ok bool) {
+	byLe := map[float64]float64{}
+	for _, s := range samples {
+		if s.Name != name+"_bucket" || keep != nil && !keep(s) {
+			continue
+		}
+		le := math.Inf(1)
+		if l := s.Label("le"); l != "+Inf" {
+			var err error
+			if le, err = strconv.ParseFloat(l, 64); err != nil {
+				continue
+			}
+		}
+		byLe[le] += s.Value
+	}
+	les := slices.Sorted(maps.Keys(byLe))
+	if len(les) == 0 || byLe[les[len(les)-1]] == 0 {
+		return 0, 0, false
+	}
+	count = byLe[les[len(les)-1]]
+	rank := q * count
+	prevLe, prevN := 0.0, 0.0
+	for _, le := range les {
+		n := byLe[le]
+		if n >= rank {
+			if math.IsInf(le, 1) {
+				return prevLe, count, true
+			}
+			if n == prevN {
+				return le, count, true
+			}
+			return prevLe + (le-prevLe)*(rank-prevN)/(n-prevN), count, true
+		}
+		prevLe, prevN = le, n
+	}
+	return prevLe, count, true
 }
