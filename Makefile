@@ -202,6 +202,15 @@ bench-placement: build $(CONTROLPLANE)
 bench-rollout: build $(CONTROLPLANE)
 	$(GO) run ./e2e/mwrs/bench -flotilla $(BIN)/flotilla
 
+.PHONY: bench-overrides
+## bench-overrides: per-cluster overrides of a ManifestWorkReplicaSet on 1,000 simulated clusters
+## (5 rules: registry by region, replicas from a claim, a label, env by JSON patch, the
+## transform-sidecar Wasm plugin): the median of 7 in-process renders of all clusters, and the
+## rollout of an image tag change through the hub as its own process; last line
+## `overrides-1000 render_ms_p50=… rollout_s=…` (OVERRIDES_ARGS='-clusters 20' for a smoke run)
+bench-overrides: build $(CONTROLPLANE)
+	$(GO) run ./e2e/mwrs/overridebench -flotilla $(BIN)/flotilla $(OVERRIDES_ARGS)
+
 .PHONY: bench-addons
 ## bench-addons: a template add-on (an AddOnTemplate with a ServiceAccount and a Deployment, an
 ## AddOnDeploymentConfig as default config) installed by a Placements strategy on 100 simulated
