@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	goruntime "runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -426,15 +427,17 @@ spec:
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(watch.Stop)
 		var mu sync.Mutex
-		var seen []string
+		var seen []string // the hash of each version the watch delivered; "error: …" for an error event
 		go func() {
 			defer GinkgoRecover()
 			for ev := range watch.ResultChan() {
+				h := fmt.Sprintf("error: %v", ev.Object)
 				if w, ok := ev.Object.(*workv1.ManifestWork); ok {
-					mu.Lock()
-					seen = append(seen, w.Annotations[mwrs.TemplateHashAnnotation])
-					mu.Unlock()
+					h = w.Annotations[mwrs.TemplateHashAnnotation]
 				}
+				mu.Lock()
+				seen = append(seen, h)
+				mu.Unlock()
 			}
 		}()
 		otherHashes := func() []string {
@@ -448,6 +451,12 @@ spec:
 			}
 			return out
 		}
+		// The watch delivers the current work first: it is watching.
+		Eventually(func() []string {
+			mu.Lock()
+			defer mu.Unlock()
+			return slices.Clone(seen)
+		}).WithTimeout(30*time.Second).Should(ContainElement(base), "the watch of cluster2's work delivering its current version")
 
 		createYAML(ctx, &flotillav1alpha1.ManifestWorkReplicaSetOverride{}, fmt.Sprintf(`
 metadata: {name: fail, namespace: %s}
