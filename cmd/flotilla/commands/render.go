@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -58,8 +59,11 @@ leaves that cluster's work as it is and counts it Failed.`,
 
   # before 'kubectl apply -f override.yaml': what would change on cluster1
   flotilla render mwrs default/web --cluster cluster1 -f override.yaml --diff`,
-		Args: cobra.ExactArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error { return withStatus(exitError, cobra.ExactArgs(1)(cmd, args)) },
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if cluster == "" {
+				return withStatus(exitError, errors.New("--cluster is required: the ManagedCluster to render for"))
+			}
 			return withStatus(exitError, runRenderMWRS(cmd, args[0], kubeconfig, cluster, output, cacheDir, files, diff))
 		},
 	}
@@ -71,7 +75,6 @@ leaves that cluster's work as it is and counts it Failed.`,
 	f.StringVarP(&output, "output", "o", "yaml", "output format of the ManifestWork: yaml or json")
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the hub API server (default: $KUBECONFIG or ~/.kube/config)")
 	f.StringVar(&cacheDir, "cache-dir", defaultWasmCacheDir(), "directory caching compiled transform plugins")
-	_ = cmd.MarkFlagRequired("cluster")
 	return cmd
 }
 

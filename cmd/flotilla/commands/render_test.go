@@ -174,6 +174,14 @@ func TestRenderMWRS(t *testing.T) {
 		if err := json.Unmarshal([]byte("{"+body), w); err != nil {
 			t.Fatalf("render mwrs --cluster %s printed no ManifestWork: %v\n%s", cluster, err, out)
 		}
+		// Compact the indented manifests, to look for fields in them.
+		for i, m := range w.Spec.Workload.Manifests {
+			var b bytes.Buffer
+			if err := json.Compact(&b, m.Raw); err != nil {
+				t.Fatal(err)
+			}
+			w.Spec.Workload.Manifests[i].Raw = b.Bytes()
+		}
 		return header, w
 	}
 
