@@ -329,7 +329,7 @@ spec:
 	if err := c.Get(ctx, client.ObjectKeyFromObject(cm), cm); err != nil {
 		t.Fatal(err)
 	}
-	cm.BinaryData[flotillav1alpha1.SourceKeyWasm] = append(append([]byte(nil), module...), 0, 4, 'n', 'e', 'w', '!') // a custom section
+	cm.BinaryData[flotillav1alpha1.SourceKeyWasm] = append(append([]byte(nil), module...), 0, 8, 3, 'n', 'e', 'w', 'a', 'b', 'c', 'd') // a custom section "new": a valid module, another digest
 	if err := c.Update(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
