@@ -56,6 +56,8 @@ type Rendered struct {
 	Strategy string
 	// InFlight is that placement's clusters Progressing now.
 	InFlight int
+	// WithFiles: the render used overrides from files (State does not).
+	WithFiles bool
 }
 
 // ReadOverrides reads ManifestWorkReplicaSetOverrides from path (a file, a directory or
@@ -105,7 +107,7 @@ func RenderMWRS(ctx context.Context, c client.Reader, o RenderOptions) (*Rendere
 	if err != nil {
 		return nil, err
 	}
-	out := &Rendered{ReplicaSet: rs, Preview: p}
+	out := &Rendered{ReplicaSet: rs, Preview: p, WithFiles: len(o.Overrides) > 0}
 	if !o.Diff || p.Failure != nil {
 		return out, nil
 	}
@@ -225,16 +227,29 @@ func WriteRendered(w io.Writer, r *Rendered, output string) error {
 	if f := r.Preview.Failure; f != nil {
 		return f
 	}
+	// The work as the controller applies it: no status, no creation time.
+	raw, err := json.Marshal(r.Preview.Work)
+	if err != nil {
+		return err
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return err
+	}
+	delete(obj, "status")
+	if md, ok := obj["metadata"].(map[string]any); ok {
+		delete(md, "creationTimestamp")
+	}
 	switch output {
 	case "", "yaml":
-		b, err := yaml.Marshal(r.Preview.Work)
+		b, err := yaml.Marshal(obj)
 		if err != nil {
 			return err
 		}
 		_, err = w.Write(b)
 		return err
 	case "json":
-		b, err := json.MarshalIndent(r.Preview.Work, "", "  ")
+		b, err := json.MarshalIndent(obj, "", "  ")
 		if err != nil {
 			return err
 		}
@@ -304,7 +319,11 @@ func WriteRenderDiff(w io.Writer, r *Rendered) (bool, error) {
 		fmt.Fprintf(w, "ManifestWork %s/%s carries the rendered spec (template-hash %s)\n", p.Cluster, p.Work.Name, p.TemplateHash)
 	}
 	if s := r.State; s != nil {
-		fmt.Fprintf(w, "rollout: %s: %s (placement %s, %s, %d in flight)\n", s.State, s.Why, p.Placement, r.Strategy, r.InFlight)
+		with := ""
+		if r.WithFiles {
+			with = ", with the hub's overrides, not the files'"
+		}
+		fmt.Fprintf(w, "rollout: %s: %s (placement %s, %s, %d in flight%s)\n", s.State, s.Why, p.Placement, r.Strategy, r.InFlight, with)
 	}
 	return differs, nil
 }
