@@ -11,10 +11,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/yaml"
 
-	apischeme "github.com/flotilla-dev/flotilla/core/apis/scheme"
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
 	clusterv1beta1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta1"
 	flotillav1alpha1 "github.com/flotilla-dev/flotilla/core/apis/flotilla/v1alpha1"
+	apischeme "github.com/flotilla-dev/flotilla/core/apis/scheme"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/work/v1alpha1"
 )
 

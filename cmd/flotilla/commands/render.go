@@ -59,7 +59,9 @@ leaves that cluster's work as it is and counts it Failed.`,
 
   # before 'kubectl apply -f override.yaml': what would change on cluster1
   flotilla render mwrs default/web --cluster cluster1 -f override.yaml --diff`,
-		Args: func(cmd *cobra.Command, args []string) error { return withStatus(exitError, cobra.ExactArgs(1)(cmd, args)) },
+		Args: func(cmd *cobra.Command, args []string) error {
+			return withStatus(exitError, cobra.ExactArgs(1)(cmd, args))
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cluster == "" {
 				return withStatus(exitError, errors.New("--cluster is required: the ManagedCluster to render for"))
