@@ -224,6 +224,11 @@ func TestRenderMWRS(t *testing.T) {
 	if _, w := rendered("cluster-us"); bytes.Contains(w.Spec.Workload.Manifests[0].Raw, []byte("eu.registry")) {
 		t.Errorf("cluster-us got the eu registry: %s", w.Spec.Workload.Manifests[0].Raw)
 	}
+	// The default output is YAML, the work as applied: no status, no creation time.
+	if out, err := run("render", "mwrs", "render/web", "--cluster", "cluster-eu"); err != nil || strings.Contains(out, "\nstatus:") ||
+		strings.Contains(out, "creationTimestamp") || !strings.Contains(out, "\n    "+mwrs.TemplateHashAnnotation+": "+written.Annotations[mwrs.TemplateHashAnnotation]+"\n") {
+		t.Errorf("render mwrs (YAML): %v; want the work's template-hash annotation and no status or creationTimestamp:\n%s", err, out)
+	}
 	// rollout status names the rules that shaped each work.
 	if out, err := run("rollout", "status", "render/web"); err != nil || !strings.Contains(out, "SHAPED-BY") || !strings.Contains(out, "region/eu,region/label") {
 		t.Errorf("rollout status (%v) shows no SHAPED-BY column with region/eu,region/label:\n%s", err, out)
