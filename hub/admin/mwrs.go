@@ -70,8 +70,9 @@ func RolloutStatus(ctx context.Context, c client.Client, namespace, name string,
 	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, rs); err != nil {
 		return nil, nil, fmt.Errorf("ManifestWorkReplicaSet %s/%s: %w", namespace, name, err)
 	}
-	// Transforms run locally, their modules read from their sources, as `flotilla render mwrs`.
-	tr, closeEngine, err := localTransformer(ctx, c, rs, nil, nil)
+	// Transforms run locally, their modules read from their sources, as `flotilla render mwrs`;
+	// a plugin that does not load (its source is being updated) fails only its clusters' renders.
+	tr, closeEngine, err := localTransformer(ctx, c, rs, nil, nil, false)
 	if err != nil {
 		return nil, nil, err
 	}

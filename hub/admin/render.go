@@ -97,7 +97,7 @@ func RenderMWRS(ctx context.Context, c client.Reader, o RenderOptions) (*Rendere
 			ovs[i].Namespace = rs.Namespace
 		}
 	}
-	tr, closeEngine, err := localTransformer(ctx, c, rs, ovs, o.NewEngine)
+	tr, closeEngine, err := localTransformer(ctx, c, rs, ovs, o.NewEngine, true)
 	if err != nil {
 		return nil, err
 	}
@@ -144,9 +144,11 @@ func RenderMWRS(ctx context.Context, c client.Reader, o RenderOptions) (*Rendere
 
 // localTransformer loads the ManifestTransformer plugins the overrides of rs name into a
 // local registry, each refused unless its ConfigMap's module is the one the hub serves
-// (status.digest). No transform: a nil transformer and no engine.
+// (status.digest). No transform: a nil transformer and no engine. strict makes a plugin that
+// does not load an error; otherwise its transforms fail with why (the clusters' renders then
+// say so, as `rollout status` shows them).
 func localTransformer(ctx context.Context, c client.Reader, rs *workv1alpha1.ManifestWorkReplicaSet, extra []flotillav1alpha1.ManifestWorkReplicaSetOverride,
-	newEngine func(context.Context) (*wasm.Engine, error)) (override.Transformer, func(), error) {
+	newEngine func(context.Context) (*wasm.Engine, error), strict bool) (override.Transformer, func(), error) {
 	list := &flotillav1alpha1.ManifestWorkReplicaSetOverrideList{}
 	if err := c.List(ctx, list, client.InNamespace(rs.Namespace)); err != nil {
 		return nil, nil, fmt.Errorf("ManifestWorkReplicaSet %s/%s: listing ManifestWorkReplicaSetOverrides: %w", rs.Namespace, rs.Name, err)
@@ -175,13 +177,30 @@ func localTransformer(ctx context.Context, c client.Reader, rs *workv1alpha1.Man
 	closeEngine := func() { _ = engine.Close(context.WithoutCancel(ctx)) }
 	reg := wasm.NewRegistry()
 	slices.Sort(plugins)
+	failed := map[string]error{}
 	for _, name := range plugins {
 		if err := loadTransform(ctx, c, engine, reg, name); err != nil {
-			closeEngine()
-			return nil, nil, err
+			if strict || ctx.Err() != nil {
+				closeEngine()
+				return nil, nil, err
+			}
+			failed[name] = err
 		}
 	}
-	return &override.WasmTransformer{Registry: reg}, closeEngine, nil
+	return &unloaded{failed: failed, next: &override.WasmTransformer{Registry: reg}}, closeEngine, nil
+}
+
+// unloaded fails the transforms of the plugins that could not be loaded locally, with why.
+type unloaded struct {
+	failed map[string]error
+	next   override.Transformer
+}
+
+func (u *unloaded) Transform(ctx context.Context, req override.TransformRequest) (json.RawMessage, error) {
+	if err := u.failed[req.Plugin]; err != nil {
+		return nil, fmt.Errorf("not rendered locally: %w", err)
+	}
+	return u.next.Transform(ctx, req)
 }
 
 // ErrDigestMismatch: a plugin's ConfigMap holds another module than the one the hub serves.

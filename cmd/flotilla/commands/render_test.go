@@ -343,6 +343,11 @@ spec:
 		t.Errorf("a module that is not the one the hub serves: %v (exit %d), want exit %d naming WasmPlugin render-cluster-label and %q\n%s",
 			err, ExitCode(err), exitError, admin.ErrDigestMismatch, out)
 	}
+	// rollout status still answers: the clusters that need the plugin say why they cannot be rendered here.
+	out, err = run("rollout", "status", "render/web")
+	if err != nil || !strings.Contains(out, "not rendered locally: WasmPlugin render-cluster-label: "+admin.ErrDigestMismatch.Error()) {
+		t.Errorf("rollout status while a plugin's source is not the module the hub serves: %v\n%s", err, out)
+	}
 }
 
 // startRenderHub runs the hub's WasmPlugin loader and replica set controller (as hub/manager
