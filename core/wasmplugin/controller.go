@@ -191,6 +191,14 @@ func timingDependent(le *wasm.LoadError) bool {
 // resolve reads the source and builds the ModuleSpec. A *wasm.LoadError describes a
 // definite problem with the spec or source; a plain error is transient.
 func (r *Reconciler) resolve(ctx context.Context, wp *flotillav1alpha1.WasmPlugin) (wasm.ModuleSpec, string, *wasm.LoadError, error) {
+	return Resolve(ctx, r.Reader, r.Engine, wp)
+}
+
+// Resolve reads wp's module from its source through reader and builds the ModuleSpec engine
+// loads (limits, config, determinism as the hub loads it), with the fingerprint of its inputs.
+// A *wasm.LoadError describes a definite problem with the spec or source; a plain error is
+// transient. `flotilla render mwrs` loads transform plugins with it.
+func Resolve(ctx context.Context, reader client.Reader, engine *wasm.Engine, wp *flotillav1alpha1.WasmPlugin) (wasm.ModuleSpec, string, *wasm.LoadError, error) {
 	name := wp.Name
 	spec := wasm.ModuleSpec{
 		Name:          name,
@@ -225,7 +233,7 @@ func (r *Reconciler) resolve(ctx context.Context, wp *flotillav1alpha1.WasmPlugi
 		key = flotillav1alpha1.SourceKeyWasm
 	}
 	var cm corev1.ConfigMap
-	if err := r.Reader.Get(ctx, types.NamespacedName{Namespace: src.Namespace, Name: src.Name}, &cm); err != nil {
+	if err := reader.Get(ctx, types.NamespacedName{Namespace: src.Namespace, Name: src.Name}, &cm); err != nil {
 		if apierrors.IsNotFound(err) {
 			return spec, "", &wasm.LoadError{Plugin: name, Reason: wasm.ReasonSourceNotFound,
 				Message: fmt.Sprintf("spec.source.configMap: ConfigMap %s/%s not found", src.Namespace, src.Name)}, nil
@@ -246,7 +254,7 @@ func (r *Reconciler) resolve(ctx context.Context, wp *flotillav1alpha1.WasmPlugi
 		spec.Limits.MemoryBytes, spec.Limits.CallTimeout, spec.Config)
 	h.Write(blob)
 	fingerprint := hex.EncodeToString(h.Sum(nil))
-	wasmBytes, err := wasm.Decompress(name, key, blob, r.Engine.Options().MaxModuleBytes)
+	wasmBytes, err := wasm.Decompress(name, key, blob, engine.Options().MaxModuleBytes)
 	if err != nil {
 		var le *wasm.LoadError
 		if errors.As(err, &le) {

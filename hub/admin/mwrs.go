@@ -70,7 +70,14 @@ func RolloutStatus(ctx context.Context, c client.Client, namespace, name string,
 	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, rs); err != nil {
 		return nil, nil, fmt.Errorf("ManifestWorkReplicaSet %s/%s: %w", namespace, name, err)
 	}
-	prs, err := mwrs.Inspect(ctx, c, rs, now, &scheduler.CELMatcher{})
+	// Transforms run locally, their modules read from their sources, as `flotilla render mwrs`;
+	// a plugin that does not load (its source is being updated) fails only its clusters' renders.
+	tr, closeEngine, err := localTransformer(ctx, c, rs, nil, nil, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer closeEngine()
+	prs, err := mwrs.Inspect(ctx, c, rs, now, &scheduler.CELMatcher{}, tr)
 	return rs, prs, err
 }
 
@@ -106,10 +113,11 @@ func WriteRolloutStatus(w io.Writer, rs *workv1alpha1.ManifestWorkReplicaSet, pr
 		tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
 		// While overrides name the replica set, each cluster has its own desired render.
 		overridden := meta.FindStatusCondition(rs.Status.Conditions, mwrs.ConditionOverridesApplied) != nil
+		// SHAPED-BY: the rules that shaped the work the cluster has now (its overrides annotation).
 		if overridden {
-			fmt.Fprintln(tw, "  GROUP\tCLUSTER\tSTATE\tSINCE\tDESIRED\tOVERRIDES\tWHY")
+			fmt.Fprintln(tw, "  GROUP\tCLUSTER\tSTATE\tSINCE\tDESIRED\tOVERRIDES\tSHAPED-BY\tWHY")
 		} else {
-			fmt.Fprintln(tw, "  GROUP\tCLUSTER\tSTATE\tSINCE\tWHY")
+			fmt.Fprintln(tw, "  GROUP\tCLUSTER\tSTATE\tSINCE\tSHAPED-BY\tWHY")
 		}
 		for _, c := range pr.Clusters {
 			since := "-"
@@ -118,10 +126,10 @@ func WriteRolloutStatus(w io.Writer, rs *workv1alpha1.ManifestWorkReplicaSet, pr
 			}
 			group := strings.TrimSpace(fmt.Sprintf("%d %s", c.Group.Index, c.Group.Name))
 			if overridden {
-				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", group, c.Cluster, c.State, since, dash(c.Desired), dash(c.Overrides), c.Why)
+				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", group, c.Cluster, c.State, since, dash(c.Desired), dash(c.Overrides), dash(c.ShapedBy), c.Why)
 				continue
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", group, c.Cluster, c.State, since, c.Why)
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", group, c.Cluster, c.State, since, dash(c.ShapedBy), c.Why)
 		}
 		if err := tw.Flush(); err != nil {
 			return err

@@ -40,15 +40,16 @@ type ClusterRollout struct {
 	// Why explains State from the cluster's ManifestWork (or its failed render).
 	Why string
 	// Desired is the hash the cluster's work should carry (its render's), empty when its
-	// render failed; Overrides is the rules that shaped it (the work annotation's form).
-	Desired, Overrides string
+	// render failed; Overrides is the rules that shape that render (the work annotation's
+	// form); ShapedBy is the overrides annotation of the work the cluster has now.
+	Desired, Overrides, ShapedBy string
 }
 
 // Inspect evaluates rs's rollouts at now without writing anything: what `flotilla rollout
 // status` prints. It renders the overrides as the controller does (cel evaluates their
-// celSelectors; nil: such a rule fails). c needs no index: works are found by their replica
-// set label.
-func Inspect(ctx context.Context, c client.Reader, rs *workv1alpha1.ManifestWorkReplicaSet, now time.Time, cel override.CELMatcher) ([]PlacementRollout, error) {
+// celSelectors, tr runs their transforms; nil: such a rule fails). c needs no index: works
+// are found by their replica set label.
+func Inspect(ctx context.Context, c client.Reader, rs *workv1alpha1.ManifestWorkReplicaSet, now time.Time, cel override.CELMatcher, tr override.Transformer) ([]PlacementRollout, error) {
 	works, err := listWorks(ctx, c, rs, client.MatchingLabels{workv1alpha1.ManifestWorkReplicaSetControllerNameLabelKey: ownerValue(rs)})
 	if err != nil {
 		return nil, err
@@ -67,7 +68,7 @@ func Inspect(ctx context.Context, c client.Reader, rs *workv1alpha1.ManifestWork
 			return nil, err
 		}
 	}
-	if err := (renderer{cel: cel}).render(ctx, c, rs, d, prs); err != nil {
+	if err := (renderer{cel: cel, transformer: tr}).render(ctx, c, rs, d, prs); err != nil {
 		return nil, err
 	}
 	var out []PlacementRollout
@@ -101,8 +102,12 @@ func Inspect(ctx context.Context, c client.Reader, rs *workv1alpha1.ManifestWork
 						w += "; keeps template " + wk.Annotations[TemplateHashAnnotation]
 					}
 				}
-				pl.Clusters = append(pl.Clusters, ClusterRollout{Cluster: cl, Group: rollout.GroupRef{Index: g.Index, Name: g.Name},
-					State: st.Status, Since: st.LastTransitionTime, Why: w, Desired: d.want[cl], Overrides: d.applied[cl]})
+				cr := ClusterRollout{Cluster: cl, Group: rollout.GroupRef{Index: g.Index, Name: g.Name},
+					State: st.Status, Since: st.LastTransitionTime, Why: w, Desired: d.want[cl], Overrides: d.applied[cl]}
+				if wk := works[cl]; wk != nil {
+					cr.ShapedBy = wk.Annotations[OverridesAnnotation]
+				}
+				pl.Clusters = append(pl.Clusters, cr)
 			}
 		}
 		sort.SliceStable(pl.Clusters, func(i, j int) bool { return pl.Clusters[i].Group.Index < pl.Clusters[j].Group.Index })

@@ -64,7 +64,11 @@ func newRolloutCommand() *cobra.Command {
 computes it: its conditions, then for each placement its strategy, whether the rollout is
 Progressing, Complete or Stopped (maxFailures breached) and why, and each decided cluster
 with its decision group, its state (ToApply, Progressing, Succeeded, Failed, TimeOut), since
-when, and why (the ManifestWork's conditions it waits for, or the Degraded message).`,
+when, and why (the ManifestWork's conditions it waits for, or the Degraded message).
+SHAPED-BY names the override rules that shaped the ManifestWork the cluster has now (its
+work.flotilla.dev/overrides annotation, - for none); while ManifestWorkReplicaSetOverrides
+name the replica set, DESIRED and OVERRIDES are the hash and rules of the cluster's current
+render (see 'flotilla render mwrs').`,
 		Example: `  flotilla rollout status default/mwrset-cronjob`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -29,6 +29,7 @@ prioritizers, CSR approval, status feedback, add-on templates) are sandboxed Was
 		newClusterSetCommand(),
 		newPolicyCommand(),
 		newRolloutCommand(),
+		newRenderCommand(),
 		newAddonCommand(),
 		newInitCommand(),
 		newTokenCommand(),

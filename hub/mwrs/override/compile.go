@@ -37,6 +37,8 @@ type Program struct {
 // Rule is a compiled rule: which clusters and manifests it selects and its overrider.
 type Rule struct {
 	Name string
+	// Overrider is the rule's overrider field (image, jsonPatch, …): what a trace names.
+	Overrider string
 
 	labels      labels.Selector // nil: any
 	claims      labels.Selector // nil: any
@@ -119,7 +121,7 @@ func compileRule(r *flotillav1alpha1.OverrideRule, fld *field.Path) (*Rule, fiel
 	var set []string
 	add := func(name string, op overrider, e field.ErrorList) {
 		set = append(set, name)
-		rule.op = op
+		rule.op, rule.Overrider = op, name
 		errs = append(errs, e...)
 	}
 	if r.JSONPatch != nil {

@@ -83,6 +83,9 @@ type Applied struct {
 	Override  string
 	Rule      string
 	Manifests int
+	// Overrider is the rule's overrider; Changed the manifests it changed (group/Kind ns/name).
+	Overrider string
+	Changed   []string
 }
 
 // Result is a cluster's rendered work.
@@ -155,6 +158,7 @@ func Render(ctx context.Context, in Input) (Result, *RuleFailure) {
 			matched = true
 			rc := &ruleContext{ctx: ctx, in: &in, values: values, override: p.Name, rule: r.Name}
 			n := 0
+			var ids []string
 			for i, m := range manifests {
 				if objs[i] == nil {
 					obj, err := decode(m.Raw)
@@ -177,10 +181,11 @@ func Render(ctx context.Context, in Input) (Result, *RuleFailure) {
 				if did {
 					objs[i], changed[i] = out, true
 					n++
+					ids = append(ids, id.String())
 				}
 			}
 			if n > 0 {
-				res.Trace = append(res.Trace, Applied{Override: p.Name, Rule: r.Name, Manifests: n})
+				res.Trace = append(res.Trace, Applied{Override: p.Name, Rule: r.Name, Manifests: n, Overrider: r.Overrider, Changed: ids})
 			}
 		}
 		if matched {

@@ -203,7 +203,8 @@ func TestRuleAndOverrideOrder(t *testing.T) {
 	if got := at(manifest(t, res, 0), "spec", "replicas"); got != float64(6) {
 		t.Errorf("two rules: replicas %v, want 6 (the later rule wins)", got)
 	}
-	if want := []Applied{{"two", "first", 1}, {"two", "second", 1}}; fmt.Sprint(res.Trace) != fmt.Sprint(want) {
+	web := []string{"apps/Deployment web/web"}
+	if want := []Applied{{"two", "first", 1, "replicas", web}, {"two", "second", 1, "replicas", web}}; fmt.Sprint(res.Trace) != fmt.Sprint(want) {
 		t.Errorf("trace %v, want %v", res.Trace, want)
 	}
 }
