@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -173,8 +174,8 @@ var _ = Describe("klusterlet operator fields", func() {
 		}
 		regPod, regCtr := agent(reg)
 		workPod, workCtr := agent(work)
-		Expect(regCtr.Image).To(Equal("example.com/e2e/registration:fields"))
-		Expect(workCtr.Image).To(Equal("example.com/e2e/work:fields"))
+		Expect(regCtr.Image).To(Equal("example.com/e2e/registration:fields"), "spec.registrationImagePullSpec")
+		Expect(workCtr.Image).To(Equal("example.com/e2e/work:fields"), "spec.workImagePullSpec")
 		Expect(regCtr.Args).To(ContainElements(
 			"--cluster-name=fields",
 			"--external-server-urls=https://hub-a.example:6443",
@@ -199,14 +200,16 @@ var _ = Describe("klusterlet operator fields", func() {
 		}
 		Expect(regCtr.Args).NotTo(ContainElement("--status-sync-interval=45s"), "a work field on the registration agent")
 		for _, p := range []struct {
-			pod corev1.PodSpec
-			ctr corev1.Container
-		}{{regPod, regCtr}, {workPod, workCtr}} {
-			Expect(p.pod.NodeSelector).To(Equal(map[string]string{"e2e.flotilla.dev/pool": "agents"}))
-			Expect(p.pod.Tolerations).To(Equal([]corev1.Toleration{{Key: "e2e.flotilla.dev/pool", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}))
-			Expect(p.pod.PriorityClassName).To(Equal("system-cluster-critical"))
+			name string
+			pod  corev1.PodSpec
+			ctr  corev1.Container
+		}{{reg, regPod, regCtr}, {work, workPod, workCtr}} {
+			Expect(p.pod.NodeSelector).To(Equal(map[string]string{"e2e.flotilla.dev/pool": "agents"}), "Deployment %s: spec.nodePlacement.nodeSelector", p.name)
+			Expect(p.pod.Tolerations).To(Equal([]corev1.Toleration{{Key: "e2e.flotilla.dev/pool", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}),
+				"Deployment %s: spec.nodePlacement.tolerations", p.name)
+			Expect(p.pod.PriorityClassName).To(Equal("system-cluster-critical"), "Deployment %s: spec.priorityClassName", p.name)
 			Expect(p.ctr.Resources).To(Equal(corev1.ResourceRequirements{Requests: corev1.ResourceList{
-				corev1.ResourceCPU: resource.MustParse("9m"), corev1.ResourceMemory: resource.MustParse("19Mi")}}))
+				corev1.ResourceCPU: resource.MustParse("9m"), corev1.ResourceMemory: resource.MustParse("19Mi")}}), "Deployment %s: spec.resourceRequirement", p.name)
 		}
 		waitCondition(ctx, name, operatorv1.ConditionValidConfiguration, metav1.ConditionTrue, operatorv1.ReasonConfigurationValid)
 
@@ -235,5 +238,41 @@ var _ = Describe("klusterlet operator fields", func() {
 		a := waitCondition(ctx, name, operatorv1.ConditionKlusterletApplied, metav1.ConditionFalse, operatorv1.ReasonUnsupportedConfiguration)
 		Expect(a.Message).To(ContainSubstring(rc + "registrationDriver.authType"))
 		Expect(generations(ctx, ns, reg, work)).To(Equal(before), "no Deployment changed")
+
+		// Deleting it, refused as its spec is now, removes what was applied before.
+		deleteKlusterlet(ctx, name)
+		left := slices.DeleteFunc(labelled(ctx, management.Config, name), func(o string) bool {
+			// The operator's own APIs stay.
+			return o == "customresourcedefinitions//klusterlets.operator.open-cluster-management.io" || o == "customresourcedefinitions//wasmplugins.flotilla.dev"
+		})
+		Expect(left).To(BeEmpty(), "what the operator applied for %s", name)
+	}, SpecTimeout(specTimeout))
+
+	It("deletes what a spec change stops rendering: moving spec.namespace prunes the agents, ServiceAccounts and Roles of the old namespace, and the namespace", func(ctx SpecContext) {
+		const name, from, to = "klusterlet-move", "open-cluster-management-move-a", "open-cluster-management-move-b"
+		k := newKlusterlet(name, operatorv1.InstallModeDefault, from, "move")
+		Expect(mgmtClient.Create(ctx, k)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { deleteKlusterlet(ctx, name) }, NodeTimeout(specTimeout))
+		waitCondition(ctx, name, operatorv1.ConditionKlusterletApplied, metav1.ConditionTrue, operatorv1.ReasonKlusterletApplied)
+		inNamespace := func(ns string) []string {
+			var out []string
+			for _, o := range labelled(ctx, management.Config, name) {
+				if strings.Contains(o, "/"+ns+"/") {
+					out = append(out, o)
+				}
+			}
+			return out
+		}
+		Expect(inNamespace(from)).To(ContainElements("deployments/"+from+"/"+name+"-registration-agent", "serviceaccounts/"+from+"/"+name+"-work-sa"))
+
+		patchKlusterlet(ctx, name, `{"spec":{"namespace":"`+to+`"}}`)
+		waitCondition(ctx, name, operatorv1.ConditionKlusterletApplied, metav1.ConditionTrue, operatorv1.ReasonKlusterletApplied)
+		Expect(deploymentNames(ctx, mgmtClient, to)).To(Equal([]string{name + "-registration-agent", name + "-work-agent"}))
+		Eventually(func() []string { return inNamespace(from) }).WithContext(ctx).WithTimeout(waitTimeout).Should(BeEmpty(),
+			"the operator to delete what it rendered in %s", from)
+		// The old namespace goes too, as OCM's operator deletes it.
+		Eventually(func() error {
+			return mgmtClient.Get(ctx, client.ObjectKey{Name: from}, &corev1.Namespace{})
+		}).WithContext(ctx).WithTimeout(waitTimeout).Should(Satisfy(apierrors.IsNotFound), "namespace %s to be deleted", from)
 	}, SpecTimeout(specTimeout))
 })

@@ -13,6 +13,8 @@ type Field struct {
 	Path     string
 	Acts     bool
 	Blocking bool
+	// Does says what it changes, or what it asks for that Flotilla does not do.
+	Does string
 }
 
 // KlusterletFields lists every leaf of the Klusterlet spec, sorted by path.
@@ -20,12 +22,12 @@ func KlusterletFields() []Field {
 	var out []Field
 	for _, m := range mappings {
 		for _, l := range m.leaves {
-			out = append(out, Field{Path: l, Acts: true})
+			out = append(out, Field{Path: l, Acts: true, Does: m.does})
 		}
 	}
 	for _, r := range refusals {
 		for _, l := range r.leaves {
-			out = append(out, Field{Path: l, Blocking: r.blocking})
+			out = append(out, Field{Path: l, Blocking: r.blocking, Does: r.does})
 		}
 	}
 	slices.SortFunc(out, func(a, b Field) int { return strings.Compare(a.Path, b.Path) })
