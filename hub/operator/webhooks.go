@@ -96,12 +96,16 @@ func retireWebhooks(ctx context.Context, kube kubernetes.Interface, cm string, o
 			continue
 		}
 		if err := del("ValidatingWebhookConfiguration", name,
-			func() (metav1.Object, error) { return adm.ValidatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{}) },
+			func() (metav1.Object, error) {
+				return adm.ValidatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
+			},
 			func(o metav1.DeleteOptions) error { return adm.ValidatingWebhookConfigurations().Delete(ctx, name, o) }); err != nil {
 			return deleted, err
 		}
 		if err := del("MutatingWebhookConfiguration", name,
-			func() (metav1.Object, error) { return adm.MutatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{}) },
+			func() (metav1.Object, error) {
+				return adm.MutatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
+			},
 			func(o metav1.DeleteOptions) error { return adm.MutatingWebhookConfigurations().Delete(ctx, name, o) }); err != nil {
 			return deleted, err
 		}
