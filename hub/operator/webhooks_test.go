@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -79,4 +80,35 @@ func TestWebhookObjectsCoverBothTopologies(t *testing.T) {
 func sameSet(a, b []string) bool {
 	a, b = slices.Sorted(slices.Values(a)), slices.Sorted(slices.Values(b))
 	return slices.Equal(a, b)
+}
+
+// TestOperatorLeaderElectsWithReplicas: the operator's Deployment runs with leader election
+// when it has more than one replica, and without it (no Lease) as one.
+func TestOperatorLeaderElectsWithReplicas(t *testing.T) {
+	for _, tc := range []struct {
+		replicas int
+		elect    bool
+	}{{1, false}, {2, true}} {
+		objs, err := install.Render(install.HubChart, install.HubChart, OperatorNamespace, map[string]any{
+			"render": "operator", "operatorReplicas": tc.replicas})
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, o := range objs {
+			if o.GetKind() != "Deployment" || o.GetName() != "cluster-manager" {
+				continue
+			}
+			found = true
+			replicas, _, _ := unstructured.NestedFieldNoCopy(o.Object, "spec", "replicas")
+			ctrs, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+			args, _, _ := unstructured.NestedStringSlice(ctrs[0].(map[string]any), "args")
+			if fmt.Sprint(replicas) != fmt.Sprint(tc.replicas) || slices.Contains(args, "--leader-elect") != tc.elect {
+				t.Errorf("operatorReplicas %d: replicas %v, args %v; want --leader-elect %v", tc.replicas, replicas, args, tc.elect)
+			}
+		}
+		if !found {
+			t.Fatal("no Deployment cluster-manager rendered")
+		}
+	}
 }
