@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -144,7 +145,13 @@ type deployReconciler struct {
 	opNamespace string
 	ownImage    string
 	log         logr.Logger
+	// recheck asks for one more reconcile after retireGrace (retireWebhooks deleted something).
+	recheck bool
 }
+
+// retireGrace is a Pod's default termination grace period: a process of a component no
+// longer rendered may run that long.
+const retireGrace = 30 * time.Second
 
 func (r *deployReconciler) reconcile(ctx context.Context) error {
 	cm := &operatorv1.ClusterManager{}
@@ -172,6 +179,19 @@ func (r *deployReconciler) reconcile(ctx context.Context) error {
 	})
 	if err != nil {
 		return r.applied(ctx, cm, metav1.ConditionFalse, operatorv1.ReasonRuntimeResourceApplyFailed, err.Error(), true)
+	}
+	kube, err := kubernetes.NewForConfig(r.config)
+	if err != nil {
+		return err
+	}
+	retired, err := retireWebhooks(ctx, kube, cm.Name, d.objs)
+	if err != nil {
+		return r.applied(ctx, cm, metav1.ConditionFalse, operatorv1.ReasonWebhookApplyFailed, fmt.Sprintf("ClusterManager %s: %v", cm.Name, err), true)
+	}
+	if retired {
+		// A process of the old topology still stopping may write its configuration again:
+		// look once more after its grace period.
+		r.recheck = true
 	}
 	var deployments []string
 	for _, o := range d.objs {

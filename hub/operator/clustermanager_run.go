@@ -145,7 +145,12 @@ func (r *deployReconciler) setup(mgr ctrl.Manager, name string) error {
 		Watches(&appsv1.Deployment{}, toClusterManager(name), builder.WithPredicates(ours(name), predicate.Or(predicate.GenerationChangedPredicate{}, deleted()))).
 		Watches(&corev1.ConfigMap{}, toClusterManager(name), builder.WithPredicates(named(ValuesConfigMap))).
 		Complete(apply.Quiet(reconcile.Func(func(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
-			return reconcile.Result{}, r.reconcile(ctx)
+			r.recheck = false
+			err := r.reconcile(ctx)
+			if r.recheck && err == nil {
+				return reconcile.Result{RequeueAfter: retireGrace}, nil
+			}
+			return reconcile.Result{}, err
 		})))
 }
 

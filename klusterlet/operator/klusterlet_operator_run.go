@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -250,14 +251,17 @@ func (r *deployKlusterlet) reconcile(ctx context.Context, name string) (reconcil
 			o.SetOwnerReferences([]metav1.OwnerReference{owner})
 		}
 	}
-	opts := install.ApplyOptions{FieldManager: OperatorDeployFieldManager, Labels: operatorLabels(k.Name)}
 	if hosted(mode) {
-		if err := install.ApplyWith(ctx, c.managed, rd.managed, opts); err != nil {
+		if err := install.ApplyWith(ctx, c.managed, rd.managed, applyOptions(k.Name, operatorv1.TargetManaged)); err != nil {
 			reason, msg := applyFailed(err, operatorv1.TargetManaged)
 			return reconcile.Result{}, r.applied(ctx, k, metav1.ConditionFalse, reason, msg)
 		}
 	}
-	if err := install.ApplyWith(ctx, c.management, rd.management, opts); err != nil {
+	mgmtSide := ""
+	if hosted(mode) {
+		mgmtSide = operatorv1.TargetManagement
+	}
+	if err := install.ApplyWith(ctx, c.management, rd.management, applyOptions(k.Name, mgmtSide)); err != nil {
 		side := operatorv1.TargetManagement
 		if !hosted(mode) {
 			side = "local"
@@ -282,6 +286,33 @@ func (r *deployKlusterlet) reconcile(ctx context.Context, name string) (reconcil
 		msg += "; " + strings.Join(rd.values.Images, "; ")
 	}
 	return result, r.applied(ctx, k, metav1.ConditionTrue, operatorv1.ReasonKlusterletApplied, msg)
+}
+
+// pruneKinds are the kinds of the klusterlet chart's components the operator deletes when
+// a spec change stops rendering them: spec.namespace moves the agents, and the old
+// namespace goes with what is in it, as OCM's operator deletes it once the new one is
+// applied (the prune runs after the apply). CRDs stay (shared; the cleanup of the last
+// Klusterlet removes them); Secrets are applied apart (the Hosted agents' kubeconfigs).
+var pruneKinds = []schema.GroupVersionKind{
+	{Group: "apps", Version: "v1", Kind: "Deployment"},
+	{Version: "v1", Kind: "ServiceAccount"},
+	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "Role"},
+	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "RoleBinding"},
+	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole"},
+	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRoleBinding"},
+	{Version: "v1", Kind: "Namespace"},
+}
+
+// applyOptions apply and prune what the operator renders for Klusterlet name on one side
+// (operatorv1.TargetManaged or TargetManagement in the Hosted modes, "" for the one cluster
+// of the others): the side's label keeps the prune of one side off the other's objects when
+// both are the same cluster.
+func applyOptions(name, side string) install.ApplyOptions {
+	l := operatorLabels(name)
+	if side != "" {
+		l[operatorv1.TargetLabel] = side
+	}
+	return install.ApplyOptions{FieldManager: OperatorDeployFieldManager, Labels: l, Prune: &install.Prune{Kinds: pruneKinds}}
 }
 
 // applied writes Applied for k's generation; when False it also returns an error, so the
@@ -481,6 +512,11 @@ func (r *cleanupKlusterlet) reconcile(ctx context.Context, k *operatorv1.Kluster
 	was := k.DeepCopy()
 	was.Spec.DeployOption.Mode = mode
 	was.Spec.ClusterName = cmp.Or(was.Spec.ClusterName, "cleanup")
+	// A registration driver refused after the apply changes no object's name: what was
+	// applied under csr is cleaned.
+	if was.Spec.RegistrationConfiguration != nil {
+		was.Spec.RegistrationConfiguration.RegistrationDriver = operatorv1.RegistrationDriver{}
+	}
 	rd, err := renderKlusterlet(was, applied)
 	if err != nil {
 		return reconcile.Result{}, err

@@ -135,6 +135,8 @@ func (b *builder) singleton() bool {
 // A mapping is a row of the fields Flotilla acts on: the CRD schema leaves it covers (lists
 // as []) and what it sets.
 type mapping struct {
+	// does says what the fields change (README's list).
+	does   string
 	leaves []string
 	apply  func(s *operatorv1.KlusterletSpec, b *builder)
 }
@@ -142,6 +144,8 @@ type mapping struct {
 // A refusal is a row of the fields Flotilla does not act on: its leaves and the JSON paths
 // set in a spec (with list indexes). Blocking ones stop the apply.
 type refusal struct {
+	// does says what the fields ask for that Flotilla does not do (README's list).
+	does     string
 	leaves   []string
 	blocking bool
 	set      func(s *operatorv1.KlusterletSpec) []string
@@ -181,15 +185,15 @@ func positive[T int32 | int64](b *builder, agent, name string, v T) {
 var mappings = []mapping{
 	// The agent namespace (Default, Singleton) or the klusterlet namespace on the managed
 	// cluster (Hosted modes): ValuesFor.
-	{leaves: []string{"spec.namespace"}},
+	{does: "agent namespace (Default, Singleton); klusterlet namespace on the managed cluster (Hosted modes); a change moves the agents and prunes the old ones", leaves: []string{"spec.namespace"}},
 	// deployOption.mode selects the Deployments; ValuesFor refuses a change after the first apply.
-	{leaves: []string{"spec.deployOption.mode"}},
-	{leaves: []string{"spec.clusterName"}, apply: func(s *operatorv1.KlusterletSpec, b *builder) {
+	{does: "Default: registration and work agent Deployments; Singleton: one agent; Hosted, SingletonHosted: the same on a management cluster; a change after the first apply is refused (blocking)", leaves: []string{"spec.deployOption.mode"}},
+	{does: "--cluster-name of every agent", leaves: []string{"spec.clusterName"}, apply: func(s *operatorv1.KlusterletSpec, b *builder) {
 		b.values["clusterName"] = s.ClusterName
 		b.both(flagClusterName, s.ClusterName)
 	}},
 	// OCM's singleton agent runs imagePullSpec, its two agents the other two.
-	{leaves: []string{"spec.imagePullSpec", "spec.registrationImagePullSpec", "spec.workImagePullSpec"}, apply: func(s *operatorv1.KlusterletSpec, b *builder) {
+	{does: "images: imagePullSpec the Singleton agent, the other two the registration and work agents (OCM's image or empty: the chart's)", leaves: []string{"spec.imagePullSpec", "spec.registrationImagePullSpec", "spec.workImagePullSpec"}, apply: func(s *operatorv1.KlusterletSpec, b *builder) {
 		if b.singleton() {
 			b.image("spec.imagePullSpec", "agent", s.ImagePullSpec)
 			return
@@ -197,7 +201,7 @@ var mappings = []mapping{
 		b.image("spec.registrationImagePullSpec", "registration", s.RegistrationImagePullSpec)
 		b.image("spec.workImagePullSpec", "work", s.WorkImagePullSpec)
 	}},
-	{leaves: []string{"spec.externalServerURLs[].url"}, apply: func(s *operatorv1.KlusterletSpec, b *builder) {
+	{does: "--external-server-urls of the registration agent", leaves: []string{"spec.externalServerURLs[].url"}, apply: func(s *operatorv1.KlusterletSpec, b *builder) {
 		var urls []any
 		for _, u := range s.ExternalServerURLs {
 			urls = append(urls, u.URL)
@@ -206,7 +210,7 @@ var mappings = []mapping{
 			b.flag(registrationFlags, flagExternalServerURLs, urls)
 		}
 	}},
-	{leaves: []string{"spec.nodePlacement.nodeSelector", "spec.nodePlacement.tolerations"}, apply: func(s *operatorv1.KlusterletSpec, b *builder) {
+	{does: "nodeSelector and tolerations of every agent Deployment", leaves: []string{"spec.nodePlacement.nodeSelector", "spec.nodePlacement.tolerations"}, apply: func(s *operatorv1.KlusterletSpec, b *builder) {
 		if len(s.NodePlacement.NodeSelector) > 0 {
 			b.values["nodeSelector"] = toValue(s.NodePlacement.NodeSelector)
 		}
@@ -214,7 +218,7 @@ var mappings = []mapping{
 			b.values["tolerations"] = toValue(s.NodePlacement.Tolerations)
 		}
 	}},
-	{leaves: []string{"spec.resourceRequirement.type", "spec.resourceRequirement.resourceRequirements"}, apply: func(s *operatorv1.KlusterletSpec, b *builder) {
+	{does: "resources of every agent container (Default: the chart's; BestEffort: none; ResourceRequirement: resourceRequirements)", leaves: []string{"spec.resourceRequirement.type", "spec.resourceRequirement.resourceRequirements"}, apply: func(s *operatorv1.KlusterletSpec, b *builder) {
 		r := s.ResourceRequirement
 		if r == nil {
 			return
@@ -231,12 +235,12 @@ var mappings = []mapping{
 		}
 		// Default: the chart's resources.
 	}},
-	{leaves: []string{"spec.priorityClassName"}, apply: func(s *operatorv1.KlusterletSpec, b *builder) {
+	{does: "priorityClassName of every agent Deployment", leaves: []string{"spec.priorityClassName"}, apply: func(s *operatorv1.KlusterletSpec, b *builder) {
 		if s.PriorityClassName != "" {
 			b.values["priorityClassName"] = s.PriorityClassName
 		}
 	}},
-	{leaves: []string{"spec.deployOption.reportHostingCluster", "spec.deployOption.hosted.managementClusterName"}, apply: func(s *operatorv1.KlusterletSpec, b *builder) {
+	{does: "Enable: --hosting-cluster-claim (managementClusterName, else clusterName) of the registration agent", leaves: []string{"spec.deployOption.reportHostingCluster", "spec.deployOption.hosted.managementClusterName"}, apply: func(s *operatorv1.KlusterletSpec, b *builder) {
 		if s.DeployOption.ReportHostingCluster != operatorv1.ReportHostingClusterModeEnable {
 			return
 		}
@@ -246,15 +250,15 @@ var mappings = []mapping{
 		}
 		b.flag(registrationFlags, flagHostingClusterClaim, host)
 	}},
-	{leaves: []string{"spec.hubApiServerHostAlias.ip", "spec.hubApiServerHostAlias.hostname"}, apply: func(s *operatorv1.KlusterletSpec, b *builder) {
+	{does: "--hub-host-alias of every agent", leaves: []string{"spec.hubApiServerHostAlias.ip", "spec.hubApiServerHostAlias.hostname"}, apply: func(s *operatorv1.KlusterletSpec, b *builder) {
 		if a := s.HubApiServerHostAlias; a != nil && a.Hostname != "" {
 			b.both(flagHubHostAlias, a.Hostname+"="+a.IP)
 		}
 	}},
-	{leaves: []string{rc + "clientCertExpirationSeconds"}, apply: func(s *operatorv1.KlusterletSpec, b *builder) {
+	{does: "--csr-expiration-seconds of the registration agent", leaves: []string{rc + "clientCertExpirationSeconds"}, apply: func(s *operatorv1.KlusterletSpec, b *builder) {
 		positive(b, registrationFlags, flagCSRExpiration, regConf(s).ClientCertExpirationSeconds)
 	}},
-	{leaves: []string{rc + "featureGates[].feature", rc + "featureGates[].mode", wc + "featureGates[].feature", wc + "featureGates[].mode"}, apply: func(s *operatorv1.KlusterletSpec, b *builder) {
+	{does: "--feature-gates of the registration agent (registrationConfiguration) and the work agent (workConfiguration); unknown gates: ValidFeatureGates", leaves: []string{rc + "featureGates[].feature", rc + "featureGates[].mode", wc + "featureGates[].feature", wc + "featureGates[].mode"}, apply: func(s *operatorv1.KlusterletSpec, b *builder) {
 		for _, sec := range []struct {
 			component, agent string
 			gates            []operatorv1.FeatureGate
@@ -280,7 +284,7 @@ var mappings = []mapping{
 		}
 	}},
 	// OCM passes only the keys with its agent prefix; so does Flotilla.
-	{leaves: []string{rc + "clusterAnnotations"}, apply: func(s *operatorv1.KlusterletSpec, b *builder) {
+	{does: "--cluster-annotations of the registration agent (agent.open-cluster-management.io/ keys only, as OCM)", leaves: []string{rc + "clusterAnnotations"}, apply: func(s *operatorv1.KlusterletSpec, b *builder) {
 		kept := map[string]any{}
 		for k, v := range regConf(s).ClusterAnnotations {
 			if strings.HasPrefix(k, operatorv1.ClusterAnnotationsKeyPrefix+"/") {
@@ -291,16 +295,16 @@ var mappings = []mapping{
 			b.flag(registrationFlags, flagClusterAnnotations, kept)
 		}
 	}},
-	{leaves: []string{rc + "clusterLabels"}, apply: func(s *operatorv1.KlusterletSpec, b *builder) {
+	{does: "--cluster-labels of the registration agent", leaves: []string{rc + "clusterLabels"}, apply: func(s *operatorv1.KlusterletSpec, b *builder) {
 		if l := regConf(s).ClusterLabels; len(l) > 0 {
 			b.flag(registrationFlags, flagClusterLabels, toValue(l))
 		}
 	}},
-	{leaves: []string{rc + "kubeAPIQPS", rc + "kubeAPIBurst"}, apply: func(s *operatorv1.KlusterletSpec, b *builder) {
+	{does: "--kube-api-qps and --kube-api-burst of the registration agent", leaves: []string{rc + "kubeAPIQPS", rc + "kubeAPIBurst"}, apply: func(s *operatorv1.KlusterletSpec, b *builder) {
 		positive(b, registrationFlags, flagKubeAPIQPS, regConf(s).KubeAPIQPS)
 		positive(b, registrationFlags, flagKubeAPIBurst, regConf(s).KubeAPIBurst)
 	}},
-	{leaves: []string{rc + "clusterClaimConfiguration.maxCustomClusterClaims", rc + "clusterClaimConfiguration.reservedClusterClaimSuffixes"}, apply: func(s *operatorv1.KlusterletSpec, b *builder) {
+	{does: "--max-custom-cluster-claims and --reserved-cluster-claim-suffixes of the registration agent", leaves: []string{rc + "clusterClaimConfiguration.maxCustomClusterClaims", rc + "clusterClaimConfiguration.reservedClusterClaimSuffixes"}, apply: func(s *operatorv1.KlusterletSpec, b *builder) {
 		c := regConf(s).ClusterClaimConfiguration
 		if c == nil {
 			return
@@ -310,14 +314,14 @@ var mappings = []mapping{
 			b.flag(registrationFlags, flagReservedSuffixes, toValue(c.ReservedClusterClaimSuffixes))
 		}
 	}},
-	{leaves: []string{wc + "kubeAPIQPS", wc + "kubeAPIBurst", wc + "hubKubeAPIQPS", wc + "hubKubeAPIBurst"}, apply: func(s *operatorv1.KlusterletSpec, b *builder) {
+	{does: "--work-kube-api-qps/-burst and --hub-kube-api-qps/-burst of the work agent", leaves: []string{wc + "kubeAPIQPS", wc + "kubeAPIBurst", wc + "hubKubeAPIQPS", wc + "hubKubeAPIBurst"}, apply: func(s *operatorv1.KlusterletSpec, b *builder) {
 		w := workConf(s)
 		positive(b, workFlags, flagWorkKubeAPIQPS, w.KubeAPIQPS)
 		positive(b, workFlags, flagWorkKubeAPIBurst, w.KubeAPIBurst)
 		positive(b, workFlags, flagHubKubeAPIQPS, w.HubKubeAPIQPS)
 		positive(b, workFlags, flagHubKubeAPIBurst, w.HubKubeAPIBurst)
 	}},
-	{leaves: []string{wc + "appliedManifestWorkEvictionGracePeriod", wc + "statusSyncInterval"}, apply: func(s *operatorv1.KlusterletSpec, b *builder) {
+	{does: "--appliedmanifestwork-eviction-grace-period and --status-sync-interval of the work agent", leaves: []string{wc + "appliedManifestWorkEvictionGracePeriod", wc + "statusSyncInterval"}, apply: func(s *operatorv1.KlusterletSpec, b *builder) {
 		w := workConf(s)
 		if d := w.AppliedManifestWorkEvictionGracePeriod; d != nil {
 			b.flag(workFlags, flagEvictionGracePeriod, d.Duration.String())
@@ -331,7 +335,7 @@ var mappings = []mapping{
 // refusals are the fields Flotilla does not act on (design-24 §1.2, "refuse").
 var refusals = []refusal{
 	// OCM never passes the CA bundle to its agent either (a TODO in its klusterlet controller).
-	{leaves: []string{"spec.externalServerURLs[].caBundle"}, set: func(s *operatorv1.KlusterletSpec) []string {
+	{does: "the CA bundle of an external server URL (OCM does not pass it either)", leaves: []string{"spec.externalServerURLs[].caBundle"}, set: func(s *operatorv1.KlusterletSpec) []string {
 		var out []string
 		for i, u := range s.ExternalServerURLs {
 			if len(u.CABundle) > 0 {
@@ -341,7 +345,7 @@ var refusals = []refusal{
 		return out
 	}},
 	// MultipleHubs: one bootstrap kubeconfig only. type None is the default and changes nothing.
-	{leaves: []string{rc + "bootstrapKubeConfigs.type", rc + "bootstrapKubeConfigs.localSecretsConfig.kubeConfigSecrets[].name", rc + "bootstrapKubeConfigs.localSecretsConfig.hubConnectionTimeoutSeconds"}, set: func(s *operatorv1.KlusterletSpec) []string {
+	{does: "MultipleHubs: one bootstrap kubeconfig only (type None acts as the default)", leaves: []string{rc + "bootstrapKubeConfigs.type", rc + "bootstrapKubeConfigs.localSecretsConfig.kubeConfigSecrets[].name", rc + "bootstrapKubeConfigs.localSecretsConfig.hubConnectionTimeoutSeconds"}, set: func(s *operatorv1.KlusterletSpec) []string {
 		bk := regConf(s).BootstrapKubeConfigs
 		var out []string
 		if bk.Type == operatorv1.LocalSecrets {
@@ -358,13 +362,13 @@ var refusals = []refusal{
 		return out
 	}},
 	// Registration other than by CSR would leave the cluster without a hub identity.
-	{leaves: []string{rc + "registrationDriver.authType"}, blocking: true, set: func(s *operatorv1.KlusterletSpec) []string {
+	{does: "csr acts; awsirsa and grpc are refused (blocking: the cluster would have no hub identity)", leaves: []string{rc + "registrationDriver.authType"}, blocking: true, set: func(s *operatorv1.KlusterletSpec) []string {
 		if t := regConf(s).RegistrationDriver.AuthType; t != "" && t != operatorv1.CSRAuthType {
 			return []string{rc + "registrationDriver.authType"}
 		}
 		return nil
 	}},
-	{leaves: []string{rc + "registrationDriver.awsIrsa.hubClusterArn", rc + "registrationDriver.awsIrsa.managedClusterArn"}, set: func(s *operatorv1.KlusterletSpec) []string {
+	{does: "AWS IRSA registration", leaves: []string{rc + "registrationDriver.awsIrsa.hubClusterArn", rc + "registrationDriver.awsIrsa.managedClusterArn"}, set: func(s *operatorv1.KlusterletSpec) []string {
 		a := regConf(s).RegistrationDriver.AwsIrsa
 		if a == nil {
 			return nil
@@ -379,7 +383,7 @@ var refusals = []refusal{
 		return out
 	}},
 	// Add-ons register by CSR; csr is what Flotilla does.
-	{leaves: []string{rc + "addOnKubeClientRegistrationDriver.authType", rc + "addOnKubeClientRegistrationDriver.token.expirationSeconds"}, set: func(s *operatorv1.KlusterletSpec) []string {
+	{does: "add-on registration by token (csr acts)", leaves: []string{rc + "addOnKubeClientRegistrationDriver.authType", rc + "addOnKubeClientRegistrationDriver.token.expirationSeconds"}, set: func(s *operatorv1.KlusterletSpec) []string {
 		d := regConf(s).AddOnKubeClientRegistrationDriver
 		if d == nil {
 			return nil
