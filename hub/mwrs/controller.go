@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -107,15 +108,58 @@ type Reconciler struct {
 	CEL override.CELMatcher
 	// Transformer runs the transform rules' plugins (nil: such a rule fails its clusters).
 	Transformer override.Transformer
+	// Plugins tells whether transform plugins serve their current spec; default, for an
+	// *override.WasmTransformer with a Reader, WasmPluginStates over its Reader and Registry.
+	Plugins PluginStates
+	// PluginRetry is how soon a replica set waiting for a plugin is reconciled again besides
+	// the WasmPlugin watch; default 2 s.
+	PluginRetry time.Duration
+	// RenderCacheBytes bounds the render cache; 0: DefaultRenderCacheBytes, negative: no cache.
+	RenderCacheBytes int64
+
+	once    sync.Once
+	initErr error
+	cache   *renderCache
+	metrics *renderMetrics
 }
 
-func (r *Reconciler) renderer() renderer { return renderer{cel: r.CEL, transformer: r.Transformer} }
+// init fills the defaults and makes the render cache and metrics, once.
+func (r *Reconciler) init() error {
+	r.once.Do(func() {
+		if r.Now == nil {
+			r.Now = time.Now
+		}
+		if r.PluginRetry == 0 {
+			r.PluginRetry = defaultPluginRetry
+		}
+		if r.Plugins == nil {
+			if wt, ok := r.Transformer.(*override.WasmTransformer); ok && wt.Reader != nil && wt.Registry != nil {
+				r.Plugins = WasmPluginStates{Reader: wt.Reader, Registry: wt.Registry}
+			}
+		}
+		switch {
+		case r.RenderCacheBytes == 0:
+			r.cache = newRenderCache(DefaultRenderCacheBytes)
+		case r.RenderCacheBytes > 0:
+			r.cache = newRenderCache(r.RenderCacheBytes)
+		}
+		r.metrics, r.initErr = registerRenderMetrics()
+		if r.initErr != nil {
+			r.initErr = fmt.Errorf("%s: %w", ControllerName, r.initErr)
+		}
+	})
+	return r.initErr
+}
+
+func (r *Reconciler) renderer() renderer {
+	return renderer{cel: r.CEL, transformer: r.Transformer, plugins: r.Plugins, cache: r.cache, metrics: r.metrics}
+}
 
 // SetupWithManager watches replica sets, their works, and the placements and decisions they
 // follow.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.Now == nil {
-		r.Now = time.Now
+	if err := r.init(); err != nil {
+		return err
 	}
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorderFor(ControllerName) //nolint:staticcheck // core/v1 Events, as the rest of the hub
@@ -137,6 +181,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return nil
 	}); err != nil {
 		return fmt.Errorf("%s: indexing generated ManifestWorks: %w", ControllerName, err)
+	}
+	if err := idx.IndexField(context.Background(), &flotillav1alpha1.ManifestWorkReplicaSetOverride{}, pluginIndex, pluginsOfOverride); err != nil {
+		return fmt.Errorf("%s: indexing ManifestWorkReplicaSetOverrides by plugin: %w", ControllerName, err)
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
@@ -165,6 +212,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 				return renderFactsChanged(e.ObjectOld.(*clusterv1.ManagedCluster), e.ObjectNew.(*clusterv1.ManagedCluster))
 			}})).
 		Watches(&clusterv1beta2.ManagedClusterSet{}, handler.EnqueueRequestsFromMapFunc(r.overridden)).
+		Watches(&flotillav1alpha1.WasmPlugin{}, handler.EnqueueRequestsFromMapFunc(r.byPlugin),
+			builder.WithPredicates(predicate.Funcs{UpdateFunc: pluginServingChanged})).
 		Complete(apply.Quiet(r))
 }
 
@@ -198,6 +247,9 @@ func ownerValue(rs *workv1alpha1.ManifestWorkReplicaSet) string { return rs.Name
 
 // Reconcile brings one replica set's works in line with its placements and strategies.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if err := r.init(); err != nil {
+		return reconcile.Result{}, err
+	}
 	rs := &workv1alpha1.ManifestWorkReplicaSet{}
 	if err := r.Client.Get(ctx, req.NamespacedName, rs); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
@@ -233,14 +285,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.renderer().render(ctx, r.Client, rs, d, prs); err != nil {
 		return reconcile.Result{}, err
 	}
+	// The same inputs must render the same work: a cluster whose work says otherwise fails.
+	seen := make(map[string]*workWithAnnotations, len(works))
+	for c, w := range works {
+		seen[c] = &workWithAnnotations{inputs: w.Annotations[RenderInputsAnnotation], hash: w.Annotations[TemplateHashAnnotation]}
+	}
+	for _, c := range d.checkDeterminism(seen) {
+		r.cache.remove(seen[c].inputs)
+		if r.metrics != nil {
+			r.metrics.failures.WithLabelValues(failureNondeterministic).Inc()
+		}
+	}
 	now := r.Now()
 	rev, prev, err := r.recordRevision(ctx, rs, d)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	held := holds(rs, works, d.rev)
-	st := &status{held: held, rev: d.rev, overrides: d.condition(rs.Generation, len(d.want)+len(d.failed))}
+	st := &status{held: held, rev: d.rev, overrides: d.condition(rs.Generation, len(d.want)+len(d.failed)+len(d.waiting))}
 	var recheck time.Duration
+	if len(d.waiting) > 0 {
+		recheck = r.PluginRetry // besides the WasmPlugin watch
+	}
 	selected := map[string]bool{} // clusters some placement selects
 	var prevRender *prevRenderer
 	for i, ref := range rs.Spec.PlacementRefs {
