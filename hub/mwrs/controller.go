@@ -182,6 +182,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}); err != nil {
 		return fmt.Errorf("%s: indexing generated ManifestWorks: %w", ControllerName, err)
 	}
+	if err := idx.IndexField(context.Background(), &flotillav1alpha1.ManifestWorkReplicaSetOverride{}, overriddenIndex, replicaSetsOfOverride); err != nil {
+		return fmt.Errorf("%s: indexing ManifestWorkReplicaSetOverrides by replica set: %w", ControllerName, err)
+	}
 	if err := idx.IndexField(context.Background(), &flotillav1alpha1.ManifestWorkReplicaSetOverride{}, pluginIndex, pluginsOfOverride); err != nil {
 		return fmt.Errorf("%s: indexing ManifestWorkReplicaSetOverrides by plugin: %w", ControllerName, err)
 	}
@@ -303,6 +306,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	held := holds(rs, works, d.rev)
 	st := &status{held: held, rev: d.rev, overrides: d.condition(rs.Generation, len(d.want)+len(d.failed)+len(d.waiting))}
+	if rev == nil {
+		st.unrecorded = fmt.Sprintf("revision %s (template and overrides) is over %d bytes: it is not recorded, so no rollback can return to it", d.rev, maxRevisionBytes)
+	}
 	var recheck time.Duration
 	if len(d.waiting) > 0 {
 		recheck = r.PluginRetry // besides the WasmPlugin watch
@@ -407,7 +413,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		delete(works, cluster)
 	}
 	// A template that completed is a rollback target; marked before the status says Complete.
-	if st.completed(len(rs.Spec.PlacementRefs)) {
+	if st.completed(len(rs.Spec.PlacementRefs)) && rev != nil {
 		if err := r.markCompleted(ctx, rs, rev); err != nil {
 			return reconcile.Result{}, err
 		}
@@ -704,6 +710,8 @@ type status struct {
 	rev string
 	// overrides is the OverridesApplied condition (nil: no override names the replica set).
 	overrides *conditionSpec
+	// unrecorded says the revision is too large to record (a rollback cannot return to it).
+	unrecorded string
 }
 
 // rollback records that placement's updated clusters went back to template prev.
@@ -855,8 +863,12 @@ func (s *status) rollbackCondition(rs *workv1alpha1.ManifestWorkReplicaSet) *met
 	if rolledBack(rs, s.rev) {
 		return nil // keep it as it is
 	}
+	msg := "rollback on failure is on; this generation was not rolled back"
+	if s.unrecorded != "" {
+		msg += "; " + s.unrecorded
+	}
 	return &metav1.Condition{Type: ConditionRolledBack, Status: metav1.ConditionFalse, Reason: ReasonNotRolledBack,
-		Message: "rollback on failure is on; this generation was not rolled back", ObservedGeneration: rs.Generation}
+		Message: msg, ObservedGeneration: rs.Generation}
 }
 
 // writeStatus writes the status when it changed (only this controller writes it).
@@ -882,6 +894,9 @@ func (r *Reconciler) writeStatus(ctx context.Context, rs *workv1alpha1.ManifestW
 		meta.RemoveStatusCondition(&conds, ConditionOverridesApplied)
 	} else {
 		c := metav1.Condition{Type: ConditionOverridesApplied, Status: metav1.ConditionTrue, Reason: oc.reason, Message: oc.message, ObservedGeneration: rs.Generation}
+		if s.unrecorded != "" {
+			c.Message += "; " + s.unrecorded
+		}
 		if !oc.status {
 			c.Status = metav1.ConditionFalse
 			// A render failure is told once per new message.

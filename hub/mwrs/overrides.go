@@ -313,6 +313,7 @@ func (rn renderer) render(ctx context.Context, c client.Reader, rs *workv1alpha1
 		}
 	}
 	if len(targets) == 0 {
+		d.tally()
 		return nil
 	}
 	start := time.Now()
@@ -394,8 +395,10 @@ func (d *desired) drop(c string) {
 	delete(d.matchedBy, c)
 }
 
-// tally counts, per override, the rendered clusters it matched and changed.
+// tally counts, per override, the rendered clusters it matched and changed, and sorts the
+// failures by cluster name (the status lists the first ones).
 func (d *desired) tally() {
+	sort.SliceStable(d.failures, func(i, j int) bool { return d.failures[i].Cluster < d.failures[j].Cluster })
 	d.matched, d.changed = map[string]int32{}, map[string]int32{}
 	for c := range d.want {
 		for _, m := range d.matchedBy[c] {
@@ -612,36 +615,41 @@ func renderFactsChanged(old, cur *clusterv1.ManagedCluster) bool {
 }
 
 // byCluster maps a cluster's change to the replica sets that own a work in its namespace
-// and are named by some override (the others render the template whatever the cluster).
+// and are named by some override (the others render the template whatever the cluster): one
+// indexed lookup (overriddenIndex) per generated work of the cluster, so a relabel of
+// thousands of clusters costs no list of every override.
 func (r *Reconciler) byCluster(ctx context.Context, o client.Object) []reconcile.Request {
 	list := &workv1.ManifestWorkList{}
 	if err := r.Client.List(ctx, list, client.InNamespace(o.GetName()), client.HasLabels{workv1alpha1.ManifestWorkReplicaSetControllerNameLabelKey}); err != nil {
 		log.FromContext(ctx).Error(err, "listing the ManifestWorks of a cluster; its change reaches no ManifestWorkReplicaSet", "cluster", o.GetName())
 		return nil
 	}
-	named := map[string]map[string]bool{} // namespace → replica sets some override names
 	var out []reconcile.Request
 	for i := range list.Items {
 		key, ok := ownerKey(list.Items[i].Labels[workv1alpha1.ManifestWorkReplicaSetControllerNameLabelKey])
 		if !ok {
 			continue
 		}
-		if named[key.Namespace] == nil {
-			named[key.Namespace] = map[string]bool{}
-			ovs := &flotillav1alpha1.ManifestWorkReplicaSetOverrideList{}
-			if err := r.Client.List(ctx, ovs, client.InNamespace(key.Namespace)); err != nil {
-				log.FromContext(ctx).Error(err, "listing ManifestWorkReplicaSetOverrides; a cluster's change reaches none of their replica sets", "namespace", key.Namespace)
-				continue
-			}
-			for j := range ovs.Items {
-				for _, req := range overrideTargets(&ovs.Items[j]) {
-					named[key.Namespace][req.Name] = true
-				}
-			}
+		ovs := &flotillav1alpha1.ManifestWorkReplicaSetOverrideList{}
+		if err := r.Client.List(ctx, ovs, client.InNamespace(key.Namespace), client.MatchingFields{overriddenIndex: key.Name}); err != nil {
+			log.FromContext(ctx).Error(err, "listing the ManifestWorkReplicaSetOverrides of a replica set; a cluster's change does not reach it", "replicaSet", key.String())
+			continue
 		}
-		if named[key.Namespace][key.Name] {
+		if len(ovs.Items) > 0 {
 			out = append(out, reconcile.Request{NamespacedName: key})
 		}
+	}
+	return out
+}
+
+// overriddenIndex indexes overrides by the replica sets they name now or named when their
+// status was written (overrideTargets).
+const overriddenIndex = "flotilla.dev/mwrso-replicaset"
+
+func replicaSetsOfOverride(o client.Object) []string {
+	var out []string
+	for _, req := range overrideTargets(o.(*flotillav1alpha1.ManifestWorkReplicaSetOverride)) {
+		out = append(out, req.Name)
 	}
 	return out
 }

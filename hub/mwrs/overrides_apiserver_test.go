@@ -4,21 +4,25 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/yaml"
 
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
@@ -290,6 +294,54 @@ func testOverridesWithManager(t *testing.T, cfg *rest.Config, scheme *runtime.Sc
 		g.Expect(e.work(g, ctx, cl).ResourceVersion).To(Equal(first.ResourceVersion), "the work of %s was rewritten with a nondeterministic render", cl)
 		g.Expect(testutil.ToFloat64(e.r.metrics.failures.WithLabelValues(failureNondeterministic))).To(BeNumerically(">", failures),
 			"%s{reason=%s}", RenderFailuresMetric, failureNondeterministic)
+	})
+
+	t.Run("a cluster's change requeues only the replica sets with a work there that some override names", func(t *testing.T) {
+		g := NewWithT(t)
+		ctx := t.Context()
+		const ns, cl = "ov-bycl", "ov-bycl-c1"
+		e.replicaSet(t, ns, cl)
+		plain := &workv1alpha1.ManifestWorkReplicaSet{}
+		g.Expect(e.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, plain)).To(Succeed())
+		plain = &workv1alpha1.ManifestWorkReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "plain"}, Spec: plain.Spec}
+		g.Expect(e.c.Create(ctx, plain)).To(Succeed())
+		o := &flotillav1alpha1.ManifestWorkReplicaSetOverride{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "lbl"},
+			Spec: flotillav1alpha1.ManifestWorkReplicaSetOverrideSpec{ReplicaSets: []flotillav1alpha1.ReplicaSetReference{{Name: "web"}},
+				Rules: []flotillav1alpha1.OverrideRule{{Name: "r", Labels: &flotillav1alpha1.MetadataOverride{Set: map[string]string{"a": "b"}}}}}}
+		g.Expect(e.c.Create(ctx, o)).To(Succeed())
+		mc := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: cl}}
+		g.Eventually(func(g Gomega) {
+			for _, name := range []string{"web", "plain"} {
+				w := &workv1.ManifestWork{}
+				g.Expect(e.c.Get(ctx, client.ObjectKey{Namespace: cl, Name: name}, w)).To(Succeed(), "the work of replica set %s", name)
+			}
+			g.Expect(e.r.byCluster(ctx, mc)).To(ConsistOf(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "web"}}))
+		}).WithTimeout(30*time.Second).Should(Succeed(), "cluster %s's change mapped to %s/web only (plain has a work there but no override)", cl, ns)
+	})
+
+	t.Run("a revision over 1 MiB is not recorded", func(t *testing.T) {
+		ctx := t.Context()
+		rs := &workv1alpha1.ManifestWorkReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "huge", UID: "6b1f6a3e-0000-4000-8000-000000000001"}}
+		rs.Spec.ManifestWorkTemplate.Workload.Manifests = []workv1.Manifest{{RawExtension: runtime.RawExtension{
+			Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"huge","namespace":"default"},"data":{"x":"` + strings.Repeat("x", maxRevisionBytes) + `"}}`)}}}
+		d, err := newDesired(rs, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cur, _, err := e.r.recordRevision(ctx, rs, d)
+		if err != nil {
+			t.Fatalf("recordRevision of a revision over %d bytes: %v", maxRevisionBytes, err)
+		}
+		if cur != nil {
+			t.Fatalf("recordRevision of a revision over %d bytes recorded ControllerRevision %s", maxRevisionBytes, cur.Name)
+		}
+		list := &appsv1.ControllerRevisionList{}
+		if err := e.c.List(ctx, list, client.InNamespace("default"), client.MatchingLabels{workv1alpha1.ManifestWorkReplicaSetControllerNameLabelKey: ownerValue(rs)}); err != nil {
+			t.Fatal(err)
+		}
+		if len(list.Items) != 0 {
+			t.Fatalf("a revision over %d bytes was recorded: %s", maxRevisionBytes, list.Items[0].Name)
+		}
 	})
 
 	t.Run("a render calling a plugin that cannot serve fails, counted as wasm", func(t *testing.T) {
