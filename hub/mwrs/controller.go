@@ -17,7 +17,11 @@
 // cluster's desired work is the template rendered with them (hub/mwrs/override), once per
 // reconcile; "the template" above is then that cluster's render and its hash, and the
 // revision that rollback and its hold speak of is the template with the overrides. A cluster
-// whose render fails is Failed (counted toward maxFailures) and its work is left as it is.
+// whose render fails is Failed (counted toward maxFailures) and its work is left as it is; one
+// whose transform plugin is still loading waits (neither rendered nor failed) until the
+// WasmPlugin's watch or a short requeue brings it back. Renders are cached by their inputs
+// (plugins.go, rendercache.go), which each work records: the same inputs rendering another
+// hash fail the cluster as not deterministic.
 // Without overrides everything is as before they existed: same hashes, annotations, revisions.
 package mwrs
 

@@ -299,6 +299,7 @@ func (rn renderer) render(ctx context.Context, c client.Reader, rs *workv1alpha1
 				}
 				if d.fatal != "" {
 					d.fail(&override.RuleFailure{Cluster: cl, Message: d.fatal})
+					d.reasons[cl] = failureRule
 					continue
 				}
 				mc := facts.clusters[cl]
@@ -314,6 +315,7 @@ func (rn renderer) render(ctx context.Context, c client.Reader, rs *workv1alpha1
 	}
 	if len(targets) == 0 {
 		d.tally()
+		rn.countFailures(d)
 		return nil
 	}
 	start := time.Now()
@@ -366,15 +368,23 @@ func (rn renderer) render(ctx context.Context, c client.Reader, rs *workv1alpha1
 		rn.cache.put(cr)
 	}
 	d.tally()
+	rn.countFailures(d)
 	if rn.metrics != nil {
-		for _, f := range d.failures {
-			if r := d.reasons[f.Cluster]; r != "" {
-				rn.metrics.failures.WithLabelValues(r).Inc()
-			}
-		}
 		rn.metrics.duration.Observe(time.Since(start).Seconds())
 	}
 	return nil
+}
+
+// countFailures counts d's failed renders by reason.
+func (rn renderer) countFailures(d *desired) {
+	if rn.metrics == nil {
+		return
+	}
+	for _, f := range d.failures {
+		if r := d.reasons[f.Cluster]; r != "" {
+			rn.metrics.failures.WithLabelValues(r).Inc()
+		}
+	}
 }
 
 // use makes r cluster c's render.
