@@ -302,7 +302,9 @@ func testOverridesWithManager(t *testing.T, cfg *rest.Config, scheme *runtime.Sc
 		const ns, cl = "ov-bycl", "ov-bycl-c1"
 		e.replicaSet(t, ns, cl)
 		plain := &workv1alpha1.ManifestWorkReplicaSet{}
-		g.Expect(e.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, plain)).To(Succeed())
+		// The manager's cache may not hold the replica set just created yet.
+		g.Eventually(func() error { return e.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, plain) }).
+			WithTimeout(10*time.Second).Should(Succeed(), "replica set %s/web in the cache", ns)
 		plain = &workv1alpha1.ManifestWorkReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "plain"}, Spec: plain.Spec}
 		g.Expect(e.c.Create(ctx, plain)).To(Succeed())
 		o := &flotillav1alpha1.ManifestWorkReplicaSetOverride{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "lbl"},
