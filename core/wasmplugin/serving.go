@@ -18,20 +18,30 @@ import (
 // module's output). false with no error means "loading, try again". A plugin of another type,
 // or one that failed to load for its current spec, is an error naming it.
 func Serving(ctx context.Context, reader client.Reader, registry *wasm.Registry, name string, t flotillav1alpha1.WasmPluginType) (bool, error) {
+	_, ok, err := ServedDigest(ctx, reader, registry, name, t)
+	return ok, err
+}
+
+// ServedDigest is Serving that also returns the digest of the module served (the one the
+// WasmPlugin's status names; "" while not serving): what a render that called the plugin
+// depends on.
+func ServedDigest(ctx context.Context, reader client.Reader, registry *wasm.Registry, name string, t flotillav1alpha1.WasmPluginType) (string, bool, error) {
 	wp := &flotillav1alpha1.WasmPlugin{}
 	if err := reader.Get(ctx, client.ObjectKey{Name: name}, wp); err != nil {
-		return false, fmt.Errorf("reading WasmPlugin %s: %w", name, err)
+		return "", false, fmt.Errorf("reading WasmPlugin %s: %w", name, err)
 	}
 	if wp.Spec.Type != t {
-		return false, fmt.Errorf("WasmPlugin %s: spec.type is %s, not %s", name, wp.Spec.Type, t)
+		return "", false, fmt.Errorf("WasmPlugin %s: spec.type is %s, not %s", name, wp.Spec.Type, t)
 	}
 	c := meta.FindStatusCondition(wp.Status.Conditions, flotillav1alpha1.ConditionReady)
 	if c == nil || c.ObservedGeneration != wp.Generation {
-		return false, nil // loading
+		return "", false, nil // loading
 	}
 	if c.Status != metav1.ConditionTrue {
-		return false, fmt.Errorf("WasmPlugin %s is not ready: %s: %s", name, c.Reason, c.Message)
+		return "", false, fmt.Errorf("WasmPlugin %s is not ready: %s: %s", name, c.Reason, c.Message)
 	}
-	m, ok := registry.Get(name)
-	return ok && m.Digest() == wp.Status.Digest, nil
+	if m, ok := registry.Get(name); ok && m.Digest() == wp.Status.Digest {
+		return wp.Status.Digest, true, nil
+	}
+	return "", false, nil
 }

@@ -39,6 +39,7 @@ func TestAgainstAPIServer(t *testing.T) {
 	t.Run("firstSeenSuccess writes only the work it read", func(t *testing.T) { testFirstSeenSuccess(t, c) })
 	t.Run("byPlacement logs a failed list", func(t *testing.T) { testByPlacementLogsErrors(t, c) })
 	t.Run("a rollback holds its template through the works it wrote", func(t *testing.T) { testRollbackHoldOnWorks(t, c) })
+	t.Run("overrides", func(t *testing.T) { testOverridesWithManager(t, fleet.Hub.Config, scheme) })
 }
 
 // testRollbackHoldOnWorks: a rollback writes the reverted works before the replica set's

@@ -17,7 +17,11 @@
 // cluster's desired work is the template rendered with them (hub/mwrs/override), once per
 // reconcile; "the template" above is then that cluster's render and its hash, and the
 // revision that rollback and its hold speak of is the template with the overrides. A cluster
-// whose render fails is Failed (counted toward maxFailures) and its work is left as it is.
+// whose render fails is Failed (counted toward maxFailures) and its work is left as it is; one
+// whose transform plugin is still loading waits (neither rendered nor failed) until the
+// WasmPlugin's watch or a short requeue brings it back. Renders are cached by their inputs
+// (plugins.go, rendercache.go), which each work records: the same inputs rendering another
+// hash fail the cluster as not deterministic.
 // Without overrides everything is as before they existed: same hashes, annotations, revisions.
 package mwrs
 
@@ -27,6 +31,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -107,15 +112,58 @@ type Reconciler struct {
 	CEL override.CELMatcher
 	// Transformer runs the transform rules' plugins (nil: such a rule fails its clusters).
 	Transformer override.Transformer
+	// Plugins tells whether transform plugins serve their current spec; default, for an
+	// *override.WasmTransformer with a Reader, WasmPluginStates over its Reader and Registry.
+	Plugins PluginStates
+	// PluginRetry is how soon a replica set waiting for a plugin is reconciled again besides
+	// the WasmPlugin watch; default 2 s.
+	PluginRetry time.Duration
+	// RenderCacheBytes bounds the render cache; 0: DefaultRenderCacheBytes, negative: no cache.
+	RenderCacheBytes int64
+
+	once    sync.Once
+	initErr error
+	cache   *renderCache
+	metrics *renderMetrics
 }
 
-func (r *Reconciler) renderer() renderer { return renderer{cel: r.CEL, transformer: r.Transformer} }
+// init fills the defaults and makes the render cache and metrics, once.
+func (r *Reconciler) init() error {
+	r.once.Do(func() {
+		if r.Now == nil {
+			r.Now = time.Now
+		}
+		if r.PluginRetry == 0 {
+			r.PluginRetry = defaultPluginRetry
+		}
+		if r.Plugins == nil {
+			if wt, ok := r.Transformer.(*override.WasmTransformer); ok && wt.Reader != nil && wt.Registry != nil {
+				r.Plugins = WasmPluginStates{Reader: wt.Reader, Registry: wt.Registry}
+			}
+		}
+		switch {
+		case r.RenderCacheBytes == 0:
+			r.cache = newRenderCache(DefaultRenderCacheBytes)
+		case r.RenderCacheBytes > 0:
+			r.cache = newRenderCache(r.RenderCacheBytes)
+		}
+		r.metrics, r.initErr = registerRenderMetrics()
+		if r.initErr != nil {
+			r.initErr = fmt.Errorf("%s: %w", ControllerName, r.initErr)
+		}
+	})
+	return r.initErr
+}
+
+func (r *Reconciler) renderer() renderer {
+	return renderer{cel: r.CEL, transformer: r.Transformer, plugins: r.Plugins, cache: r.cache, metrics: r.metrics}
+}
 
 // SetupWithManager watches replica sets, their works, and the placements and decisions they
 // follow.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.Now == nil {
-		r.Now = time.Now
+	if err := r.init(); err != nil {
+		return err
 	}
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorderFor(ControllerName) //nolint:staticcheck // core/v1 Events, as the rest of the hub
@@ -137,6 +185,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return nil
 	}); err != nil {
 		return fmt.Errorf("%s: indexing generated ManifestWorks: %w", ControllerName, err)
+	}
+	if err := idx.IndexField(context.Background(), &flotillav1alpha1.ManifestWorkReplicaSetOverride{}, overriddenIndex, replicaSetsOfOverride); err != nil {
+		return fmt.Errorf("%s: indexing ManifestWorkReplicaSetOverrides by replica set: %w", ControllerName, err)
+	}
+	if err := idx.IndexField(context.Background(), &flotillav1alpha1.ManifestWorkReplicaSetOverride{}, pluginIndex, pluginsOfOverride); err != nil {
+		return fmt.Errorf("%s: indexing ManifestWorkReplicaSetOverrides by plugin: %w", ControllerName, err)
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
@@ -165,6 +219,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 				return renderFactsChanged(e.ObjectOld.(*clusterv1.ManagedCluster), e.ObjectNew.(*clusterv1.ManagedCluster))
 			}})).
 		Watches(&clusterv1beta2.ManagedClusterSet{}, handler.EnqueueRequestsFromMapFunc(r.overridden)).
+		Watches(&flotillav1alpha1.WasmPlugin{}, handler.EnqueueRequestsFromMapFunc(r.byPlugin),
+			builder.WithPredicates(predicate.Funcs{UpdateFunc: pluginServingChanged})).
 		Complete(apply.Quiet(r))
 }
 
@@ -198,6 +254,9 @@ func ownerValue(rs *workv1alpha1.ManifestWorkReplicaSet) string { return rs.Name
 
 // Reconcile brings one replica set's works in line with its placements and strategies.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if err := r.init(); err != nil {
+		return reconcile.Result{}, err
+	}
 	rs := &workv1alpha1.ManifestWorkReplicaSet{}
 	if err := r.Client.Get(ctx, req.NamespacedName, rs); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
@@ -233,14 +292,31 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.renderer().render(ctx, r.Client, rs, d, prs); err != nil {
 		return reconcile.Result{}, err
 	}
+	// The same inputs must render the same work: a cluster whose work says otherwise fails.
+	seen := make(map[string]*workWithAnnotations, len(works))
+	for c, w := range works {
+		seen[c] = &workWithAnnotations{inputs: w.Annotations[RenderInputsAnnotation], hash: w.Annotations[TemplateHashAnnotation]}
+	}
+	for _, c := range d.checkDeterminism(seen) {
+		r.cache.remove(seen[c].inputs)
+		if r.metrics != nil {
+			r.metrics.failures.WithLabelValues(failureNondeterministic).Inc()
+		}
+	}
 	now := r.Now()
 	rev, prev, err := r.recordRevision(ctx, rs, d)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	held := holds(rs, works, d.rev)
-	st := &status{held: held, rev: d.rev, overrides: d.condition(rs.Generation, len(d.want)+len(d.failed))}
+	st := &status{held: held, rev: d.rev, overrides: d.condition(rs.Generation, len(d.want)+len(d.failed)+len(d.waiting))}
+	if rev == nil {
+		st.unrecorded = fmt.Sprintf("revision %s (template and overrides) is over %d bytes: it is not recorded, so no rollback can return to it", d.rev, maxRevisionBytes)
+	}
 	var recheck time.Duration
+	if len(d.waiting) > 0 {
+		recheck = r.PluginRetry // besides the WasmPlugin watch
+	}
 	selected := map[string]bool{} // clusters some placement selects
 	var prevRender *prevRenderer
 	for i, ref := range rs.Spec.PlacementRefs {
@@ -341,7 +417,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		delete(works, cluster)
 	}
 	// A template that completed is a rollback target; marked before the status says Complete.
-	if st.completed(len(rs.Spec.PlacementRefs)) {
+	if st.completed(len(rs.Spec.PlacementRefs)) && rev != nil {
 		if err := r.markCompleted(ctx, rs, rev); err != nil {
 			return reconcile.Result{}, err
 		}
@@ -639,6 +715,8 @@ type status struct {
 	rev string
 	// overrides is the OverridesApplied condition (nil: no override names the replica set).
 	overrides *conditionSpec
+	// unrecorded says the revision is too large to record (a rollback cannot return to it).
+	unrecorded string
 }
 
 // rollback records that placement's updated clusters went back to template prev.
@@ -790,8 +868,12 @@ func (s *status) rollbackCondition(rs *workv1alpha1.ManifestWorkReplicaSet) *met
 	if rolledBack(rs, s.rev) {
 		return nil // keep it as it is
 	}
+	msg := "rollback on failure is on; this generation was not rolled back"
+	if s.unrecorded != "" {
+		msg += "; " + s.unrecorded
+	}
 	return &metav1.Condition{Type: ConditionRolledBack, Status: metav1.ConditionFalse, Reason: ReasonNotRolledBack,
-		Message: "rollback on failure is on; this generation was not rolled back", ObservedGeneration: rs.Generation}
+		Message: msg, ObservedGeneration: rs.Generation}
 }
 
 // writeStatus writes the status when it changed (only this controller writes it).
@@ -817,6 +899,9 @@ func (r *Reconciler) writeStatus(ctx context.Context, rs *workv1alpha1.ManifestW
 		meta.RemoveStatusCondition(&conds, ConditionOverridesApplied)
 	} else {
 		c := metav1.Condition{Type: ConditionOverridesApplied, Status: metav1.ConditionTrue, Reason: oc.reason, Message: oc.message, ObservedGeneration: rs.Generation}
+		if s.unrecorded != "" {
+			c.Message += "; " + s.unrecorded
+		}
 		if !oc.status {
 			c.Status = metav1.ConditionFalse
 			// A render failure is told once per new message.

@@ -96,6 +96,9 @@ func Inspect(ctx context.Context, c client.Reader, rs *workv1alpha1.ManifestWork
 					st.Status = rollout.TimeOut
 				}
 				w := why(works[cl], st.Status, d.want[cl], &rs.Spec.ManifestWorkTemplate)
+				if p, ok := d.waiting[cl]; ok {
+					w = "waiting for WasmPlugin " + p + " to serve its current spec; keeps its work"
+				}
 				if f, ok := d.failed[cl]; ok {
 					w = "render failed: " + f
 					if wk := works[cl]; wk != nil {

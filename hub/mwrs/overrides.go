@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/labels"
@@ -88,8 +89,24 @@ type desired struct {
 	failed  map[string]string
 	// failures in cluster order, for the condition and the overrides' status.
 	failures []*override.RuleFailure
-	// per override: clusters matched and changed.
+	// per override: clusters matched and changed (tally, from traces and matchedBy).
 	matched, changed map[string]int32
+	// Per rendered cluster: its render inputs, the rules that changed it, the overrides that matched it.
+	inputs    map[string]string
+	traces    map[string][]override.Applied
+	matchedBy map[string][]string
+	// waiting: clusters whose render called a transform plugin still loading, by plugin;
+	// neither rendered nor failed this reconcile.
+	waiting map[string]string
+	// reasons: a failed cluster's RenderFailuresMetric reason.
+	reasons map[string]string
+
+	// From the override specs: the transform plugins (sorted), the plugin of each transform
+	// rule and the expandTemplates rules ("override/rule"), and whether a rule uses celSelector.
+	plugins       []string
+	rulePlugins   map[string]string
+	templateRules map[string]bool
+	usesCEL       bool
 }
 
 // overridden reports whether some override names the replica set.
@@ -143,7 +160,9 @@ func newDesired(rs *workv1alpha1.ManifestWorkReplicaSet, ovs []flotillav1alpha1.
 	}
 	d := &desired{rev: th, templateHash: th, template: &rs.Spec.ManifestWorkTemplate,
 		want: map[string]string{}, specs: map[string]*workv1.ManifestWorkSpec{}, applied: map[string]string{},
-		failed: map[string]string{}, matched: map[string]int32{}, changed: map[string]int32{}}
+		failed: map[string]string{}, matched: map[string]int32{}, changed: map[string]int32{},
+		inputs: map[string]string{}, traces: map[string][]override.Applied{}, matchedBy: map[string][]string{},
+		waiting: map[string]string{}, reasons: map[string]string{}, rulePlugins: map[string]string{}, templateRules: map[string]bool{}}
 	if len(ovs) == 0 {
 		return d, nil
 	}
@@ -163,6 +182,17 @@ func newDesired(rs *workv1alpha1.ManifestWorkReplicaSet, ovs []flotillav1alpha1.
 	for i := range ovs {
 		o := &ovs[i]
 		d.overrides = append(d.overrides, overrideSnapshot{Name: o.Name, Order: o.Spec.Order, Spec: o.Spec})
+		for _, rule := range o.Spec.Rules {
+			switch {
+			case rule.Transform != nil:
+				d.rulePlugins[o.Name+"/"+rule.Name] = rule.Transform.Plugin
+			case rule.ExpandTemplates != nil:
+				d.templateRules[o.Name+"/"+rule.Name] = true
+			}
+			if rule.Clusters != nil && len(rule.Clusters.CelSelector.CelExpressions) > 0 {
+				d.usesCEL = true
+			}
+		}
 		sh, err := hash.JSON(o.Spec)
 		if err != nil {
 			return nil, fmt.Errorf("ManifestWorkReplicaSetOverride %s/%s: %w", o.Namespace, o.Name, err)
@@ -182,6 +212,7 @@ func newDesired(rs *workv1alpha1.ManifestWorkReplicaSet, ovs []flotillav1alpha1.
 		return nil, err
 	}
 	d.rev = hash.Short(h)
+	d.plugins = transformPlugins(d.overrides)
 	return d, nil
 }
 
@@ -230,14 +261,21 @@ func (f *clusterFacts) setsOf(mc *clusterv1.ManagedCluster) []string {
 	return out
 }
 
-// renderer is what a render needs beyond the inputs: the CEL evaluator and the transformer.
+// renderer is what a render needs beyond the inputs: the CEL evaluator and the transformer,
+// and optionally the transform plugins' states, a render cache and metrics.
 type renderer struct {
 	cel         override.CELMatcher
 	transformer override.Transformer
+	// plugins tells which transform plugins serve (nil: the transformer's own check only).
+	plugins PluginStates
+	cache   *renderCache
+	metrics *renderMetrics
 }
 
 // render fills d for the clusters the placements select; a cluster in several placements is
 // rendered for the first that selects it. Without overrides every cluster wants the template.
+// A cluster whose render inputs are in the cache is not rendered again; the others render in
+// parallel. A cluster whose render called a transform plugin that is loading waits (d.waiting).
 func (rn renderer) render(ctx context.Context, c client.Reader, rs *workv1alpha1.ManifestWorkReplicaSet, d *desired, prs []*decisions.Placement) error {
 	var targets []override.Cluster
 	seen := map[string]bool{}
@@ -261,6 +299,7 @@ func (rn renderer) render(ctx context.Context, c client.Reader, rs *workv1alpha1
 				}
 				if d.fatal != "" {
 					d.fail(&override.RuleFailure{Cluster: cl, Message: d.fatal})
+					d.reasons[cl] = failureRule
 					continue
 				}
 				mc := facts.clusters[cl]
@@ -275,29 +314,114 @@ func (rn renderer) render(ctx context.Context, c client.Reader, rs *workv1alpha1
 		}
 	}
 	if len(targets) == 0 {
+		d.tally()
+		rn.countFailures(d)
 		return nil
 	}
-	outs := override.RenderAll(ctx, override.Input{ReplicaSet: types.NamespacedName{Namespace: rs.Namespace, Name: rs.Name},
-		Template: d.template, Overrides: d.programs, CEL: rn.cel, Transformer: rn.transformer}, targets)
-	for _, o := range outs {
-		if o.Failure != nil {
-			d.fail(o.Failure)
+	start := time.Now()
+	key := types.NamespacedName{Namespace: rs.Namespace, Name: rs.Name}
+	states := readPluginStates(ctx, rn.plugins, d.plugins)
+	var todo []override.Cluster
+	for _, t := range targets {
+		in, err := d.inputsOf(key, t, states)
+		if err != nil {
+			return fmt.Errorf("ManifestWorkReplicaSet %s/%s: %w", rs.Namespace, rs.Name, err)
+		}
+		d.inputs[t.Cluster.Name] = in
+		if hit := rn.cache.get(in); hit != nil {
+			d.use(t.Cluster.Name, hit)
+			if rn.metrics != nil {
+				rn.metrics.hits.Inc()
+			}
 			continue
 		}
-		d.want[o.Cluster], d.specs[o.Cluster] = o.Result.Hash, o.Result.Spec
-		d.applied[o.Cluster] = tracesAnnotation(o.Result.Trace)
-		for _, m := range o.Result.Matched {
+		todo = append(todo, t)
+	}
+	if rn.metrics != nil {
+		rn.metrics.misses.Add(float64(len(todo)))
+	}
+	var tr override.Transformer
+	gate := &pluginGate{next: rn.transformer, states: states, waiting: map[string]string{}}
+	if rn.transformer != nil {
+		tr = gate
+	}
+	outs := override.RenderAll(ctx, override.Input{ReplicaSet: key,
+		Template: d.template, Overrides: d.programs, CEL: rn.cel, Transformer: tr}, todo)
+	for _, o := range outs {
+		if p, ok := gate.waiting[o.Cluster]; ok {
+			d.waiting[o.Cluster] = p
+			delete(d.inputs, o.Cluster)
+			continue
+		}
+		if o.Failure != nil {
+			delete(d.inputs, o.Cluster)
+			d.fail(o.Failure)
+			d.reasons[o.Cluster] = failureReason(o.Failure, d.rulePlugins, d.templateRules)
+			continue
+		}
+		cr := &cachedRender{key: d.inputs[o.Cluster], hash: o.Result.Hash, applied: tracesAnnotation(o.Result.Trace),
+			trace: o.Result.Trace, matched: o.Result.Matched}
+		if o.Result.Spec != d.template {
+			cr.spec = o.Result.Spec
+		}
+		d.use(o.Cluster, cr)
+		rn.cache.put(cr)
+	}
+	d.tally()
+	rn.countFailures(d)
+	if rn.metrics != nil {
+		rn.metrics.duration.Observe(time.Since(start).Seconds())
+	}
+	return nil
+}
+
+// countFailures counts d's failed renders by reason.
+func (rn renderer) countFailures(d *desired) {
+	if rn.metrics == nil {
+		return
+	}
+	for _, f := range d.failures {
+		if r := d.reasons[f.Cluster]; r != "" {
+			rn.metrics.failures.WithLabelValues(r).Inc()
+		}
+	}
+}
+
+// use makes r cluster c's render.
+func (d *desired) use(c string, r *cachedRender) {
+	d.want[c], d.specs[c] = r.hash, r.spec
+	if r.spec == nil {
+		d.specs[c] = d.template
+	}
+	d.applied[c], d.traces[c], d.matchedBy[c] = r.applied, r.trace, r.matched
+}
+
+// drop forgets cluster c's render (it is to fail instead).
+func (d *desired) drop(c string) {
+	delete(d.want, c)
+	delete(d.specs, c)
+	delete(d.applied, c)
+	delete(d.traces, c)
+	delete(d.matchedBy, c)
+}
+
+// tally counts, per override, the rendered clusters it matched and changed, and sorts the
+// failures by cluster name (the status lists the first ones).
+func (d *desired) tally() {
+	sort.SliceStable(d.failures, func(i, j int) bool { return d.failures[i].Cluster < d.failures[j].Cluster })
+	d.matched, d.changed = map[string]int32{}, map[string]int32{}
+	for c := range d.want {
+		for _, m := range d.matchedBy[c] {
 			d.matched[m]++
 		}
 		changed := map[string]bool{}
-		for _, t := range o.Result.Trace {
+		for _, t := range d.traces[c] {
 			changed[t.Override] = true
 		}
 		for name := range changed {
 			d.changed[name]++
 		}
 	}
-	return nil
 }
 
 func (d *desired) fail(f *override.RuleFailure) {
@@ -371,6 +495,19 @@ func (d *desired) condition(generation int64, selected int) *conditionSpec {
 		return &conditionSpec{status: false, reason: ReasonRenderFailed,
 			message: fmt.Sprintf("%d of %d clusters failed to render: %s", len(d.failures), selected, strings.Join(msgs, "; "))}
 	}
+	if len(d.waiting) > 0 {
+		byPlugin := map[string]int{}
+		for _, p := range d.waiting {
+			byPlugin[p]++
+		}
+		var ps []string
+		for p, n := range byPlugin {
+			ps = append(ps, fmt.Sprintf("WasmPlugin %s (%d clusters)", p, n))
+		}
+		sort.Strings(ps)
+		return &conditionSpec{status: false, reason: ReasonWaitingForPlugin,
+			message: fmt.Sprintf("waiting for %s to serve its current spec; those clusters keep their works", strings.Join(ps, ", "))}
+	}
 	shaped := 0
 	for _, a := range d.applied {
 		if a != "" {
@@ -398,6 +535,9 @@ func (d *desired) annotations(c string) map[string]string {
 	out := map[string]string{RevisionAnnotation: d.rev}
 	if a := d.applied[c]; a != "" {
 		out[OverridesAnnotation] = a
+	}
+	if in := d.inputs[c]; in != "" {
+		out[RenderInputsAnnotation] = in
 	}
 	return out
 }
@@ -485,36 +625,41 @@ func renderFactsChanged(old, cur *clusterv1.ManagedCluster) bool {
 }
 
 // byCluster maps a cluster's change to the replica sets that own a work in its namespace
-// and are named by some override (the others render the template whatever the cluster).
+// and are named by some override (the others render the template whatever the cluster): one
+// indexed lookup (overriddenIndex) per generated work of the cluster, so a relabel of
+// thousands of clusters costs no list of every override.
 func (r *Reconciler) byCluster(ctx context.Context, o client.Object) []reconcile.Request {
 	list := &workv1.ManifestWorkList{}
 	if err := r.Client.List(ctx, list, client.InNamespace(o.GetName()), client.HasLabels{workv1alpha1.ManifestWorkReplicaSetControllerNameLabelKey}); err != nil {
 		log.FromContext(ctx).Error(err, "listing the ManifestWorks of a cluster; its change reaches no ManifestWorkReplicaSet", "cluster", o.GetName())
 		return nil
 	}
-	named := map[string]map[string]bool{} // namespace → replica sets some override names
 	var out []reconcile.Request
 	for i := range list.Items {
 		key, ok := ownerKey(list.Items[i].Labels[workv1alpha1.ManifestWorkReplicaSetControllerNameLabelKey])
 		if !ok {
 			continue
 		}
-		if named[key.Namespace] == nil {
-			named[key.Namespace] = map[string]bool{}
-			ovs := &flotillav1alpha1.ManifestWorkReplicaSetOverrideList{}
-			if err := r.Client.List(ctx, ovs, client.InNamespace(key.Namespace)); err != nil {
-				log.FromContext(ctx).Error(err, "listing ManifestWorkReplicaSetOverrides; a cluster's change reaches none of their replica sets", "namespace", key.Namespace)
-				continue
-			}
-			for j := range ovs.Items {
-				for _, req := range overrideTargets(&ovs.Items[j]) {
-					named[key.Namespace][req.Name] = true
-				}
-			}
+		ovs := &flotillav1alpha1.ManifestWorkReplicaSetOverrideList{}
+		if err := r.Client.List(ctx, ovs, client.InNamespace(key.Namespace), client.MatchingFields{overriddenIndex: key.Name}); err != nil {
+			log.FromContext(ctx).Error(err, "listing the ManifestWorkReplicaSetOverrides of a replica set; a cluster's change does not reach it", "replicaSet", key.String())
+			continue
 		}
-		if named[key.Namespace][key.Name] {
+		if len(ovs.Items) > 0 {
 			out = append(out, reconcile.Request{NamespacedName: key})
 		}
+	}
+	return out
+}
+
+// overriddenIndex indexes overrides by the replica sets they name now or named when their
+// status was written (overrideTargets).
+const overriddenIndex = "flotilla.dev/mwrso-replicaset"
+
+func replicaSetsOfOverride(o client.Object) []string {
+	var out []string
+	for _, req := range overrideTargets(o.(*flotillav1alpha1.ManifestWorkReplicaSetOverride)) {
+		out = append(out, req.Name)
 	}
 	return out
 }

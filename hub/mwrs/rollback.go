@@ -51,6 +51,9 @@ const (
 	keepRevisions  = 3
 	// revisionFieldManager owns completedLabel.
 	revisionFieldManager = FieldManager + "-revision"
+	// maxRevisionBytes bounds a recorded revision's data (template and override snapshot); a
+	// larger one is not recorded, so no rollback can return to it.
+	maxRevisionBytes = 1 << 20
 )
 
 func rollbackEnabled(rs *workv1alpha1.ManifestWorkReplicaSet) bool {
@@ -98,8 +101,9 @@ type revision struct {
 }
 
 // recordRevision keeps the template with hash as a ControllerRevision and returns it
-// (current) and the rollback target: the latest revision of another template that completed
-// (nil if none). It prunes the oldest revisions beyond keepRevisions, never the target.
+// (current; nil when its data is over maxRevisionBytes and so not recorded) and the rollback
+// target: the latest revision of another template that completed (nil if none). It prunes
+// the oldest revisions beyond keepRevisions, never the target.
 func (r *Reconciler) recordRevision(ctx context.Context, rs *workv1alpha1.ManifestWorkReplicaSet, d *desired) (current *appsv1.ControllerRevision, target *revision, err error) {
 	hash := d.rev
 	list := &appsv1.ControllerRevisionList{}
@@ -134,6 +138,9 @@ func (r *Reconciler) recordRevision(ctx context.Context, rs *workv1alpha1.Manife
 		if err != nil {
 			return nil, nil, err
 		}
+		if len(data) > maxRevisionBytes {
+			break
+		}
 		cr := appsv1.ControllerRevision{
 			ObjectMeta: metav1.ObjectMeta{Namespace: rs.Namespace, Name: rs.Name + "-" + hash,
 				Labels:          map[string]string{workv1alpha1.ManifestWorkReplicaSetControllerNameLabelKey: ownerValue(rs), revisionHashLabel: hash},
@@ -153,7 +160,9 @@ func (r *Reconciler) recordRevision(ctx context.Context, rs *workv1alpha1.Manife
 		revs = append(revs, cr)
 		cur = len(revs) - 1
 	}
-	current = &revs[cur]
+	if cur >= 0 {
+		current = &revs[cur]
+	}
 	// The rollback target: the latest completed revision of another template. Revisions are
 	// numbered in the order their templates were (last) rolled out, and a revision counts as
 	// completed only for its last rollout, so this is the template that completed last.
