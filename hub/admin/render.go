@@ -103,7 +103,11 @@ func RenderMWRS(ctx context.Context, c client.Reader, o RenderOptions) (*Rendere
 	}
 	defer closeEngine()
 	cel := &scheduler.CELMatcher{}
-	p, err := mwrs.PreviewCluster(ctx, c, rs, o.Cluster, mwrs.PreviewOptions{CEL: cel, Transformer: tr, Overrides: ovs})
+	popts := mwrs.PreviewOptions{CEL: cel, Transformer: tr, Overrides: ovs}
+	if ps, ok := tr.(mwrs.PluginStates); ok {
+		popts.Plugins = ps
+	}
+	p, err := mwrs.PreviewCluster(ctx, c, rs, o.Cluster, popts)
 	if err != nil {
 		return nil, err
 	}
@@ -187,13 +191,23 @@ func localTransformer(ctx context.Context, c client.Reader, rs *workv1alpha1.Man
 			failed[name] = err
 		}
 	}
-	return &unloaded{failed: failed, next: &override.WasmTransformer{Registry: reg}}, closeEngine, nil
+	return &unloaded{failed: failed, next: &override.WasmTransformer{Registry: reg}, states: mwrs.WasmPluginStates{Reader: c, Registry: reg}}, closeEngine, nil
 }
 
 // unloaded fails the transforms of the plugins that could not be loaded locally, with why.
+// It is also the render's mwrs.PluginStates, so a preview's render-inputs name the digests
+// of the modules it ran, as the controller's do.
 type unloaded struct {
 	failed map[string]error
 	next   override.Transformer
+	states mwrs.WasmPluginStates
+}
+
+func (u *unloaded) PluginState(ctx context.Context, name string) (string, bool, error) {
+	if err := u.failed[name]; err != nil {
+		return "", false, fmt.Errorf("not rendered locally: %w", err)
+	}
+	return u.states.PluginState(ctx, name)
 }
 
 func (u *unloaded) Transform(ctx context.Context, req override.TransformRequest) (json.RawMessage, error) {

@@ -24,6 +24,9 @@ type PreviewOptions struct {
 	// in the controller).
 	CEL         override.CELMatcher
 	Transformer override.Transformer
+	// Plugins are the transform plugins' states, as the controller's Plugins: their digests
+	// are part of the work's render-inputs annotation (nil: none are named there).
+	Plugins PluginStates
 	// Overrides add to, or replace by name, the overrides of the replica set's namespace read
 	// from the hub (a preview of `kubectl apply`); their namespace must be the replica set's.
 	Overrides []flotillav1alpha1.ManifestWorkReplicaSetOverride
@@ -109,7 +112,7 @@ func PreviewCluster(ctx context.Context, c client.Reader, rs *workv1alpha1.Manif
 	if p.Placement == "" {
 		return nil, &NotSelectedError{Cluster: cluster, ReplicaSet: types.NamespacedName{Namespace: rs.Namespace, Name: rs.Name}, Placements: refs}
 	}
-	if err := (renderer{cel: o.CEL, transformer: o.Transformer}).render(ctx, c, rs, d, prs); err != nil {
+	if err := (renderer{cel: o.CEL, transformer: o.Transformer, plugins: o.Plugins}).render(ctx, c, rs, d, prs); err != nil {
 		return nil, err
 	}
 	if _, ok := d.failed[cluster]; ok {

@@ -202,7 +202,7 @@ func TestRenderMWRS(t *testing.T) {
 			t.Errorf("the header does not say %q:\n%s", want, header)
 		}
 	}
-	for _, k := range []string{mwrs.TemplateHashAnnotation, mwrs.RevisionAnnotation, mwrs.OverridesAnnotation} {
+	for _, k := range []string{mwrs.TemplateHashAnnotation, mwrs.RevisionAnnotation, mwrs.OverridesAnnotation, mwrs.RenderInputsAnnotation} {
 		if w.Annotations[k] != written.Annotations[k] {
 			t.Errorf("annotation %s: rendered %q, the controller wrote %q", k, w.Annotations[k], written.Annotations[k])
 		}
