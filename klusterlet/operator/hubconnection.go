@@ -72,4 +72,3 @@ func HubConnection(ctx context.Context, c client.Reader, ns, name, clusterName s
 	return metav1.Condition{Type: operatorv1.ConditionHubConnectionDegraded, Status: metav1.ConditionFalse, Reason: operatorv1.ReasonHubConnectionFunctional,
 		Message: fmt.Sprintf("Hub kubeconfig secret %s/%s to apiserver %s is working", ns, name, cfg.Host)}
 }
-
