@@ -235,7 +235,7 @@ func waitForDeployment(cp *environment.ControlPlane, ns, name string) {
 	c := clientFor(cp)
 	Eventually(func() error {
 		return c.Get(suiteCtx, client.ObjectKey{Namespace: ns, Name: name}, &appsv1.Deployment{})
-	}).Should(Succeed())
+	}).Should(Succeed(), "waiting for Deployment %s/%s on %s", ns, name, cp.Name)
 }
 
 // snapshot lists every object of cp a user could find (every listable resource), as
