@@ -27,6 +27,11 @@ import (
 // maxManagedKubeconfig caps the managed cluster's kubeconfig a hosted join reads.
 const maxManagedKubeconfig = 1 << 20
 
+// OperatorRelease is the release name join renders the chart's operator with: the one
+// operator serves every Klusterlet of its cluster, so its Deployment's selector
+// (app.kubernetes.io/instance) must not change with the Klusterlet a join adds.
+const OperatorRelease = "klusterlet"
+
 // HostedKlusterletName is a Hosted Klusterlet's default name: klusterlet-<cluster>.
 func HostedKlusterletName(cluster string) string { return "klusterlet-" + cluster }
 
@@ -57,7 +62,7 @@ func RenderOperator(o Options, mode operatorv1.InstallMode, bootstrapKubeconfig,
 				"spec": map[string]any{"deployOption": map[string]any{"mode": string(mode)}},
 			},
 		})
-		return install.Render(install.KlusterletChart, o.KlusterletName, o.AgentNamespace, values)
+		return install.Render(install.KlusterletChart, OperatorRelease, o.AgentNamespace, values)
 	case operatorv1.InstallModeHosted, operatorv1.InstallModeSingletonHosted:
 		return RenderHosted(o, mode, bootstrapKubeconfig, managedKubeconfig)
 	}
@@ -90,7 +95,7 @@ func RenderHosted(o Options, mode operatorv1.InstallMode, bootstrapKubeconfig, m
 			"spec":             map[string]any{"deployOption": map[string]any{"mode": string(mode)}},
 		},
 	})
-	objs, err := install.Render(install.KlusterletChart, o.KlusterletName, o.KlusterletName, values)
+	objs, err := install.Render(install.KlusterletChart, OperatorRelease, o.KlusterletName, values)
 	if err != nil {
 		return nil, err
 	}
