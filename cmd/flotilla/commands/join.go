@@ -73,6 +73,7 @@ open-cluster-management-agent --create-namespace --set render=operator --set clu
 		Example: `  flotilla join --hub-token <token> --hub-apiserver https://hub.example.com:6443 --hub-ca-data <base64> --cluster-name cluster1
   flotilla join ... --proxy-url https://proxy.example.com:3129 --proxy-ca-file proxy-ca.pem
   flotilla join ... --klusterlet-name klusterlet-hub2 --agent-namespace open-cluster-management-agent-hub2
+  flotilla join ... --mode Default
   flotilla join ... --cluster-name managed1 --kubeconfig hosting.kubeconfig --mode SingletonHosted --managed-cluster-kubeconfig managed1.kubeconfig`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
