@@ -242,7 +242,7 @@ var _ = Describe("Install and join", Ordered, func() {
 		waitForDeployment(spok, agentNS, "klusterlet-agent")
 		Eventually(done).WithTimeout(2 * time.Minute).Should(Receive(BeNil()))
 		Expect(joinOut).To(ContainSubstring("flotilla accept --clusters " + cluster))
-		Expect(spokeDeployments.count("started " + agentNS + "/klusterlet-agent-0")).To(Equal(1), "the agent runs as the operator deployed it")
+		Expect(spokeDeployments.count("started "+agentNS+"/klusterlet-agent-0")).To(Equal(1), "the agent runs as the operator deployed it")
 
 		out, errOut, err := flotilla(ctx, "accept", "--clusters", cluster, "--kubeconfig", hub1.KubeconfigPath)
 		Expect(err).NotTo(HaveOccurred(), errOut)
@@ -424,7 +424,9 @@ spec:
 		Expect(err).NotTo(HaveOccurred(), errOut)
 		Expect(out).To(ContainSubstring("klusterlet-hub2 removed"))
 		Expect(errOut).To(ContainSubstring("kept the klusterlet operator: Klusterlets klusterlet remain"))
-		Eventually(func() int { return spokeDeployments.count("stopping " + agentNS2 + "/klusterlet-hub2-agent: the Deployment is gone") }).
+		Eventually(func() int {
+			return spokeDeployments.count("stopping " + agentNS2 + "/klusterlet-hub2-agent: the Deployment is gone")
+		}).
 			Should(Equal(1), "the second agent stopped with its Deployment")
 		Expect(spokeClient.Get(ctx, client.ObjectKey{Namespace: "open-cluster-management", Name: "klusterlet"}, &appsv1.Deployment{})).To(Succeed(), "the operator stays")
 		Expect(configMapPresent("from-hub2")()).NotTo(Succeed())
@@ -470,9 +472,13 @@ spec:
 		Expect(err).NotTo(HaveOccurred(), errOut)
 		Expect(errOut).To(ContainSubstring("told the hub that the agent of cluster " + cluster + " is gone"))
 		Expect(errOut).To(ContainSubstring("removing the klusterlet operator: no Klusterlet remains"))
-		Eventually(func() int { return spokeDeployments.count("stopping " + agentNS + "/klusterlet-agent: the Deployment is gone") }).
+		Eventually(func() int {
+			return spokeDeployments.count("stopping " + agentNS + "/klusterlet-agent: the Deployment is gone")
+		}).
 			Should(Equal(1), "the agent stopped with its Deployment")
-		Eventually(func() int { return spokeDeployments.count("stopping open-cluster-management/klusterlet: the Deployment is gone") }).
+		Eventually(func() int {
+			return spokeDeployments.count("stopping open-cluster-management/klusterlet: the Deployment is gone")
+		}).
 			Should(Equal(1), "the operator stopped with its Deployment")
 		Expect(apierrors.IsNotFound(spokeClient.Get(ctx, client.ObjectKeyFromObject(addonSecret), &corev1.Secret{}))).To(BeTrue(),
 			"the add-on's Secret is gone")
