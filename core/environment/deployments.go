@@ -202,9 +202,16 @@ func (cp *ControlPlane) RunDeployments(ctx context.Context, binary string, names
 	}()
 	sel := metav1.ListOptions{LabelSelector: "app.kubernetes.io/name in (" + strings.Join(names, ",") + ")"}
 	health := &http.Client{Timeout: time.Second}
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
+	// A Deployment created, changed or deleted is acted on at once (a watch kicks the loop);
+	// readiness, which no API object announces, is probed every second, and every 200 ms
+	// while a started process is not ready yet.
+	kick := make(chan struct{}, 1)
+	go watchDeployments(ctx, kube, sel, kick)
+	const period, starting = time.Second, 200 * time.Millisecond
+	timer := time.NewTimer(period)
+	defer timer.Stop()
 	for {
+		next := period
 		l, err := kube.AppsV1().Deployments("").List(ctx, sel)
 		if err == nil {
 			seen := map[string]bool{}
@@ -257,6 +264,9 @@ func (cp *ControlPlane) RunDeployments(ctx context.Context, binary string, names
 						resp.Body.Close()
 					}
 				}
+				if ready < len(r.procs) {
+					next = starting
+				}
 				// Where the deployment controller runs (a managed cluster's workloads), it
 				// reports the status, from the Pods KWOK pretends to run.
 				st := d.Status
@@ -274,10 +284,41 @@ func (cp *ControlPlane) RunDeployments(ctx context.Context, binary string, names
 				}
 			}
 		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(next)
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-tick.C:
+		case <-timer.C:
+		case <-kick:
 		}
+	}
+}
+
+// watchDeployments sends on kick (without blocking: one pending kick is enough) whenever a
+// Deployment matching sel changes, until ctx ends; a watch that ends is started again.
+func watchDeployments(ctx context.Context, kube kubernetes.Interface, sel metav1.ListOptions, kick chan<- struct{}) {
+	for ctx.Err() == nil {
+		w, err := kube.AppsV1().Deployments("").Watch(ctx, sel)
+		if err != nil {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		for range w.ResultChan() {
+			select {
+			case kick <- struct{}{}:
+			default:
+			}
+		}
+		w.Stop()
 	}
 }

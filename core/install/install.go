@@ -63,14 +63,14 @@ var HubChartOwnedFlags = []string{
 
 // KlusterletChartOwnedFlags are the `flotilla klusterlet` flags the klusterlet chart sets
 // from its other values (agent namespace, probe and metrics ports, leader election,
-// Klusterlet, the work agent's ServiceAccount, --work-only by the deploy mode, hosted mode's
+// the work agent's ServiceAccount, --work-only by the deploy mode, hosted mode's
 // managed kubeconfig), takes from the Klusterlet's spec through specFlags (the klusterlet
 // operator's ValuesFor), or leaves
 // unset on purpose (kubeconfig: in-cluster; bootstrap-kubeconfig: the Secret
 // bootstrap-hub-kubeconfig). Every other flag is a key of the values' flags.
 var KlusterletChartOwnedFlags = []string{
 	"kubeconfig", "bootstrap-kubeconfig", "leader-elect", "leader-elect-namespace",
-	"metrics-bind-address", "health-probe-bind-address", "agent-namespace", "klusterlet-name",
+	"metrics-bind-address", "health-probe-bind-address", "agent-namespace",
 	"work-service-account", "work-only", "managed-kubeconfig", "managed-kubeconfig-secret",
 	// From the Klusterlet's spec (specFlags).
 	"cluster-annotations", "cluster-labels", "external-server-urls", "hosting-cluster-claim",

@@ -540,7 +540,6 @@ func TestRenderKlusterlet(t *testing.T) {
 	equalJSON(t, "namespace", deploy.GetNamespace(), ns)
 	equalJSON(t, "klusterlet args", args(t, deploy), []string{
 		"klusterlet",
-		"--klusterlet-name=klusterlet",
 		"--agent-namespace=open-cluster-management-agent",
 		"--work-service-account=klusterlet-work-sa",
 		"--metrics-bind-address=:8080",
@@ -649,7 +648,6 @@ func TestRenderKlusterletValues(t *testing.T) {
 	deploy := find(t, objs, "Deployment", "klusterlet-hub2-agent")
 	a := args(t, deploy)
 	for _, want := range []string{
-		"--klusterlet-name=klusterlet-hub2",
 		"--agent-namespace=" + ns,
 		"--leader-elect", // replicas 2
 		"--leader-elect-namespace=" + ns,

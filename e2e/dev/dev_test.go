@@ -1,6 +1,7 @@
 // Package dev checks `flotilla dev` as make run starts it: the hub installed through the hub
-// operator in topology Split, its Deployments run as processes, a managed cluster joined and
-// accepted, and what clusteradm get hub-info prints on it.
+// operator in topology Split, a managed cluster joined through the klusterlet operator (a
+// Singleton Klusterlet), their Deployments run as processes, the cluster accepted, and what
+// clusteradm get hub-info and get klusterlet-info print on them.
 package dev
 
 import (
@@ -45,7 +46,7 @@ func TestDev(t *testing.T) {
 	RunSpecs(t, "flotilla dev e2e")
 }
 
-var _ = It("flotilla dev installs the Split hub through the operator; clusteradm get hub-info lists the operator and every component", func(ctx SpecContext) {
+var _ = It("flotilla dev installs the Split hub and the klusterlets through the operators; clusteradm get hub-info and klusterlet-info list the operators and every component", func(ctx SpecContext) {
 	GinkgoT().Setenv(runAsFlotillaEnv, "1") // for the processes dev starts
 	dir := filepath.Join(GinkgoT().TempDir(), "dev")
 	out := gbytes.NewBuffer()
@@ -80,6 +81,21 @@ var _ = It("flotilla dev installs the Split hub through the operator; clusteradm
 	Expect(info).To(ContainSubstring("    (installed) managedclusters.cluster.open-cluster-management.io [*v1]\n"))
 	Expect(info).NotTo(ContainSubstring("(absent)"))
 	GinkgoWriter.Printf("clusteradm get hub-info:\n%s", info)
+
+	// The managed cluster: the klusterlet operator and the Singleton agent klusterlet-agent,
+	// both of the chart's image (the operator hands its own to the agent).
+	mcfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "cluster1", "kubeconfig"))
+	Expect(err).NotTo(HaveOccurred())
+	wantK := clusteradmview.SingletonKlusterletInfo("ghcr.io/flotilla-dev/flotilla:0.1.0", "ghcr.io/flotilla-dev/flotilla:0.1.0")
+	Eventually(func(g Gomega) {
+		info, err = clusteradmview.KlusterletInfo(ctx, mcfg)
+		g.Expect(err).NotTo(HaveOccurred(), "klusterlet-info:\n%s", info)
+		g.Expect(info).To(ContainSubstring(wantK))
+		g.Expect(info).To(ContainSubstring("  Type:\t\t\tHubConnectionDegraded\n  Status:\t\tFalse\n"))
+	}).WithTimeout(time.Minute).Should(Succeed(), "clusteradm get klusterlet-info on flotilla dev's cluster1")
+	Expect(info).NotTo(ContainSubstring("Registration Operator:\t<none>"))
+	Expect(info).NotTo(ContainSubstring("(absent)"))
+	GinkgoWriter.Printf("clusteradm get klusterlet-info:\n%s", info)
 
 	stop() // as Ctrl-C would
 	Eventually(done).WithTimeout(2*time.Minute).Should(Receive(BeNil()), "flotilla dev stopping")

@@ -125,8 +125,7 @@ var _ = Describe("Install and join", Ordered, func() {
 	var (
 		hub1Client, hub2Client, spokeClient client.Client
 		joinLine1                           string
-		agent1, agent2                      *process
-		hub1Deployments                     *deploymentsLog
+		hub1Deployments, spokeDeployments   *deploymentsLog
 		hub2Procs                           []*process
 		before                              struct{ hub1, spoke []string }
 		proxy                               *testproxy.Proxy
@@ -236,10 +235,14 @@ var _ = Describe("Install and join", Ordered, func() {
 			}
 			done <- err
 		}()
+		// join applies the klusterlet operator and the Klusterlet; the operator deploys the
+		// agent. Nothing runs the Deployments here: play the kubelet for both.
+		spokeDeployments = runChartDeployments(spok, "flotilla-klusterlet")
+		waitForDeployment(spok, "open-cluster-management", "klusterlet")
 		waitForDeployment(spok, agentNS, "klusterlet-agent")
-		agent1 = runDeployment(spok, agentNS, "klusterlet-agent", 0, false)
 		Eventually(done).WithTimeout(2 * time.Minute).Should(Receive(BeNil()))
 		Expect(joinOut).To(ContainSubstring("flotilla accept --clusters " + cluster))
+		Expect(spokeDeployments.count("started "+agentNS+"/klusterlet-agent-0")).To(Equal(1), "the agent runs as the operator deployed it")
 
 		out, errOut, err := flotilla(ctx, "accept", "--clusters", cluster, "--kubeconfig", hub1.KubeconfigPath)
 		Expect(err).NotTo(HaveOccurred(), errOut)
@@ -282,7 +285,24 @@ var _ = Describe("Install and join", Ordered, func() {
 			_ = spokeClient.Get(ctx, client.ObjectKey{Name: "klusterlet"}, k)
 			return k.Status.RelatedResources
 		}).Should(ContainElement(operatorv1.RelatedResourceMeta{Group: "apps", Version: "v1", Resource: "deployments", Namespace: agentNS, Name: "klusterlet-agent"}))
-		Eventually(func() int { code, _ := get(agent1.health, "/readyz"); return code }).Should(Equal(200))
+		Eventually(func() bool {
+			_ = spokeClient.Get(ctx, client.ObjectKey{Name: "klusterlet"}, k)
+			return meta.IsStatusConditionTrue(k.Status.Conditions, operatorv1.ConditionKlusterletAvailable)
+		}).Should(BeTrue(), "the operator reports the agent available (its /readyz answers)")
+		// What clusteradm get klusterlet-info prints: the operator and the Singleton agent
+		// klusterlet-agent (1/1), of the chart's image.
+		op := &appsv1.Deployment{}
+		Expect(spokeClient.Get(ctx, client.ObjectKey{Namespace: "open-cluster-management", Name: "klusterlet"}, op)).To(Succeed())
+		Expect(op.Spec.Template.Spec.Containers[0].Name).To(Equal("klusterlet"))
+		image := op.Spec.Template.Spec.Containers[0].Image
+		want := clusteradmview.SingletonKlusterletInfo(image, image)
+		Eventually(func(g Gomega) {
+			info, err := clusteradmview.KlusterletInfo(ctx, spok.Config)
+			g.Expect(err).NotTo(HaveOccurred(), "klusterlet-info:\n%s", info)
+			g.Expect(info).To(ContainSubstring(want))
+			g.Expect(info).To(ContainSubstring("    (installed) appliedmanifestworks.work.open-cluster-management.io [*v1]\n"))
+			g.Expect(info).NotTo(ContainSubstring("(absent)"))
+		}).WithTimeout(time.Minute).Should(Succeed(), "clusteradm get klusterlet-info on %s", spok.Name)
 	}, SpecTimeout(5*time.Minute))
 
 	It("joins the same cluster to a second hub through a forward proxy, each hub applying its own work", func(ctx SpecContext) {
@@ -298,9 +318,9 @@ var _ = Describe("Install and join", Ordered, func() {
 			}
 			done <- err
 		}()
+		// The operator, running already, deploys the second Klusterlet's agent.
 		waitForDeployment(spok, agentNS2, "klusterlet-hub2-agent")
 		tunnels := proxy.Tunnels()
-		agent2 = runDeployment(spok, agentNS2, "klusterlet-hub2-agent", 0, false)
 		Eventually(done).WithTimeout(2 * time.Minute).Should(Receive(BeNil()))
 		_, errOut, err = flotilla(ctx, "accept", "--clusters", cluster, "--kubeconfig", hub2.KubeconfigPath)
 		Expect(err).NotTo(HaveOccurred(), errOut)
@@ -400,10 +420,15 @@ spec:
 	}, SpecTimeout(5*time.Minute))
 
 	It("unjoin of the second hub's klusterlet removes its work and keeps the first hub's", func(ctx SpecContext) {
-		Expect(agent2.Stop()).To(Succeed())
 		out, errOut, err := flotilla(ctx, "unjoin", "--kubeconfig", spok.KubeconfigPath, "--klusterlet-name", "klusterlet-hub2")
 		Expect(err).NotTo(HaveOccurred(), errOut)
 		Expect(out).To(ContainSubstring("klusterlet-hub2 removed"))
+		Expect(errOut).To(ContainSubstring("kept the klusterlet operator: Klusterlets klusterlet remain"))
+		Eventually(func() int {
+			return spokeDeployments.count("stopping " + agentNS2 + "/klusterlet-hub2-agent: the Deployment is gone")
+		}).
+			Should(Equal(1), "the second agent stopped with its Deployment")
+		Expect(spokeClient.Get(ctx, client.ObjectKey{Namespace: "open-cluster-management", Name: "klusterlet"}, &appsv1.Deployment{})).To(Succeed(), "the operator stays")
 		Expect(configMapPresent("from-hub2")()).NotTo(Succeed())
 		Expect(configMapPresent("during-failover")()).NotTo(Succeed())
 		Expect(apierrors.IsNotFound(spokeClient.Get(ctx, client.ObjectKey{Name: agentNS2}, &corev1.Namespace{}))).To(BeTrue())
@@ -441,17 +466,26 @@ spec:
 		}).Should(Succeed(), "the klusterlet wrote the add-on's hub kubeconfig")
 		Expect(configMapPresent("from-hub1")()).To(Succeed())
 
-		// The agent runs; the kubelet (played here) stops it once unjoin deletes its Deployment.
-		Expect(agent1.Exited()).NotTo(BeClosed())
-		stopped := stopWithDeployment(spokeClient, agent1, agentNS, "klusterlet-agent")
+		// The agent runs; the kubelet (played here) stops it once the operator's cleanup
+		// deletes its Deployment, and the operator once unjoin deletes its own.
 		_, errOut, err = flotilla(ctx, "unjoin", "--kubeconfig", spok.KubeconfigPath)
 		Expect(err).NotTo(HaveOccurred(), errOut)
-		Expect(errOut).To(ContainSubstring("deleted the client certificate Secret " + addonNS + "/probe-hub-kubeconfig of add-on probe"))
-		Eventually(stopped).Should(BeClosed(), "the agent stopped with its Deployment")
+		Expect(errOut).To(ContainSubstring("told the hub that the agent of cluster " + cluster + " is gone"))
+		Expect(errOut).To(ContainSubstring("removing the klusterlet operator: no Klusterlet remains"))
+		Eventually(func() int {
+			return spokeDeployments.count("stopping " + agentNS + "/klusterlet-agent: the Deployment is gone")
+		}).
+			Should(Equal(1), "the agent stopped with its Deployment")
+		Eventually(func() int {
+			return spokeDeployments.count("stopping open-cluster-management/klusterlet: the Deployment is gone")
+		}).
+			Should(Equal(1), "the operator stopped with its Deployment")
 		Expect(apierrors.IsNotFound(spokeClient.Get(ctx, client.ObjectKeyFromObject(addonSecret), &corev1.Secret{}))).To(BeTrue(),
 			"the add-on's Secret is gone")
 		for _, o := range []client.Object{
 			&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: agentNS, Name: "klusterlet-agent"}},
+			&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "open-cluster-management", Name: "klusterlet"}},
+			&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "klusterlet"}},
 			&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: agentNS, Name: "klusterlet-agent"}},
 			&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: agentNS, Name: "klusterlet-work-sa"}},
 			&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "open-cluster-management:klusterlet-work:execution-admin"}},
@@ -503,31 +537,6 @@ func mayDo(ns, sa string, attrs authorizationv1.ResourceAttributes) bool {
 			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}, ResourceAttributes: &attrs}}, metav1.CreateOptions{})
 	Expect(err).NotTo(HaveOccurred())
 	return r.Status.Allowed
-}
-
-// stopWithDeployment stops p, as a kubelet stops a Pod, once Deployment ns/name is gone; the
-// channel is closed when p has exited.
-func stopWithDeployment(c client.Client, p *process, ns, name string) <-chan struct{} {
-	go func() {
-		defer GinkgoRecover()
-		tick := time.NewTicker(100 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			err := c.Get(suiteCtx, client.ObjectKey{Namespace: ns, Name: name}, &appsv1.Deployment{})
-			if apierrors.IsNotFound(err) {
-				_ = p.Stop()
-				return
-			}
-			select {
-			case <-p.Exited():
-				return
-			case <-suiteCtx.Done():
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-	return p.Exited()
 }
 
 // leaseHolder is the holder of the hub's leader election Lease.

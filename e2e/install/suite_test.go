@@ -148,6 +148,15 @@ var _ = ReportAfterEach(func(r SpecReport) {
 	for _, p := range procs {
 		fmt.Fprintf(GinkgoWriter, "---- last of %s (%s) ----\n%s\n", p.Name, p.LogPath, p.LogTail(60))
 	}
+	// And of what RunDeployments runs on the managed cluster (the klusterlet operator, the agents).
+	if spok != nil {
+		logs, _ := filepath.Glob(filepath.Join(spok.Dir, "deployments", "*", "*", "log"))
+		for _, l := range logs {
+			b, _ := os.ReadFile(l)
+			lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+			fmt.Fprintf(GinkgoWriter, "---- last of %s ----\n%s\n", l, strings.Join(lines[max(0, len(lines)-60):], "\n"))
+		}
+	}
 })
 
 // runDeployment runs replica i of Deployment ns/name of cp as a process, as a kubelet would
@@ -186,10 +195,17 @@ func (l *deploymentsLog) count(s string) int {
 // would, until the suite ends (environment.RunDeployments): the operator and the components
 // it deploys.
 func runDeployments(cp *environment.ControlPlane) *deploymentsLog {
+	return runChartDeployments(cp, "flotilla-hub")
+}
+
+// runChartDeployments runs every Deployment of the charts named (app.kubernetes.io/name) on cp
+// as processes until the suite ends, as runDeployments does for the hub chart: for
+// flotilla-klusterlet, the klusterlet operator and the agents it deploys.
+func runChartDeployments(cp *environment.ControlPlane, charts ...string) *deploymentsLog {
 	l := &deploymentsLog{}
 	go func() {
 		defer GinkgoRecover()
-		_ = cp.RunDeployments(suiteCtx, flotillaBin, []string{"flotilla-hub"}, wasmCache, func(format string, args ...any) {
+		_ = cp.RunDeployments(suiteCtx, flotillaBin, charts, wasmCache, func(format string, args ...any) {
 			line := fmt.Sprintf(format, args...)
 			fmt.Fprintf(GinkgoWriter, "%s: %s\n", cp.Name, line)
 			l.mu.Lock()
@@ -219,7 +235,7 @@ func waitForDeployment(cp *environment.ControlPlane, ns, name string) {
 	c := clientFor(cp)
 	Eventually(func() error {
 		return c.Get(suiteCtx, client.ObjectKey{Namespace: ns, Name: name}, &appsv1.Deployment{})
-	}).Should(Succeed())
+	}).Should(Succeed(), "waiting for Deployment %s/%s on %s", ns, name, cp.Name)
 }
 
 // snapshot lists every object of cp a user could find (every listable resource), as

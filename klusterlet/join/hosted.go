@@ -1,6 +1,7 @@
 package join
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -25,6 +27,11 @@ import (
 // maxManagedKubeconfig caps the managed cluster's kubeconfig a hosted join reads.
 const maxManagedKubeconfig = 1 << 20
 
+// OperatorRelease is the release name join renders the chart's operator with: the one
+// operator serves every Klusterlet of its cluster, so its Deployment's selector
+// (app.kubernetes.io/instance) must not change with the Klusterlet a join adds.
+const OperatorRelease = "klusterlet"
+
 // HostedKlusterletName is a Hosted Klusterlet's default name: klusterlet-<cluster>.
 func HostedKlusterletName(cluster string) string { return "klusterlet-" + cluster }
 
@@ -32,11 +39,37 @@ func HostedKlusterletName(cluster string) string { return "klusterlet-" + cluste
 // Klusterlet name (OCM's choice in clusteradm): open-cluster-management-<name>.
 func HostedManagedNamespace(name string) string { return "open-cluster-management-" + name }
 
-// RenderHosted renders what a hosted join applies to the hosting cluster: the klusterlet
-// operator (Deployment klusterlet in open-cluster-management, its RBAC), the Klusterlet in
-// mode (Hosted or SingletonHosted) with the agent namespace its name, the bootstrap Secret
-// there, and Secret external-managed-kubeconfig holding managedKubeconfig. The managed
-// cluster's CRDs are left out: the operator applies them there.
+// RenderOperator renders what join applies for a Klusterlet in mode, OCM's way: the klusterlet
+// operator (Deployment klusterlet in open-cluster-management, its RBAC, chart render:
+// operator), the Klusterlet and the bootstrap Secret in its agent namespace; the operator then
+// renders the agents. Singleton and Default: the agents run on this cluster, in
+// o.AgentNamespace. Hosted and SingletonHosted: the agent namespace is the Klusterlet's name,
+// Secret external-managed-kubeconfig there holds managedKubeconfig, and the managed cluster's
+// CRDs are left out (the operator applies them there).
+func RenderOperator(o Options, mode operatorv1.InstallMode, bootstrapKubeconfig, managedKubeconfig []byte) ([]*unstructured.Unstructured, error) {
+	switch mode {
+	case operatorv1.InstallModeSingleton, operatorv1.InstallModeDefault:
+		if len(managedKubeconfig) > 0 {
+			return nil, fmt.Errorf("--managed-cluster-kubeconfig needs --mode Hosted or SingletonHosted, not %s", mode)
+		}
+		o.defaults()
+		values := install.MergeValues(o.Values, map[string]any{
+			"render":                 "operator",
+			"clusterName":            o.ClusterName,
+			"bootstrapHubKubeconfig": string(bootstrapKubeconfig),
+			"klusterlet": map[string]any{
+				"name": o.KlusterletName,
+				"spec": map[string]any{"deployOption": map[string]any{"mode": string(mode)}},
+			},
+		})
+		return install.Render(install.KlusterletChart, OperatorRelease, o.AgentNamespace, values)
+	case operatorv1.InstallModeHosted, operatorv1.InstallModeSingletonHosted:
+		return RenderHosted(o, mode, bootstrapKubeconfig, managedKubeconfig)
+	}
+	return nil, fmt.Errorf("--mode %q: Singleton, Default, Hosted or SingletonHosted", mode)
+}
+
+// RenderHosted is RenderOperator for the Hosted modes.
 func RenderHosted(o Options, mode operatorv1.InstallMode, bootstrapKubeconfig, managedKubeconfig []byte) ([]*unstructured.Unstructured, error) {
 	switch {
 	case mode != operatorv1.InstallModeHosted && mode != operatorv1.InstallModeSingletonHosted:
@@ -62,7 +95,7 @@ func RenderHosted(o Options, mode operatorv1.InstallMode, bootstrapKubeconfig, m
 			"spec":             map[string]any{"deployOption": map[string]any{"mode": string(mode)}},
 		},
 	})
-	objs, err := install.Render(install.KlusterletChart, o.KlusterletName, o.KlusterletName, values)
+	objs, err := install.Render(install.KlusterletChart, OperatorRelease, o.KlusterletName, values)
 	if err != nil {
 		return nil, err
 	}
@@ -84,11 +117,11 @@ func RenderHosted(o Options, mode operatorv1.InstallMode, bootstrapKubeconfig, m
 	return append(out, &unstructured.Unstructured{Object: m}), nil
 }
 
-// CheckHostedConflict refuses a hosted join of cluster to hub when Klusterlet name exists on
-// the hosting cluster and its bootstrap Secret names another hub: a second hub of one
-// managed cluster takes a Klusterlet of its own.
-func CheckHostedConflict(ctx context.Context, hosting *rest.Config, name, cluster, hub string) error {
-	dyn, err := dynamic.NewForConfig(hosting)
+// CheckConflict refuses a join of cluster to hub when Klusterlet name exists and its bootstrap
+// Secret (in agent namespace agentNS) names another hub: a second hub takes a Klusterlet of
+// its own.
+func CheckConflict(ctx context.Context, cfg *rest.Config, name, agentNS, cluster, hub string) error {
+	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
@@ -97,49 +130,76 @@ func CheckHostedConflict(ctx context.Context, hosting *rest.Config, name, cluste
 	} else if err != nil {
 		return fmt.Errorf("reading Klusterlet %s: %w", name, err)
 	}
-	kube, err := kubernetes.NewForConfig(hosting)
+	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
-	s, err := kube.CoreV1().Secrets(name).Get(ctx, registration.DefaultBootstrapKubeconfigSecret, metav1.GetOptions{})
+	s, err := kube.CoreV1().Secrets(agentNS).Get(ctx, registration.DefaultBootstrapKubeconfigSecret, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("reading Secret %s/%s: %w", name, registration.DefaultBootstrapKubeconfigSecret, err)
+		return fmt.Errorf("reading Secret %s/%s: %w", agentNS, registration.DefaultBootstrapKubeconfigSecret, err)
 	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(s.Data[registration.KubeconfigKey])
-	if err != nil || strings.TrimSuffix(cfg.Host, "/") == strings.TrimSuffix(hub, "/") {
+	other, err := clientcmd.RESTConfigFromKubeConfig(s.Data[registration.KubeconfigKey])
+	if err != nil || strings.TrimSuffix(other.Host, "/") == strings.TrimSuffix(hub, "/") {
 		return nil // the same hub: a join again updates it
 	}
-	return fmt.Errorf("Klusterlet %s exists on the hosting cluster and joins hub %s, not %s: join this hub with another Klusterlet, "+
-		"--klusterlet-name klusterlet-%s-<hub>", name, cfg.Host, hub, cluster)
+	hint := "--klusterlet-name klusterlet-<hub> --agent-namespace open-cluster-management-agent-<hub>"
+	if agentNS == name {
+		hint = "--klusterlet-name klusterlet-" + cluster + "-<hub>"
+	}
+	return fmt.Errorf("Klusterlet %s exists on this cluster and joins hub %s, not %s: join this hub with another Klusterlet, %s",
+		name, other.Host, hub, hint)
 }
 
-// UnjoinHosted deletes Hosted Klusterlet name on the hosting cluster and waits (bounded by
-// ctx) until the operator's finalizers let it go, naming what holds it up; when no
-// Klusterlet remains it removes the klusterlet operator (its Deployment and RBAC; the
-// Klusterlet CRD stays, as other Klusterlets' API). It reports false when name is no
-// Hosted Klusterlet.
-func UnjoinHosted(ctx context.Context, hosting *rest.Config, name string, progress func(string)) (bool, error) {
-	dyn, err := dynamic.NewForConfig(hosting)
+// CheckHostedConflict is CheckConflict for a Hosted Klusterlet, whose agent namespace is its name.
+func CheckHostedConflict(ctx context.Context, hosting *rest.Config, name, cluster, hub string) error {
+	return CheckConflict(ctx, hosting, name, name, cluster, hub)
+}
+
+// UnjoinKlusterlet deletes Klusterlet name on the cluster of cfg and waits (bounded by ctx)
+// until the klusterlet operator's finalizers let it go (its cleanup removes the agents, what
+// they applied and the Klusterlet's objects on both clusters), naming what holds it up; when
+// no Klusterlet remains it removes the klusterlet operator (its Deployment and RBAC) and,
+// after a Singleton or Default Klusterlet, the chart's CRDs and the add-on namespaces. The
+// agent's hub identity, read first, tells the hub the agent is gone. It reports false when
+// there is no Klusterlet name (nothing of the operator's to remove).
+func UnjoinKlusterlet(ctx context.Context, cfg *rest.Config, name string, progress func(string)) (bool, error) {
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return false, err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return false, err
 	}
 	k, err := dyn.Resource(klusterletGVR).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
+	if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
 		return false, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("unjoin: reading Klusterlet %s: %w", name, err)
 	}
 	mode, _, _ := unstructured.NestedString(k.Object, "spec", "deployOption", "mode")
-	if mode != string(operatorv1.InstallModeHosted) && mode != string(operatorv1.InstallModeSingletonHosted) {
-		return false, nil
+	isHosted := mode == string(operatorv1.InstallModeHosted) || mode == string(operatorv1.InstallModeSingletonHosted)
+	agentNS := name
+	if !isHosted {
+		agentNS, _, _ = unstructured.NestedString(k.Object, "spec", "namespace")
+		agentNS = cmp.Or(agentNS, install.AgentNamespace)
 	}
-	progress(fmt.Sprintf("deleting Klusterlet %s; the klusterlet operator removes its agents and what it applied on both clusters", name))
-	if err := install.Delete(ctx, hosting, []*unstructured.Unstructured{k}, false); err != nil {
+	hubSecret, _ := registration.ReadHubSecret(ctx, kube.CoreV1(), agentNS, registration.DefaultHubKubeconfigSecret)
+	progress(fmt.Sprintf("deleting Klusterlet %s; the klusterlet operator removes its agents and what it applied", name))
+	if err := install.Delete(ctx, cfg, []*unstructured.Unstructured{k}, false); err != nil {
 		return true, fmt.Errorf("unjoin: %w", err)
+	}
+	// The hub keeps the ManagedCluster; told now, it does not wait for the lease to expire.
+	if hubSecret != nil && len(hubSecret.Kubeconfig) > 0 && hubSecret.ClusterName != "" {
+		if err := registration.ReportRemoved(ctx, hubSecret.Kubeconfig, hubSecret.ClusterName); err != nil {
+			progress(fmt.Sprintf("could not tell the hub that the agent of cluster %s is gone (it notices when the cluster's lease expires): %v", hubSecret.ClusterName, err))
+		} else {
+			progress(fmt.Sprintf("told the hub that the agent of cluster %s is gone", hubSecret.ClusterName))
+		}
 	}
 	others, err := otherKlusterlets(ctx, dyn, name)
 	if err != nil {
@@ -149,18 +209,20 @@ func UnjoinHosted(ctx context.Context, hosting *rest.Config, name string, progre
 		progress("kept the klusterlet operator: Klusterlets " + strings.Join(others, ", ") + " remain")
 		return true, nil
 	}
-	objs, err := install.Render(install.KlusterletChart, name, name, map[string]any{"render": "operator", "clusterName": "unjoin",
+	objs, err := install.Render(install.KlusterletChart, name, agentNS, map[string]any{"render": "operator", "clusterName": "unjoin",
 		"klusterlet": map[string]any{"name": name, "spec": map[string]any{"deployOption": map[string]any{"mode": mode}}}})
 	if err != nil {
 		return true, fmt.Errorf("unjoin: %w", err)
 	}
-	var operator []*unstructured.Unstructured
+	var operator, crds []*unstructured.Unstructured
 	for _, o := range objs {
 		switch o.GetKind() {
-		case "CustomResourceDefinition", "Klusterlet", "Secret":
+		case "CustomResourceDefinition":
+			crds = append(crds, o)
+		case "Klusterlet", "Secret":
 		case "Namespace":
 			// Its namespace goes when it held the operator only (a hub operator may share it).
-			if o.GetName() == kop.OperatorNamespace && onlyOperator(ctx, hosting) {
+			if o.GetName() == kop.OperatorNamespace && onlyOperator(ctx, cfg) {
 				operator = append(operator, o)
 			}
 		default:
@@ -168,10 +230,25 @@ func UnjoinHosted(ctx context.Context, hosting *rest.Config, name string, progre
 		}
 	}
 	progress("removing the klusterlet operator: no Klusterlet remains")
-	if err := install.Delete(ctx, hosting, operator, false); err != nil {
+	if err := install.Delete(ctx, cfg, operator, false); err != nil {
+		return true, fmt.Errorf("unjoin: %w", err)
+	}
+	if isHosted {
+		return true, nil // the Klusterlet CRD stays: the hosting cluster's API for further ones
+	}
+	// This cluster was the managed one: the add-on namespaces the agents created and the
+	// chart's CRDs go with its last Klusterlet (those the operator kept, its own API).
+	gone := addOnNamespaces()
+	progress("removing the add-on namespaces and the klusterlet CRDs (no other Klusterlet remains)")
+	if err := install.Delete(ctx, cfg, append(gone, crds...), true); err != nil {
 		return true, fmt.Errorf("unjoin: %w", err)
 	}
 	return true, nil
+}
+
+// UnjoinHosted is UnjoinKlusterlet.
+func UnjoinHosted(ctx context.Context, hosting *rest.Config, name string, progress func(string)) (bool, error) {
+	return UnjoinKlusterlet(ctx, hosting, name, progress)
 }
 
 // onlyOperator reports that the operator namespace holds no Deployment but the klusterlet

@@ -21,7 +21,6 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -143,18 +142,6 @@ func bootstrapClient(kubeconfig []byte) (kubernetes.Interface, error) {
 		return nil, fmt.Errorf("bootstrap kubeconfig: %w", err)
 	}
 	return kube, nil
-}
-
-// Render renders the klusterlet chart for o with the bootstrap kubeconfig: the objects `flotilla
-// join` applies, in order.
-func Render(o Options, bootstrapKubeconfig []byte) ([]*unstructured.Unstructured, error) {
-	o.defaults()
-	values := install.MergeValues(o.Values, map[string]any{
-		"clusterName":            o.ClusterName,
-		"bootstrapHubKubeconfig": string(bootstrapKubeconfig),
-		"klusterlet":             map[string]any{"name": o.KlusterletName},
-	})
-	return install.Render(install.KlusterletChart, o.KlusterletName, o.AgentNamespace, values)
 }
 
 // WaitForCSR waits until the cluster's agent has filed its registration CSR on the hub (seen

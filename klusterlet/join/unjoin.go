@@ -140,15 +140,7 @@ func Unjoin(ctx context.Context, managed *rest.Config, o UnjoinOptions, progress
 		progress(fmt.Sprintf("kept the add-on namespace and the CRDs: Klusterlets %s remain", strings.Join(others, ", ")))
 		return nil
 	}
-	// The add-on namespace, and those the klusterlet created for its built-in add-on agents.
-	var namespaces []*unstructured.Unstructured
-	for _, name := range []string{klusterlet.AddOnNamespace, authenticationv1beta1.AgentInstallNamespace, clusterproxy.DefaultInstallNamespace} {
-		ns := &unstructured.Unstructured{}
-		ns.SetAPIVersion("v1")
-		ns.SetKind("Namespace")
-		ns.SetName(name)
-		namespaces = append(namespaces, ns)
-	}
+	namespaces := addOnNamespaces()
 	progress("removing the add-on namespaces " + klusterlet.AddOnNamespace + ", " + authenticationv1beta1.AgentInstallNamespace + " and " +
 		clusterproxy.DefaultInstallNamespace + " and the klusterlet CRDs (no other Klusterlet remains)")
 	gone := namespaces
@@ -172,6 +164,20 @@ func Legacy(name string) []*unstructured.Unstructured {
 	crb.SetKind("ClusterRoleBinding")
 	crb.SetName("flotilla:" + name + ":agent")
 	return []*unstructured.Unstructured{crb}
+}
+
+// addOnNamespaces are the add-on namespace and those the klusterlet creates for its built-in
+// add-on agents.
+func addOnNamespaces() []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, name := range []string{klusterlet.AddOnNamespace, authenticationv1beta1.AgentInstallNamespace, clusterproxy.DefaultInstallNamespace} {
+		ns := &unstructured.Unstructured{}
+		ns.SetAPIVersion("v1")
+		ns.SetKind("Namespace")
+		ns.SetName(name)
+		out = append(out, ns)
+	}
+	return out
 }
 
 func otherKlusterlets(ctx context.Context, dyn dynamic.Interface, self string) ([]string, error) {

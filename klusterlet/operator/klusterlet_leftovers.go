@@ -31,6 +31,11 @@ var appliedWorkGVR = schema.GroupVersionResource{Group: "work.open-cluster-manag
 func DeleteAddOnSecrets(ctx context.Context, kube kubernetes.Interface, ns string, progress func(string)) error {
 	sel := addon.SecretKlusterletLabel + "=" + ns
 	l, err := kube.CoreV1().Secrets("").List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if apierrors.IsForbidden(err) {
+		// The klusterlet operator may not read Secrets across the cluster (least privilege):
+		// it deletes them by label, namespace by namespace, without reading them.
+		return deleteAddOnSecretsBlind(ctx, kube, sel, progress)
+	}
 	if err != nil {
 		return fmt.Errorf("listing the add-ons' Secrets (%s): %w", sel, err)
 	}
@@ -40,6 +45,22 @@ func DeleteAddOnSecrets(ctx context.Context, kube kubernetes.Interface, ns strin
 		}
 		progress(fmt.Sprintf("deleted the client certificate Secret %s/%s of add-on %s", s.Namespace, s.Name, s.Labels[addon.SecretAddOnLabel]))
 	}
+	return nil
+}
+
+// deleteAddOnSecretsBlind deletes the Secrets labelled sel in every namespace with
+// deletecollection, which needs no right to read them.
+func deleteAddOnSecretsBlind(ctx context.Context, kube kubernetes.Interface, sel string, progress func(string)) error {
+	nss, err := kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("listing the namespaces for the add-ons' Secrets (%s): %w", sel, err)
+	}
+	for _, n := range nss.Items {
+		if err := kube.CoreV1().Secrets(n.Name).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: sel}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting the add-ons' Secrets (%s) in namespace %s: %w", sel, n.Name, err)
+		}
+	}
+	progress(fmt.Sprintf("deleted the add-ons' client certificate Secrets (%s) in every namespace", sel))
 	return nil
 }
 
@@ -127,6 +148,9 @@ func DeleteAppliedWorks(ctx context.Context, dyn dynamic.Interface, hubHash stri
 			obj, err := ri.Get(ctx, r.name, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
 				return true, nil
+			}
+			if apierrors.IsForbidden(err) {
+				return true, nil // the operator may not read this kind: the garbage collector deletes it unwatched
 			}
 			if err != nil {
 				return false, err

@@ -20,14 +20,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	addonv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/addon/v1alpha1"
+	operatorv1 "github.com/flotilla-dev/flotilla/core/apis/operator/v1"
 	"github.com/flotilla-dev/flotilla/core/environment"
 	"github.com/flotilla-dev/flotilla/core/install"
 	"github.com/flotilla-dev/flotilla/hub/addon/builtin"
 	"github.com/flotilla-dev/flotilla/hub/admin"
 	"github.com/flotilla-dev/flotilla/hub/registration/bootstrap"
-	"github.com/flotilla-dev/flotilla/klusterlet"
 	"github.com/flotilla-dev/flotilla/klusterlet/join"
-	"github.com/flotilla-dev/flotilla/klusterlet/registration"
 )
 
 // DevComponent is a long-running part of Flotilla that `flotilla dev` runs in-process once
@@ -85,15 +84,19 @@ the operator deploys the hub in topology --hub-topology (Split: OCM's six compon
 Deployment of its own, which clusteradm get hub-info lists; Single: one Deployment
 flotilla-hub, for small machines). No kubelet runs them: dev runs these Deployments as
 processes of this binary (see --bare below), so editing the ClusterManager rolls the
-Deployments it changes, as on a real cluster. The klusterlets run in this process.
+Deployments it changes, as on a real cluster.
+
+Each managed cluster joins as flotilla join installs a klusterlet: the klusterlet operator
+(Deployment open-cluster-management/klusterlet) and the Singleton Klusterlet klusterlet with
+the bootstrap Secret, from which the operator deploys the agent klusterlet-agent in
+open-cluster-management-agent (clusteradm get klusterlet-info lists both); these run as
+processes too. The agent runs as the ServiceAccount klusterlet-agent, the work agent as
+klusterlet-work-sa (admin, CRDs, Namespaces, RBAC and the ClusterRoles labelled
+open-cluster-management.io/aggregate-to-work: "true"), so a ManifestWork meets the same
+permissions as on a real cluster. dev then accepts every cluster as the hub admin would.
 
 The hub serves every Flotilla/OCM CustomResourceDefinition; each managed cluster serves
-the agent-side ones (ClusterClaim, AppliedManifestWork). Each klusterlet runs with the
-identities the klusterlet chart gives its Deployment, installed in
-open-cluster-management-agent: the agent as the ServiceAccount klusterlet-agent, the work
-agent as klusterlet-work-sa (admin, CRDs, Namespaces, RBAC and the ClusterRoles labelled
-open-cluster-management.io/aggregate-to-work: "true"), so a ManifestWork meets the same
-permissions as on a real cluster. Each cluster has its own CA, and
+the agent-side ones (ClusterClaim, AppliedManifestWork). Each cluster has its own CA, and
 kube-controller-manager signs approved CertificateSigningRequests with it for
 --signing-duration, so agent certificate rotation can be watched with a short duration.
 
@@ -120,7 +123,9 @@ The terminal shows progress, the summary, the registered clusters and errors. Th
 Flotilla components log to files beside their control plane's etcd.log, kube-apiserver.log
 and kube-controller-manager.log: the hub's processes to
 <dir>/hub/deployments/<namespace>/<pod>/log (what dev starts and restarts to
-<dir>/hub/flotilla-hub.log), each klusterlet to <dir>/<cluster>/klusterlet.log. --verbose also streams those logs, and the
+<dir>/hub/flotilla-hub.log), each managed cluster's (the klusterlet operator, the agent) to
+<dir>/<cluster>/deployments/<namespace>/<pod>/log (what dev starts there to
+<dir>/<cluster>/klusterlet.log). --verbose also streams those logs, and the
 control planes' start-up progress, to standard error.
 
 With --bare the control planes start with nothing of Flotilla on them: no CRDs, no hub, no
@@ -243,15 +248,11 @@ func printDevSummary(w io.Writer, fleet *environment.Fleet, logs *devLogs, keep,
 	}
 	fmt.Fprintf(w, "\nLogs, beside each control plane's etcd.log, kube-apiserver.log and kube-controller-manager.log%s:\n", removed)
 	for _, cp := range planes {
-		if !bare && cp.Name == environment.HubName {
-			fmt.Fprintf(w, "  %-10s %s, the hub's processes %s\n", cp.Name, logs.paths[cp.Name], filepath.Join(cp.Dir, "deployments", "<namespace>", "<pod>", "log"))
+		if !bare {
+			fmt.Fprintf(w, "  %-10s %s, the processes %s\n", cp.Name, logs.paths[cp.Name], filepath.Join(cp.Dir, "deployments", "<namespace>", "<pod>", "log"))
 			continue
 		}
-		if bare {
-			fmt.Fprintf(w, "  %-10s %s\n", cp.Name, filepath.Join(cp.Dir, "deployments", "<namespace>", "<pod>", "log"))
-			continue
-		}
-		fmt.Fprintf(w, "  %-10s %s\n", cp.Name, logs.paths[cp.Name])
+		fmt.Fprintf(w, "  %-10s %s\n", cp.Name, filepath.Join(cp.Dir, "deployments", "<namespace>", "<pod>", "log"))
 	}
 	fmt.Fprintf(w, "\nexport KUBECONFIG=%s\n", strings.Join(paths, ":"))
 	fmt.Fprintf(w, "# then e.g.: kubectl --context %s get managedclusters\n\nPress Ctrl-C to stop.\n", environment.HubName)
@@ -310,9 +311,10 @@ func bareDevComponent() DevComponent {
 }
 
 // hubDevComponent installs the hub as flotilla init does (the hub operator, topology
-// topology) and runs its Deployments as processes of this binary (environment.RunDeployments,
-// as --bare does), runs one in-process klusterlet per managed cluster, accepts every cluster
-// as the hub admin would, and prints the cluster table once all are Joined and Available.
+// topology) and a klusterlet on every managed cluster as flotilla join does (the klusterlet
+// operator, a Singleton Klusterlet), runs their Deployments as processes of this binary
+// (environment.RunDeployments, as --bare does), accepts every cluster as the hub admin would,
+// and prints the cluster table once all are Joined and Available.
 func hubDevComponent(topology string) DevComponent {
 	return DevComponent{Name: "hub (operator, " + topology + ") + klusterlets", Run: func(ctx context.Context, s *DevSession) error {
 		return runHubAndKlusterlets(ctx, s, topology)
@@ -383,23 +385,29 @@ func runHubAndKlusterlets(ctx context.Context, s *DevSession, topology string) e
 			}
 		})
 	}
+	// Each managed cluster joins as flotilla join does: the klusterlet operator and a Singleton
+	// Klusterlet with the bootstrap Secret; the operator deploys the agent, and both run here
+	// as processes, as the hub's do.
 	names := make([]string, 0, len(fleet.Managed))
 	for _, m := range fleet.Managed {
 		name := m.Name
 		names = append(names, name)
-		// The identities the klusterlet chart gives its Deployment: the agent's ServiceAccount,
-		// and the work agent's, which it acts as.
-		agent, workSA, err := install.KlusterletIdentity(ctx, m.Config, join.DefaultKlusterletName, install.AgentNamespace)
-		if err != nil {
-			cancel(fmt.Errorf("klusterlet %s: %w", name, err))
-			break
-		}
-		opts := klusterlet.Options{
-			Registration: registration.Config{ClusterName: name, ManagedConfig: agent, AgentNamespace: install.AgentNamespace,
-				BootstrapKubeconfig: bootstrapKC, Logger: s.Logger(name).WithName("klusterlet").WithValues("cluster", name)},
-			Work: klusterlet.WorkOptions{ServiceAccount: workSA},
-		}
-		run("klusterlet "+name, func(ctx context.Context) error { return klusterlet.Run(ctx, opts) })
+		log := s.Logger(name).WithName("deployments")
+		wg.Go(func() {
+			_ = m.RunDeployments(ctx, bin, []string{install.KlusterletChart}, defaultWasmCacheDir(), func(format string, args ...any) {
+				log.Info(fmt.Sprintf(format, args...))
+			})
+		})
+		run("klusterlet "+name, func(ctx context.Context) error {
+			objs, err := join.RenderOperator(join.Options{ClusterName: name}, operatorv1.InstallModeSingleton, bootstrapKC, nil)
+			if err != nil {
+				return err
+			}
+			if err := install.Apply(ctx, m.Config, objs); err != nil {
+				return fmt.Errorf("installing the klusterlet operator and Klusterlet %s: %w", join.DefaultKlusterletName, err)
+			}
+			return nil
+		})
 	}
 	if err := acceptAndWait(ctx, fleet, s.Out, names); err != nil && context.Cause(ctx) == nil {
 		cancel(err)

@@ -51,8 +51,8 @@ func TestMain(m *testing.M) {
 }
 
 // TestRunDev runs `flotilla dev` with one managed cluster and its simulated Node, the hub
-// installed through the hub operator in topology Single (its Deployments run as processes),
-// the in-process klusterlet, and a probe that waits until the Node's capacity reaches the
+// installed through the hub operator in topology Single and the klusterlet through the
+// klusterlet operator (their Deployments run as processes), and a probe that waits until the Node's capacity reaches the
 // cluster's ManagedCluster status (CPU and MEMORY of `flotilla get clusters`), then checks
 // that the components logged to their files and not to the terminal.
 func TestRunDev(t *testing.T) {
@@ -62,7 +62,8 @@ func TestRunDev(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "dev")
 	hubLog, agentLog := filepath.Join(dir, "hub", "flotilla-hub.log"), filepath.Join(dir, "cluster1", "klusterlet.log")
 	hubProcLog := filepath.Join(dir, "hub", "deployments", "open-cluster-management-hub", "flotilla-hub-0", "log")
-	var hubProcLogged []byte
+	agentProcLog := filepath.Join(dir, "cluster1", "deployments", "open-cluster-management-agent", "klusterlet-agent-0", "log")
+	var hubProcLogged, agentProcLogged []byte
 	// Components write the terminal concurrently: gbytes buffers are safe for that.
 	out, errw := gbytes.NewBuffer(), gbytes.NewBuffer()
 	var sawClusters []string
@@ -165,6 +166,9 @@ func TestRunDev(t *testing.T) {
 		if hubProcLogged, err = os.ReadFile(hubProcLog); err != nil {
 			return err
 		}
+		if agentProcLogged, err = os.ReadFile(agentProcLog); err != nil {
+			return err
+		}
 		cancel() // as Ctrl-C would
 		<-ctx.Done()
 		return nil
@@ -195,7 +199,9 @@ func TestRunDev(t *testing.T) {
 	}{
 		{hubLog, hubLogged, []string{"started open-cluster-management-hub/flotilla-hub-0", "logger=deployments"}},
 		{hubProcLog, hubProcLogged, []string{`msg="Starting workers"`, "controller=registration-taint"}},
-		{agentLog, agentLogged, []string{`msg="Hub client certificate issued"`, "logger=klusterlet", "cluster=cluster1"}},
+		{agentLog, agentLogged, []string{"started open-cluster-management/klusterlet-0", "logger=deployments"}},
+		{agentLog, agentLogged, []string{"started open-cluster-management-agent/klusterlet-agent-0", "logger=deployments"}},
+		{agentProcLog, agentProcLogged, []string{`msg="Hub client certificate issued"`}},
 	} {
 		if !slices.ContainsFunc(strings.Split(string(c.logged), "\n"), func(line string) bool {
 			return !slices.ContainsFunc(c.want, func(w string) bool { return !strings.Contains(line, w) })

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	operatorv1 "github.com/flotilla-dev/flotilla/core/apis/operator/v1"
 
@@ -32,14 +31,21 @@ flotilla get token (or flotilla init) printed on the hub.
 
 join checks the token against the hub first (an expired token fails here, and so does a
 revoked one once the hub refuses it, within about 10 s of flotilla token revoke; nothing is
-installed then), then renders the chart charts/flotilla-klusterlet (carried by this
-binary; --values/--set override its values) and applies it: the Secret
-bootstrap-hub-kubeconfig, the agent's and the work agent's ServiceAccounts and RBAC (OCM's:
-the agent <klusterlet>-agent registers, the work agent <klusterlet>-work-sa applies
-ManifestWorks with admin, CRDs, Namespaces, RBAC and the ClusterRoles labelled
-open-cluster-management.io/aggregate-to-work: "true"; nothing is bound to cluster-admin), the
-agent Deployment and the Klusterlet --klusterlet-name, all in --agent-namespace. It waits until
-the agent has requested its certificate on the hub; the hub's admin then runs flotilla accept.
+installed then), then renders the chart charts/flotilla-klusterlet (carried by this binary)
+with render: operator and applies it, as clusteradm join does: the klusterlet operator
+(Deployment klusterlet, container klusterlet, in open-cluster-management, running flotilla
+operator klusterlet, with its ServiceAccount and RBAC), the klusterlet CRDs, the Klusterlet
+--klusterlet-name (spec.clusterName, spec.namespace --agent-namespace, spec.deployOption.mode
+--mode) and the Secret bootstrap-hub-kubeconfig in --agent-namespace. The operator renders the
+agents from the Klusterlet: in mode Singleton (the default) one Deployment <klusterlet>-agent,
+in mode Default <klusterlet>-registration-agent and <klusterlet>-work-agent, with OCM's
+ServiceAccounts and RBAC (the agent <klusterlet>-agent registers, the work agent
+<klusterlet>-work-sa applies ManifestWorks with admin, CRDs, Namespaces, RBAC and the
+ClusterRoles labelled open-cluster-management.io/aggregate-to-work: "true"; nothing is bound to
+cluster-admin). Edit the Klusterlet to change the agents (the operator rolls their
+Deployments). --values/--set override the chart's values of the operator's Deployment (image,
+resources, ...) and klusterlet.spec (more Klusterlet fields). join waits until the agent has
+requested its certificate on the hub; the hub's admin then runs flotilla accept.
 
 Through a forward proxy (HTTP CONNECT), --proxy-url goes into the bootstrap kubeconfig as
 proxy-url and an HTTPS proxy's CA (--proxy-ca-file) is appended to its CA data; the agent
@@ -62,34 +68,39 @@ cluster takes another Klusterlet: join refuses a --klusterlet-name whose bootstr
 another hub, and says which name to take. flotilla unjoin --klusterlet-name <name> removes it.
 
 helm install klusterlet charts/flotilla-klusterlet -n
-open-cluster-management-agent --create-namespace --set clusterName=... --set-file
-bootstrapHubKubeconfig=... installs the same manifests.`,
+open-cluster-management-agent --create-namespace --set render=operator --set clusterName=...
+--set-file bootstrapHubKubeconfig=... installs the same manifests.`,
 		Example: `  flotilla join --hub-token <token> --hub-apiserver https://hub.example.com:6443 --hub-ca-data <base64> --cluster-name cluster1
   flotilla join ... --proxy-url https://proxy.example.com:3129 --proxy-ca-file proxy-ca.pem
   flotilla join ... --klusterlet-name klusterlet-hub2 --agent-namespace open-cluster-management-agent-hub2
+  flotilla join ... --mode Default
   flotilla join ... --cluster-name managed1 --kubeconfig hosting.kubeconfig --mode SingletonHosted --managed-cluster-kubeconfig managed1.kubeconfig`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var hosted operatorv1.InstallMode
+			var klusterletMode operatorv1.InstallMode
 			switch mode {
-			case "Default", "default", "":
-				if managedKubeconfigFile != "" {
-					return fmt.Errorf("--managed-cluster-kubeconfig needs --mode Hosted or SingletonHosted")
-				}
+			case "Singleton", "singleton", "":
+				klusterletMode = operatorv1.InstallModeSingleton
+			case "Default", "default":
+				klusterletMode = operatorv1.InstallModeDefault
 			case "Hosted", "hosted":
-				hosted = operatorv1.InstallModeHosted
+				klusterletMode = operatorv1.InstallModeHosted
 			case "SingletonHosted", "singletonhosted":
-				hosted = operatorv1.InstallModeSingletonHosted
+				klusterletMode = operatorv1.InstallModeSingletonHosted
 			default:
-				return fmt.Errorf("--mode %q: Default, Hosted or SingletonHosted", mode)
+				return fmt.Errorf("--mode %q: Singleton, Default, Hosted or SingletonHosted", mode)
 			}
+			hosted := klusterletMode == operatorv1.InstallModeHosted || klusterletMode == operatorv1.InstallModeSingletonHosted
 			var managedKubeconfig []byte
-			if hosted != "" {
+			if !hosted && managedKubeconfigFile != "" {
+				return fmt.Errorf("--managed-cluster-kubeconfig needs --mode Hosted or SingletonHosted")
+			}
+			if hosted {
 				if cmd.Flags().Changed("agent-namespace") {
-					return fmt.Errorf("--agent-namespace and --mode %s: a hosted agent's namespace is its Klusterlet's name (--klusterlet-name)", hosted)
+					return fmt.Errorf("--agent-namespace and --mode %s: a hosted agent's namespace is its Klusterlet's name (--klusterlet-name)", klusterletMode)
 				}
 				if managedKubeconfigFile == "" {
-					return fmt.Errorf("--mode %s needs --managed-cluster-kubeconfig", hosted)
+					return fmt.Errorf("--mode %s needs --managed-cluster-kubeconfig", klusterletMode)
 				}
 				if !cmd.Flags().Changed("klusterlet-name") {
 					o.KlusterletName = join.HostedKlusterletName(o.ClusterName)
@@ -127,12 +138,7 @@ bootstrapHubKubeconfig=... installs the same manifests.`,
 			if err != nil {
 				return err
 			}
-			var objs []*unstructured.Unstructured
-			if hosted != "" {
-				objs, err = join.RenderHosted(o, hosted, boot, managedKubeconfig)
-			} else {
-				objs, err = join.Render(o, boot)
-			}
+			objs, err := join.RenderOperator(o, klusterletMode, boot, managedKubeconfig)
 			if err != nil {
 				return err
 			}
@@ -150,19 +156,18 @@ bootstrapHubKubeconfig=... installs the same manifests.`,
 			if err != nil {
 				return err
 			}
-			if hosted != "" {
-				if err := join.CheckHostedConflict(ctx, cfg, o.KlusterletName, o.ClusterName, o.HubAPIServer); err != nil {
-					return err
-				}
-				progress(fmt.Sprintf("applying the klusterlet operator and the %s Klusterlet %s (agent namespace %s) to the hosting cluster %s", hosted, o.KlusterletName, o.KlusterletName, cfg.Host))
-				if err := install.Apply(ctx, cfg, objs); err != nil {
-					return err
-				}
-			} else {
-				progress(fmt.Sprintf("applying %d objects of chart %s (Klusterlet %s, namespace %s) to %s", len(objs), install.KlusterletChart, o.KlusterletName, o.AgentNamespace, cfg.Host))
-				if err := install.Apply(ctx, cfg, objs); err != nil {
-					return err
-				}
+			agentNS := o.AgentNamespace
+			if hosted {
+				agentNS = o.KlusterletName
+			}
+			if err := join.CheckConflict(ctx, cfg, o.KlusterletName, agentNS, o.ClusterName, o.HubAPIServer); err != nil {
+				return err
+			}
+			progress(fmt.Sprintf("applying the klusterlet operator and the %s Klusterlet %s (agent namespace %s) to %s", klusterletMode, o.KlusterletName, agentNS, cfg.Host))
+			if err := install.Apply(ctx, cfg, objs); err != nil {
+				return err
+			}
+			if !hosted {
 				// An upgrade: what earlier versions installed and this one no longer has goes.
 				if err := install.Delete(ctx, cfg, join.Legacy(o.KlusterletName), false); err != nil {
 					return err
@@ -191,7 +196,7 @@ bootstrapHubKubeconfig=... installs the same manifests.`,
 	f.StringVar(&o.AgentNamespace, "agent-namespace", install.AgentNamespace, "namespace of the agent, its Secrets and the bootstrap kubeconfig")
 	f.StringVar(&o.ProxyURL, "proxy-url", "", "HTTP(S) forward proxy (HTTP CONNECT) between the agent and the hub")
 	f.StringVar(&proxyCAFile, "proxy-ca-file", "", "CA bundle (PEM) of an HTTPS proxy, appended to the bootstrap kubeconfig's CA data")
-	f.StringVar(&mode, "mode", "Default", "Default (the agent on this cluster), Hosted or SingletonHosted (the agent on this hosting cluster for --managed-cluster-kubeconfig's)")
+	f.StringVar(&mode, "mode", "Singleton", "Singleton (one agent Deployment <klusterlet>-agent on this cluster), Default (<klusterlet>-registration-agent and <klusterlet>-work-agent on this cluster), Hosted or SingletonHosted (the agents on this hosting cluster for --managed-cluster-kubeconfig's)")
 	f.StringVar(&managedKubeconfigFile, "managed-cluster-kubeconfig", "", "kubeconfig of the managed cluster (--mode Hosted or SingletonHosted)")
 	f.BoolVar(&wait, "wait", true, "wait until the agent has requested its certificate on the hub")
 	f.DurationVar(&timeout, "timeout", 5*time.Minute, "how long join waits for the hub and the agent")
@@ -216,10 +221,12 @@ ManifestWorks applied is deleted (AppliedManifestWorks and what they own, except
 orphaned), then the agent namespace with its Secrets and the klusterlet's RBAC and Klusterlet. When no other Klusterlet remains, the add-on namespace
 open-cluster-management-agent-addon and the klusterlet CRDs go too.
 
-Against a hosting cluster (--kubeconfig), a Hosted or SingletonHosted Klusterlet is deleted
-and unjoin waits until the klusterlet operator removed its agents here and what it applied on
-the managed cluster (an error names the finalizer holding it); the operator goes with the last
-Klusterlet (the Klusterlet CRD stays).
+unjoin deletes the Klusterlet and waits until the klusterlet operator has done the above (an
+error names the finalizer holding it); the operator goes with the last Klusterlet. Against a
+hosting cluster (--kubeconfig), a Hosted or SingletonHosted Klusterlet's agents go here and
+what the operator applied on the managed cluster there (the Klusterlet CRD stays on the
+hosting cluster). Without a Klusterlet (an install from before the operator), unjoin removes
+the chart's objects itself.
 
 The hub keeps the ManagedCluster (unavailable) until its admin deletes it:
   kubectl delete managedcluster <cluster_name>`,
@@ -234,12 +241,13 @@ The hub keeps the ManagedCluster (unavailable) until its admin deletes it:
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
 			progress := func(s string) { fmt.Fprintln(cmd.ErrOrStderr(), s) }
-			if done, err := join.UnjoinHosted(ctx, cfg, o.KlusterletName, progress); err != nil {
+			if done, err := join.UnjoinKlusterlet(ctx, cfg, o.KlusterletName, progress); err != nil {
 				return err
 			} else if done {
-				fmt.Fprintf(cmd.OutOrStdout(), "hosted klusterlet %s removed\n", o.KlusterletName)
+				fmt.Fprintf(cmd.OutOrStdout(), "klusterlet %s removed\n", o.KlusterletName)
 				return nil
 			}
+			// No Klusterlet: an install from before the klusterlet operator, or what is left of one.
 			if err := join.Unjoin(ctx, cfg, o, func(s string) { fmt.Fprintln(cmd.ErrOrStderr(), s) }); err != nil {
 				return err
 			}

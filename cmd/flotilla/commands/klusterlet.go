@@ -14,11 +14,8 @@ import (
 	"k8s.io/component-base/featuregate"
 
 	"github.com/flotilla-dev/flotilla/core/apis/featuregates"
-	operatorv1 "github.com/flotilla-dev/flotilla/core/apis/operator/v1"
 	"github.com/flotilla-dev/flotilla/core/leaderelection"
-	"github.com/flotilla-dev/flotilla/core/operatorrun"
 	"github.com/flotilla-dev/flotilla/klusterlet"
-	kop "github.com/flotilla-dev/flotilla/klusterlet/operator"
 	"github.com/flotilla-dev/flotilla/klusterlet/registration"
 	"github.com/flotilla-dev/flotilla/klusterlet/work"
 )
@@ -29,7 +26,6 @@ func newKlusterletCommand() *cobra.Command {
 		managedKubeconfig   string
 		hosted              hostedFlags
 		bootstrapKubeconfig string
-		klusterletName      string
 		verbosity           int
 		pprofAddr           string
 		fields              klusterletFieldFlags
@@ -116,8 +112,12 @@ version, ClusterClaims and kube-system, and applies ManifestWorks. Add-ons whose
 ManagedClusterAddOn carries addon.open-cluster-management.io/hosting-cluster-name get their
 secrets written, and their Lease read, on the management cluster. A missing or unusable
 managed kubeconfig secret is logged, read again with backoff and fails /readyz, naming the
-secret. In hosted mode the agent takes its settings from its flags only (--klusterlet-name
-is not read).`,
+secret.
+
+The agent takes its settings from its flags only. Installed with flotilla join (or the chart
+with render: operator), the klusterlet operator renders its Deployment's flags from the
+Klusterlet and rolls the Deployment when the Klusterlet changes (flotilla operator
+klusterlet --help).`,
 		Example: `  # Join the cluster of ~/.kube/config using a bootstrap kubeconfig file
   flotilla klusterlet --cluster-name cluster1 --bootstrap-kubeconfig bootstrap.kubeconfig
 
@@ -158,17 +158,10 @@ is not read).`,
 					return err
 				}
 			}
-			if opts.Work.Only {
-				if !cmd.Flags().Changed("leader-elect-name") {
-					opts.LeaderElection.Name = klusterlet.DefaultWorkLeaderElectionName
-				}
-				// Its Deployment's settings are flags; the Klusterlet is the registration agent's.
-				return klusterlet.Run(ctx, opts)
+			if opts.Work.Only && !cmd.Flags().Changed("leader-elect-name") {
+				opts.LeaderElection.Name = klusterlet.DefaultWorkLeaderElectionName
 			}
-			if hosted.set() {
-				return klusterlet.Run(ctx, opts)
-			}
-			return kop.RunKlusterlet(ctx, kop.Options{Klusterlet: opts, KlusterletName: klusterletName, Deployment: operatorrun.DeploymentFromEnv()})
+			return klusterlet.Run(ctx, opts)
 		},
 	}
 	f := cmd.Flags()
@@ -176,8 +169,6 @@ is not read).`,
 		"name of the ManagedCluster on the hub, a DNS label unique on the hub (default: the name stored in the hub kubeconfig secret, else a generated UUID)")
 	f.StringVar(&opts.Registration.AgentName, "agent-name", "",
 		"agent part of the certificate common name (default: the agent-name stored in the hub kubeconfig secret, else generated once and stored)")
-	f.StringVar(&klusterletName, "klusterlet-name", operatorv1.KlusterletName,
-		"the Klusterlet (operator.open-cluster-management.io/v1) on the managed cluster the agent takes its cluster name, agent namespace, feature gates and hub host alias from, and reports its status in; changes apply without a restart; \"\" ignores it")
 	f.StringVar(&managedKubeconfig, "kubeconfig", "",
 		"kubeconfig of the cluster the agent runs on: the managed cluster, or the management cluster with --managed-kubeconfig or --managed-kubeconfig-secret (default: $KUBECONFIG or ~/.kube/config, else in-cluster)")
 	hosted.addFlags(f)
@@ -256,8 +247,6 @@ func (h *hostedFlags) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&h.managedKubeconfigSecret, "managed-kubeconfig-secret", "",
 		"hosted mode: secret in --agent-namespace on the management cluster (--kubeconfig) whose key \"kubeconfig\" reaches the managed cluster; watched, a change restarts the agent's sessions")
 }
-
-func (h *hostedFlags) set() bool { return h.managedKubeconfig != "" || h.managedKubeconfigSecret != "" }
 
 // apply sets the registration's clients: cfg (--kubeconfig) is the managed cluster in Default
 // mode, the management cluster in hosted mode.

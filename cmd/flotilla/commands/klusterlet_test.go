@@ -44,9 +44,6 @@ func TestKlusterletHostedFlags(t *testing.T) {
 				t.Errorf("managed %q, management %q, secret %q; want %q, %q, %q", host(r.ManagedConfig), host(r.ManagementConfig),
 					r.ManagedKubeconfigSecret, tc.managed, tc.management, tc.secret)
 			}
-			if tc.flags.set() != (tc.name != "default") {
-				t.Errorf("set() = %v", tc.flags.set())
-			}
 		})
 	}
 }

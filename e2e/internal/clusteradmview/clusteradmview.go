@@ -381,3 +381,19 @@ func SplitHubInfo(image string, workController bool) string {
 	p.write(1, "CustomResourceDefinition:\n")
 	return p.b.String()
 }
+
+// SingletonKlusterletInfo is what KlusterletInfo prints, after the Klusterlet's conditions,
+// on a managed cluster whose klusterlet operator (of image operatorImage) and Singleton agent
+// klusterlet-agent (of image agentImage) run one available replica each, up to the CRD list.
+func SingletonKlusterletInfo(operatorImage, agentImage string) string {
+	p := &printer{}
+	p.write(0, "Registration Operator:\n")
+	p.write(1, "Controller:\t(1/1) %s\n", operatorImage)
+	p.write(1, "CustomResourceDefinition:\n")
+	p.write(2, "(installed) %s\n", klusterletCRD)
+	p.write(0, "Components:\n")
+	p.write(1, "Controller:\n")
+	p.write(2, "Agent:\t(1/1) %s\n", agentImage)
+	p.write(1, "CustomResourceDefinition:\n")
+	return p.b.String()
+}
