@@ -180,6 +180,12 @@ func (cp *ControlPlane) RunDeployment(ctx context.Context, ns, name string, o De
 // deployment controller would (on a control plane without workload controllers). Only
 // replica 0 of a hub serves the webhooks (see DeploymentProcessOptions.NoWebhook). logf receives what it starts and stops.
 func (cp *ControlPlane) RunDeployments(ctx context.Context, binary string, names []string, pluginCacheDir string, logf func(string, ...any)) error {
+	return cp.RunDeploymentsIn(ctx, "", binary, names, pluginCacheDir, logf)
+}
+
+// RunDeploymentsIn is RunDeployments for the Deployments of one namespace ("" for all): a
+// suite whose other Deployments have no hub to reach runs only the ones it means to.
+func (cp *ControlPlane) RunDeploymentsIn(ctx context.Context, namespace, binary string, names []string, pluginCacheDir string, logf func(string, ...any)) error {
 	kube, err := kubernetes.NewForConfig(cp.Config)
 	if err != nil {
 		return err
@@ -205,7 +211,7 @@ func (cp *ControlPlane) RunDeployments(ctx context.Context, binary string, names
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
-		l, err := kube.AppsV1().Deployments("").List(ctx, sel)
+		l, err := kube.AppsV1().Deployments(namespace).List(ctx, sel)
 		if err == nil {
 			seen := map[string]bool{}
 			for i := range l.Items {

@@ -65,7 +65,10 @@ var _ = Describe("a hosted work-only agent with its managed kubeconfig in a Secr
 		start(klusterlet.Options{Registration: reg, Work: klusterlet.WorkOptions{Disabled: true}, AddOn: klusterlet.AddOnOptions{Disabled: true}})
 		work := common
 		work.ManagedKubeconfigSecret, work.Logger = workSecret, logger.WithName("work-"+cluster3)
-		workAgent = start(klusterlet.Options{Registration: work, Work: klusterlet.WorkOptions{Only: true}, HealthProbeBindAddress: "127.0.0.1:0"})
+		// As the operator renders it: --work-service-account is given, but the Secret's
+		// kubeconfig is the identity to act as (the ServiceAccount is not in agentNS3 there).
+		workAgent = start(klusterlet.Options{Registration: work, Work: klusterlet.WorkOptions{Only: true, ServiceAccount: agentNS3 + "-work-sa"},
+			HealthProbeBindAddress: "127.0.0.1:0"})
 	}, NodeTimeout(time.Minute))
 
 	It("waits for its managed kubeconfig secret, naming it, then applies ManifestWorks through it", func(ctx SpecContext) {
