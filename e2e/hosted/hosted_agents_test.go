@@ -197,7 +197,7 @@ var _ = Describe("hosted agents as processes, on two hubs", Ordered, func() {
 		mgmtBefore, managedBefore = snapshot(ctx, management.Config), snapshot(ctx, managed.Config)
 		runAgents(klA)
 		runAgents(klB)
-	})
+	}, NodeTimeout(time.Minute))
 	ReportAfterEach(func(r SpecReport) {
 		if r.Failed() {
 			once.Do(dumpAgentLogs)
@@ -253,7 +253,7 @@ var _ = Describe("hosted agents as processes, on two hubs", Ordered, func() {
 			_, err := claims.Create(ctx, &unstructured.Unstructured{Object: claim}, metav1.CreateOptions{})
 			return err
 		}).WithTimeout(waitTimeout).Should(Succeed(), "creating ClusterClaim hosted.e2e.example.com on the managed cluster")
-		DeferCleanup(func(ctx SpecContext) { _ = claims.Delete(ctx, "hosted.e2e.example.com", metav1.DeleteOptions{}) })
+		DeferCleanup(func(ctx SpecContext) { _ = claims.Delete(ctx, "hosted.e2e.example.com", metav1.DeleteOptions{}) }, NodeTimeout(30*time.Second))
 		Eventually(ctx, func(g Gomega) []clusterv1.ManagedClusterClaim {
 			mc := &clusterv1.ManagedCluster{}
 			g.Expect(hubAClient.Get(ctx, client.ObjectKey{Name: cluster}, mc)).To(Succeed())
@@ -287,8 +287,13 @@ var _ = Describe("hosted agents as processes, on two hubs", Ordered, func() {
 			return amws
 		}).Should(ConsistOf(HaveSuffix("-hosted-a"), HaveSuffix("-hosted-b")), "an AppliedManifestWork per hub on the managed cluster")
 		Expect(strings.TrimSuffix(amws[0], "-hosted-a")).NotTo(Equal(strings.TrimSuffix(amws[1], "-hosted-b")))
-		Expect(labelled(ctx, management.Config, klA)).NotTo(ContainElements(labelled(ctx, management.Config, klB)),
-			"no object of Klusterlet %s on the management cluster is also %s's", klA, klB)
+		for _, cfg := range []*environment.ControlPlane{management, managed} {
+			ofA, ofB := labelled(ctx, cfg.Config, klA), labelled(ctx, cfg.Config, klB)
+			Expect(ofA).NotTo(BeEmpty(), "objects of Klusterlet %s on %s", klA, cfg.Name)
+			Expect(ofB).NotTo(BeEmpty(), "objects of Klusterlet %s on %s", klB, cfg.Name)
+			shared := slices.DeleteFunc(slices.Clone(ofA), func(o string) bool { return !slices.Contains(ofB, o) })
+			Expect(shared).To(BeEmpty(), "objects on %s that are both %s's and %s's", cfg.Name, klA, klB)
+		}
 		Expect(workloads(ctx, managed)).To(BeEmpty(), "still no Deployment or Pod on the managed cluster")
 	}, SpecTimeout(specTimeout))
 
