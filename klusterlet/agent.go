@@ -99,6 +99,9 @@ type WorkOptions struct {
 	// Registration.ManagedConfig's identity: that identity then needs only create on that
 	// ServiceAccount's serviceaccounts/token, and what ManifestWorks may apply is what the
 	// ServiceAccount may. Empty: the work agent uses Registration.ManagedConfig's identity.
+	// Not used with Registration.ManagedKubeconfigSecret (Hosted modes): the klusterlet
+	// operator writes that Secret with the managed-side ServiceAccount's own token, and the
+	// agent namespace is on the management cluster, not where that ServiceAccount lives.
 	ServiceAccount string
 	// StatusSyncInterval is how often applied resources are read back for availability and
 	// feedback (OCM's --status-sync-interval).
@@ -305,7 +308,7 @@ func (a *Agent) workSession(opts Options, managedMapper meta.RESTMapper) func(ct
 // ServiceAccount, whose own rights (OCM's: impersonate serviceaccounts) allow that.
 func workManagedConfig(ctx context.Context, opts Options, managed *rest.Config) (*rest.Config, error) {
 	sa := opts.Work.ServiceAccount
-	if sa == "" {
+	if sa == "" || opts.Registration.ManagedKubeconfigSecret != "" {
 		return managed, nil
 	}
 	ns := cmp.Or(opts.Registration.AgentNamespace, registration.DefaultAgentNamespace)

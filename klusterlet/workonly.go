@@ -40,10 +40,16 @@ type workOnly struct {
 	// managed, management and managedMapper complete each session read from the secret.
 	managed, management *rest.Config
 	managedMapper       meta.RESTMapper
-	run                 func(context.Context, registration.Session) error
-	retryMin            time.Duration
-	retryMax            time.Duration
-	log                 logr.Logger
+	// managedSecret, when set, names the Secret in namespace on the management cluster that
+	// holds the managed cluster's kubeconfig (Hosted mode's external-managed-kubeconfig-work),
+	// read with registration's reader instead of managed; a change starts a new session.
+	managedSecret string
+	// managedErr is why managedSecret could not be used when last read ("" once it was).
+	managedErr atomic.Pointer[string]
+	run        func(context.Context, registration.Session) error
+	retryMin   time.Duration
+	retryMax   time.Duration
+	log        logr.Logger
 	// running is true while a work session runs from the secret (readiness).
 	running atomic.Bool
 	// cert is the running session's client certificate.
@@ -65,11 +71,13 @@ func (a *Agent) newWorkOnly(opts Options, cfg registration.Config) (*Agent, erro
 	if opts.Work.Disabled {
 		return nil, errors.New("klusterlet: Work.Only (--work-only) and Work.Disabled (--disable-work-agent) exclude each other")
 	}
-	if cfg.ManagedKubeconfigSecret != "" {
-		return nil, errors.New("klusterlet: the work-only agent (--work-only) takes its managed cluster from Registration.ManagedConfig (--kubeconfig or --managed-kubeconfig), not from a secret (--managed-kubeconfig-secret)")
-	}
-	if cfg.ManagedConfig == nil {
-		return nil, errors.New("klusterlet: the work-only agent needs Registration.ManagedConfig")
+	switch {
+	case cfg.ManagedKubeconfigSecret != "" && cfg.ManagedConfig != nil:
+		return nil, errors.New("klusterlet: the work-only agent takes its managed cluster from Registration.ManagedConfig (--managed-kubeconfig) or from the secret Registration.ManagedKubeconfigSecret (--managed-kubeconfig-secret), not both")
+	case cfg.ManagedKubeconfigSecret != "" && cfg.ManagementConfig == nil:
+		return nil, errors.New("klusterlet: the work-only agent with Registration.ManagedKubeconfigSecret needs Registration.ManagementConfig, the cluster the secret is on")
+	case cfg.ManagedKubeconfigSecret == "" && cfg.ManagedConfig == nil:
+		return nil, errors.New("klusterlet: the work-only agent needs Registration.ManagedConfig or Registration.ManagedKubeconfigSecret")
 	}
 	// The hub kubeconfig secret is where the agents run (the management cluster in Hosted mode).
 	management := cmp.Or(cfg.ManagementConfig, cfg.ManagedConfig)
@@ -93,6 +101,8 @@ func (a *Agent) newWorkOnly(opts Options, cfg registration.Config) (*Agent, erro
 		log:       log.WithName("work-only"),
 	}
 	w.managed, w.management, w.managedMapper = cfg.ManagedConfig, management, cfg.ManagedMapper
+	w.managedSecret = cfg.ManagedKubeconfigSecret
+	w.managedErr.Store(new(string))
 	a.workOnly = w
 	opts.LeaderElection.Name = cmp.Or(opts.LeaderElection.Name, DefaultWorkLeaderElectionName)
 	if a.life, err = newLifecycle(opts); err != nil {
@@ -100,6 +110,7 @@ func (a *Agent) newWorkOnly(opts Options, cfg registration.Config) (*Agent, erro
 	}
 	a.life.kubeconfigLoaded = w.running.Load
 	a.life.notLoaded = fmt.Sprintf("the work agent has not read the hub kubeconfig secret %s/%s yet", w.namespace, w.name)
+	a.life.managedKubeconfigError = func() string { return *w.managedErr.Load() }
 	return a, nil
 }
 
@@ -117,23 +128,30 @@ func (w *workOnly) Run(ctx context.Context) error {
 		default:
 		}
 	}
-	factory := informers.NewSharedInformerFactoryWithOptions(w.kube, 0, informers.WithNamespace(w.namespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", w.name).String()
-		}))
-	informer := factory.Core().V1().Secrets().Informer()
-	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(any) { notify() }, UpdateFunc: func(any, any) { notify() }, DeleteFunc: func(any) { notify() },
-	}); err != nil {
-		return fmt.Errorf("work-only agent: watching %s: %w", w.ref(), err)
+	// One watch per secret, each by name: the agent may read only its own secrets.
+	watched := []string{w.name}
+	if w.managedSecret != "" {
+		watched = append(watched, w.managedSecret)
 	}
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
+	for _, name := range watched {
+		factory := informers.NewSharedInformerFactoryWithOptions(w.kube, 0, informers.WithNamespace(w.namespace),
+			informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+				o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
+			}))
+		informer := factory.Core().V1().Secrets().Informer()
+		if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: func(any) { notify() }, UpdateFunc: func(any, any) { notify() }, DeleteFunc: func(any) { notify() },
+		}); err != nil {
+			return fmt.Errorf("work-only agent: watching secret %s/%s: %w", w.namespace, name, err)
+		}
+		factory.Start(ctx.Done())
+		defer factory.Shutdown()
+	}
 
 	b := backoff.New(w.retryMin, w.retryMax)
 	lastWait := ""
 	for ctx.Err() == nil {
-		sec, sess, conn, err := w.read(ctx)
+		sec, managed, sess, conn, err := w.read(ctx)
 		if err != nil {
 			w.running.Store(false)
 			if msg := err.Error(); msg != lastWait {
@@ -156,7 +174,7 @@ func (w *workOnly) Run(ctx context.Context) error {
 		w.cert.Store(conn.Credentials().Leaf)
 		w.log.Info("Starting the work agent with the hub kubeconfig secret", "secret", w.namespace+"/"+w.name,
 			"cluster", sess.ClusterName, "agent", sess.AgentName)
-		err = w.serve(ctx, sec, sess, changed)
+		err = w.serve(ctx, sec, managed, sess, changed)
 		conn.Close()
 		w.cert.Store(nil)
 		if err != nil {
@@ -169,27 +187,46 @@ func (w *workOnly) Run(ctx context.Context) error {
 	return nil
 }
 
-// read reads the secret and the session it holds; the session's connection is the caller's to
-// close once the session ends.
-func (w *workOnly) read(ctx context.Context) (*registration.HubSecret, registration.Session, *registration.HubConnection, error) {
+// read reads the secret, the managed kubeconfig (from managedSecret, nil without one) and the
+// session they make; the session's connection is the caller's to close once the session ends.
+func (w *workOnly) read(ctx context.Context) (*registration.HubSecret, []byte, registration.Session, *registration.HubConnection, error) {
+	managedData, managed, err := w.readManaged(ctx)
+	if err != nil {
+		return nil, nil, registration.Session{}, nil, err
+	}
 	sec, err := registration.ReadHubSecret(ctx, w.kube.CoreV1(), w.namespace, w.name)
 	if err != nil {
-		return nil, registration.Session{}, nil, err
+		return nil, nil, registration.Session{}, nil, err
 	}
 	if w.cluster != "" && sec.Exists() && sec.ClusterName != "" && sec.ClusterName != w.cluster {
-		return nil, registration.Session{}, nil, fmt.Errorf("%s holds cluster %q, not %q (Registration.ClusterName)", w.ref(), sec.ClusterName, w.cluster)
+		return nil, nil, registration.Session{}, nil, fmt.Errorf("%s holds cluster %q, not %q (Registration.ClusterName)", w.ref(), sec.ClusterName, w.cluster)
 	}
 	sess, conn, err := registration.SessionFromHubSecret(sec, w.sessOpts)
 	if err != nil {
-		return nil, registration.Session{}, nil, err
+		return nil, nil, registration.Session{}, nil, err
 	}
-	sess.ManagedConfig, sess.ManagementConfig, sess.ManagedMapper = w.managed, w.management, w.managedMapper
-	return sec, sess, conn, nil
+	sess.ManagedConfig, sess.ManagementConfig, sess.ManagedMapper = managed, w.management, w.managedMapper
+	return sec, managedData, sess, conn, nil
+}
+
+// readManaged returns the managed cluster's config: w.managed, or the kubeconfig in
+// managedSecret (its bytes too), recording why that could not be used for readiness.
+func (w *workOnly) readManaged(ctx context.Context) ([]byte, *rest.Config, error) {
+	if w.managedSecret == "" {
+		return nil, w.managed, nil
+	}
+	data, cfg, err := registration.ReadManagedKubeconfig(ctx, w.kube.CoreV1(), w.namespace, w.managedSecret)
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	w.managedErr.Store(&msg)
+	return data, cfg, err
 }
 
 // serve runs one work session until ctx ends, the session fails (its error), or the secret's
 // credentials change (nil: the caller starts a new session).
-func (w *workOnly) serve(ctx context.Context, sec *registration.HubSecret, sess registration.Session, changed <-chan struct{}) error {
+func (w *workOnly) serve(ctx context.Context, sec *registration.HubSecret, managed []byte, sess registration.Session, changed <-chan struct{}) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)
@@ -205,11 +242,19 @@ func (w *workOnly) serve(ctx context.Context, sec *registration.HubSecret, sess 
 			}
 			return err
 		case <-changed:
-			cur, err := registration.ReadHubSecret(ctx, w.kube.CoreV1(), w.namespace, w.name)
-			if err == nil && sameCredentials(sec, cur) {
+			// An unusable managed kubeconfig is reported (readiness) while the session goes
+			// on with the last usable one, as registration does.
+			curManaged, _, err := w.readManaged(ctx)
+			if err != nil {
+				w.log.Error(err, "Keeping the work agent on the last usable managed cluster kubeconfig")
 				continue
 			}
-			w.log.Info("The hub kubeconfig secret changed; restarting the work agent", "secret", w.namespace+"/"+w.name)
+			cur, err := registration.ReadHubSecret(ctx, w.kube.CoreV1(), w.namespace, w.name)
+			if err == nil && sameCredentials(sec, cur) && bytes.Equal(managed, curManaged) {
+				continue
+			}
+			w.log.Info("The hub kubeconfig or managed kubeconfig secret changed; restarting the work agent",
+				"secret", w.namespace+"/"+w.name, "managedSecret", w.managedSecret)
 			cancel()
 			<-done
 			return nil

@@ -180,6 +180,12 @@ func (cp *ControlPlane) RunDeployment(ctx context.Context, ns, name string, o De
 // deployment controller would (on a control plane without workload controllers). Only
 // replica 0 of a hub serves the webhooks (see DeploymentProcessOptions.NoWebhook). logf receives what it starts and stops.
 func (cp *ControlPlane) RunDeployments(ctx context.Context, binary string, names []string, pluginCacheDir string, logf func(string, ...any)) error {
+	return cp.RunDeploymentsIn(ctx, "", binary, names, pluginCacheDir, logf)
+}
+
+// RunDeploymentsIn is RunDeployments for the Deployments of one namespace ("" for all): a
+// suite whose other Deployments have no hub to reach runs only the ones it means to.
+func (cp *ControlPlane) RunDeploymentsIn(ctx context.Context, namespace, binary string, names []string, pluginCacheDir string, logf func(string, ...any)) error {
 	kube, err := kubernetes.NewForConfig(cp.Config)
 	if err != nil {
 		return err
@@ -206,13 +212,13 @@ func (cp *ControlPlane) RunDeployments(ctx context.Context, binary string, names
 	// readiness, which no API object announces, is probed every second, and every 200 ms
 	// while a started process is not ready yet.
 	kick := make(chan struct{}, 1)
-	go watchDeployments(ctx, kube, sel, kick)
+	go watchDeployments(ctx, kube, namespace, sel, kick)
 	const period, starting = time.Second, 200 * time.Millisecond
 	timer := time.NewTimer(period)
 	defer timer.Stop()
 	for {
 		next := period
-		l, err := kube.AppsV1().Deployments("").List(ctx, sel)
+		l, err := kube.AppsV1().Deployments(namespace).List(ctx, sel)
 		if err == nil {
 			seen := map[string]bool{}
 			for i := range l.Items {
@@ -302,9 +308,9 @@ func (cp *ControlPlane) RunDeployments(ctx context.Context, binary string, names
 
 // watchDeployments sends on kick (without blocking: one pending kick is enough) whenever a
 // Deployment matching sel changes, until ctx ends; a watch that ends is started again.
-func watchDeployments(ctx context.Context, kube kubernetes.Interface, sel metav1.ListOptions, kick chan<- struct{}) {
+func watchDeployments(ctx context.Context, kube kubernetes.Interface, namespace string, sel metav1.ListOptions, kick chan<- struct{}) {
 	for ctx.Err() == nil {
-		w, err := kube.AppsV1().Deployments("").Watch(ctx, sel)
+		w, err := kube.AppsV1().Deployments(namespace).Watch(ctx, sel)
 		if err != nil {
 			select {
 			case <-ctx.Done():

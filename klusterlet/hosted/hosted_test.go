@@ -64,21 +64,27 @@ func managedUserKubeconfig(ctx context.Context, user string) []byte {
 	return data
 }
 
-// putSecret creates or replaces Secret ns/name on the management cluster with data.
+// putSecret creates or replaces Secret agentNS/name on the management cluster with data.
 func putSecret(ctx context.Context, name string, data map[string][]byte) {
+	GinkgoHelper()
+	putSecretIn(ctx, agentNS, name, data)
+}
+
+// putSecretIn creates or replaces Secret ns/name on the management cluster with data.
+func putSecretIn(ctx context.Context, ns, name string, data map[string][]byte) {
 	GinkgoHelper()
 	Eventually(ctx, func() error {
 		s := &corev1.Secret{}
-		err := managementClient.Get(ctx, client.ObjectKey{Namespace: agentNS, Name: name}, s)
+		err := managementClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, s)
 		if apierrors.IsNotFound(err) {
-			return managementClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: agentNS, Name: name}, Data: data})
+			return managementClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: data})
 		}
 		if err != nil {
 			return err
 		}
 		s.Data = data
 		return managementClient.Update(ctx, s)
-	}).Should(Succeed(), "writing secret %s/%s on the management cluster", agentNS, name)
+	}).Should(Succeed(), "writing secret %s/%s on the management cluster", ns, name)
 }
 
 func ensureNamespace(ctx context.Context, c client.Client, name string) {
@@ -121,6 +127,13 @@ func reportedClaim(ctx context.Context, claim string) func(Gomega) string {
 
 // configMapWork creates ManifestWork name on the hub applying ConfigMap default/name.
 func configMapWork(ctx context.Context, name string) {
+	GinkgoHelper()
+	configMapWorkFor(ctx, cluster, name)
+}
+
+// configMapWorkFor creates ManifestWork name in cluster's namespace on the hub applying
+// ConfigMap default/name.
+func configMapWorkFor(ctx context.Context, cluster, name string) {
 	GinkgoHelper()
 	raw, err := json.Marshal(&corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}, Data: map[string]string{"from": "hub"}})

@@ -283,6 +283,13 @@ func (a *Agent) ensureAgentNamespace(ctx context.Context) error {
 	if err == nil {
 		return nil
 	}
+	if apierrors.IsForbidden(err) {
+		// An agent the klusterlet operator deploys may not read Namespaces (a Hosted agent's
+		// rights on the management cluster end at its own namespace): the operator made it,
+		// and reading its Secrets there names the namespace if it is missing.
+		a.log.V(1).Info("Not allowed to read the agent namespace; taking it as made by whoever deployed the agent", "namespace", ns, "reason", err.Error())
+		return nil
+	}
 	if !apierrors.IsNotFound(err) {
 		return fmt.Errorf("reading agent namespace %s on %s: %w", ns, a.agentCluster(), err)
 	}

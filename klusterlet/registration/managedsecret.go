@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -101,9 +102,19 @@ func (a *Agent) runFromSecret(ctx context.Context) {
 
 // readManagedKubeconfig reads and parses the managed cluster's kubeconfig from its Secret.
 func (a *Agent) readManagedKubeconfig(ctx context.Context) ([]byte, *rest.Config, error) {
-	ns, name := a.cfg.AgentNamespace, a.cfg.ManagedKubeconfigSecret
+	data, cfg, err := ReadManagedKubeconfig(ctx, a.management.CoreV1(), a.cfg.AgentNamespace, a.cfg.ManagedKubeconfigSecret)
+	if err != nil {
+		return nil, nil, err
+	}
+	return data, a.cfg.ManagedRate(cfg), nil
+}
+
+// ReadManagedKubeconfig reads and parses the managed cluster's kubeconfig from Secret ns/name
+// (key KubeconfigKey) on the management cluster: capped in size, and refused when its user
+// runs a credential plugin. The work-only agent of Hosted mode reads its own Secret with it.
+func ReadManagedKubeconfig(ctx context.Context, secrets corev1client.SecretsGetter, ns, name string) ([]byte, *rest.Config, error) {
 	source := fmt.Sprintf("secret %s/%s key %s", ns, name, KubeconfigKey)
-	s, err := a.management.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+	s, err := secrets.Secrets(ns).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil, fmt.Errorf("managed cluster kubeconfig %s on the management cluster: the secret does not exist", source)
 	}
@@ -125,7 +136,7 @@ func (a *Agent) readManagedKubeconfig(ctx context.Context) ([]byte, *rest.Config
 	if err != nil {
 		return nil, nil, err
 	}
-	return data, a.cfg.ManagedRate(cfg), nil
+	return data, cfg, nil
 }
 
 // noPlugins refuses a kubeconfig whose user runs a credential plugin: whoever may write the

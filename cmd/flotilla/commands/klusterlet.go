@@ -91,7 +91,9 @@ and add-ons) and one with --work-only, which registers nothing: it waits for
 --hub-kubeconfig-secret in --agent-namespace (not ready until then), applies the cluster's
 ManifestWorks with the identity stored there, and starts its work agent again when the
 registration agent rotates the certificate. It elects on its own Lease
-(--leader-elect-name, default ` + klusterlet.DefaultWorkLeaderElectionName + `).
+(--leader-elect-name, default ` + klusterlet.DefaultWorkLeaderElectionName + `). In Hosted mode it
+reaches the managed cluster through --managed-kubeconfig-secret too (OCM's
+external-managed-kubeconfig-work): a change of either secret starts its work agent again.
 
 The flags --cluster-annotations, --cluster-labels, --external-server-urls,
 --reserved-cluster-claim-suffixes, --hosting-cluster-claim, --hub-host-alias and the
