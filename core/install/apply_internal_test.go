@@ -12,7 +12,7 @@ import (
 // client-side waits — client-go's default (burst 10, then 5/s) made the hub operator's first
 // apply last seconds. A limit the caller sets is kept.
 func TestApplyRateLimit(t *testing.T) {
-	objs, err := Render(HubChart, HubChart, HubNamespace, map[string]any{"topology": "Split"})
+	objs, err := Render(HubChart, HubChart, HubNamespace, map[string]any{"render": "components", "topology": "Split"})
 	if err != nil {
 		t.Fatalf("rendering the hub chart: %v", err)
 	}

@@ -143,12 +143,12 @@ func TestApplyAndDelete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hub := render(t, install.HubChart, hubRelease, install.HubNamespace, nil)
+	hub := render(t, install.HubChart, hubRelease, install.HubNamespace, singleHub(nil))
 	klusterlet := render(t, install.KlusterletChart, klusterletRelease, install.AgentNamespace,
 		map[string]any{"clusterName": "cluster1", "bootstrapHubKubeconfig": bootstrapKubeconfig})
 
-	// The ClusterManager and the Klusterlet are of kinds the charts' own CRDs bring, so
-	// Apply must wait for those to be served.
+	// The Klusterlet is of a kind the chart's own CRDs bring, so Apply must wait for it to
+	// be served.
 	start := time.Now()
 	if err := install.Apply(ctx, cp.Config, hub); err != nil {
 		t.Fatal(err)
@@ -189,7 +189,7 @@ func TestApplyAndDelete(t *testing.T) {
 	}
 
 	// A changed value is applied over what is there.
-	hub2 := render(t, install.HubChart, hubRelease, install.HubNamespace, map[string]any{"replicas": 2})
+	hub2 := render(t, install.HubChart, hubRelease, install.HubNamespace, singleHub(map[string]any{"replicas": 2}))
 	if err := install.Apply(ctx, cp.Config, hub2); err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +326,7 @@ func TestHubRunsWithChartRBAC(t *testing.T) {
 	cp := controlPlane(t, "install-rbac")
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	objs := render(t, install.HubChart, hubRelease, install.HubNamespace, nil)
+	objs := render(t, install.HubChart, hubRelease, install.HubNamespace, singleHub(nil))
 	if err := install.Apply(ctx, cp.Config, objs); err != nil {
 		t.Fatal(err)
 	}

@@ -50,10 +50,11 @@ const (
 )
 
 // HubChartOwnedFlags are the `flotilla hub` flags the hub chart sets from its other values
-// (webhook Service, probe and metrics ports, leader election, ClusterManager) or leaves unset
-// on purpose (kubeconfig: in-cluster; webhook-host: the Service replaces it; components: its
-// one Deployment runs them all; webhook-configuration-name, webhook-secret-name: named per
-// component in topology Split). Every other flag is a key of the values' flags.
+// (webhook Service, probe and metrics ports, leader election) or leaves unset on purpose
+// (kubeconfig: in-cluster; webhook-host: the Service replaces it; components: its one
+// Deployment runs them all; webhook-configuration-name, webhook-secret-name: named per
+// component in topology Split; cluster-manager-name: deprecated and ignored, the operator
+// follows the ClusterManager). Every other flag is a key of the values' flags.
 var HubChartOwnedFlags = []string{
 	"kubeconfig", "leader-elect", "metrics-bind-address", "health-probe-bind-address",
 	"webhook-bind-address", "webhook-service", "webhook-host", "cluster-manager-name",

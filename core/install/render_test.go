@@ -98,14 +98,29 @@ func nonDefaultKlusterlet() map[string]any {
 	}
 }
 
+// singleHub and splitHub are values for the hub chart's components render (the hub itself,
+// no operator) in topology Single or Split, over values: the chart's default render is the
+// operator's.
+func singleHub(values map[string]any) map[string]any {
+	return install.MergeValues(values, map[string]any{"render": "components", "topology": "Single"})
+}
+
+func splitHub(values map[string]any) map[string]any {
+	return install.MergeValues(values, map[string]any{"render": "components", "topology": "Split"})
+}
+
 func TestLint(t *testing.T) {
 	for _, tc := range []struct {
 		name, chart string
 		values      map[string]any
 	}{
-		{"hub defaults", install.HubChart, nil},
-		{"hub non-default values", install.HubChart, nonDefaultHub()},
-		{"hub without ClusterManager", install.HubChart, map[string]any{"clusterManager": map[string]any{"create": false}}},
+		{"hub defaults (operator)", install.HubChart, nil},
+		{"hub operator non-default values", install.HubChart, nonDefaultHub()},
+		{"hub operator without ClusterManager", install.HubChart, map[string]any{"clusterManager": map[string]any{"create": false}}},
+		{"hub components Single", install.HubChart, singleHub(nil)},
+		{"hub components Single non-default values", install.HubChart, singleHub(nonDefaultHub())},
+		{"hub components Split", install.HubChart, splitHub(nil)},
+		{"hub components Split non-default values", install.HubChart, splitHub(nonDefaultHub())},
 		// Helm's linter renders in lint mode, where the chart's required clusterName only warns
 		// in the log; defaults are linted as `helm lint` would.
 		{"klusterlet defaults", install.KlusterletChart, nil},
@@ -206,9 +221,10 @@ func equalJSON(t *testing.T, what string, got, want any) {
 	}
 }
 
+// The components render in topology Single with every other value at its default.
 func TestRenderHubDefaults(t *testing.T) {
 	ns := install.HubNamespace
-	objs := render(t, install.HubChart, hubRelease, ns, nil)
+	objs := render(t, install.HubChart, hubRelease, ns, singleHub(nil))
 
 	// The order: the release Namespace, every CRD of core/crds, then Helm's install order.
 	bases, err := filepath.Glob("../crds/bases/*.yaml")
@@ -221,7 +237,8 @@ func TestRenderHubDefaults(t *testing.T) {
 			kinds = append(kinds, k)
 		}
 	}
-	wantKinds := []string{"Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Service", "Deployment", "ClusterManager"}
+	// No ClusterManager: without the operator nothing would follow it.
+	wantKinds := []string{"Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Service", "Deployment"}
 	if !slices.Equal(kinds, wantKinds) {
 		t.Errorf("kinds in order %v, want %v", kinds, wantKinds)
 	}
@@ -277,7 +294,6 @@ func TestRenderHubDefaults(t *testing.T) {
 		"--webhook-service=open-cluster-management-hub/flotilla-hub-webhook:443",
 		"--metrics-bind-address=:8080",
 		"--health-probe-bind-address=:8081",
-		"--cluster-manager-name=cluster-manager",
 		// values' flags, sorted, empty ones left out
 		"--gateway-secret-namespace=open-cluster-management-credentials",
 		"--kube-api-burst=400",
@@ -352,12 +368,6 @@ func TestRenderHubDefaults(t *testing.T) {
 		"subjects": []any{map[string]any{"kind": "ServiceAccount", "name": "flotilla-hub", "namespace": ns}},
 	})
 	checkHubRules(t, find(t, objs, "ClusterRole", "flotilla-hub"))
-
-	cm := find(t, objs, "ClusterManager", "cluster-manager")
-	equalJSON(t, "ClusterManager apiVersion", cm.GetAPIVersion(), "operator.open-cluster-management.io/v1")
-	// An empty spec: the install owns no field of it, so an edit of the ClusterManager
-	// survives running init (or helm upgrade) again.
-	equalJSON(t, "ClusterManager spec", cm.Object["spec"], map[string]any{})
 }
 
 // checkDownwardEnv checks POD_NAMESPACE and POD_NAME come from the downward API and
@@ -424,7 +434,7 @@ func checkHubRules(t *testing.T, role *unstructured.Unstructured) {
 
 func TestRenderHubValues(t *testing.T) {
 	ns := "flotilla-system"
-	objs := render(t, install.HubChart, "hub", ns, nonDefaultHub())
+	objs := render(t, install.HubChart, "hub", ns, singleHub(nonDefaultHub()))
 	deploy := find(t, objs, "Deployment", "flotilla-hub")
 	a := args(t, deploy)
 	for _, want := range []string{
@@ -433,7 +443,6 @@ func TestRenderHubValues(t *testing.T) {
 		"--webhook-service=flotilla-system/flotilla-hub-webhook:443",
 		"--metrics-bind-address=:9090",
 		"--health-probe-bind-address=:9091",
-		"--cluster-manager-name=hub-config",
 		"--kube-api-qps=50",
 		"--kube-api-burst=100",
 		"--autoapprove-cluster-patterns=dev-*,test-*",
@@ -471,10 +480,9 @@ func TestRenderHubValues(t *testing.T) {
 	equalJSON(t, "metrics Service port", field(t, find(t, objs, "Service", "flotilla-hub-metrics").Object, "spec", "ports"), []any{
 		map[string]any{"name": "metrics", "port": 9090, "targetPort": "metrics", "protocol": "TCP"},
 	})
-	cm := find(t, objs, "ClusterManager", "hub-config")
-	equalJSON(t, "ClusterManager spec", cm.Object["spec"], map[string]any{
-		"workConfiguration": map[string]any{"featureGates": []any{map[string]any{"feature": "ManifestWorkReplicaSet", "mode": "Enable"}}},
-	})
+	if has(objs, "ClusterManager") {
+		t.Errorf("the components render created a ClusterManager, which nothing would follow")
+	}
 	for _, o := range objs {
 		if ns := o.GetNamespace(); ns != "" && ns != "flotilla-system" {
 			t.Errorf("%s %s in namespace %s", o.GetKind(), o.GetName(), ns)
@@ -489,24 +497,15 @@ func TestRenderHubValues(t *testing.T) {
 		}{
 			{1, nil, false}, {2, nil, true}, {3, false, false}, {1, true, true},
 		} {
-			vals := map[string]any{"replicas": tc.replicas, "leaderElection": map[string]any{"enabled": tc.enabled}}
+			vals := singleHub(map[string]any{"replicas": tc.replicas, "leaderElection": map[string]any{"enabled": tc.enabled}})
 			got := slices.Contains(args(t, find(t, render(t, install.HubChart, "hub", ns, vals), "Deployment", "flotilla-hub")), "--leader-elect")
 			if got != tc.want {
 				t.Errorf("replicas %d, leaderElection.enabled %v: --leader-elect %t, want %t", tc.replicas, tc.enabled, got, tc.want)
 			}
 		}
 	})
-	t.Run("no ClusterManager", func(t *testing.T) {
-		objs := render(t, install.HubChart, "hub", ns, map[string]any{"clusterManager": map[string]any{"create": false}})
-		if has(objs, "ClusterManager") {
-			t.Errorf("clusterManager.create false rendered a ClusterManager")
-		}
-		if !slices.Contains(args(t, find(t, objs, "Deployment", "flotilla-hub")), "--cluster-manager-name=cluster-manager") {
-			t.Errorf("the hub lost --cluster-manager-name")
-		}
-	})
 	t.Run("empty registry", func(t *testing.T) {
-		objs := render(t, install.HubChart, "hub", ns, map[string]any{"image": map[string]any{"registry": "", "repository": "flotilla", "tag": "dev"}})
+		objs := render(t, install.HubChart, "hub", ns, singleHub(map[string]any{"image": map[string]any{"registry": "", "repository": "flotilla", "tag": "dev"}}))
 		equalJSON(t, "image", field(t, container(t, find(t, objs, "Deployment", "flotilla-hub")), "image"), "flotilla:dev")
 	})
 }
@@ -913,7 +912,7 @@ func TestKlusterletIdentities(t *testing.T) {
 // an add-on, fail.
 func TestRenderHubAddons(t *testing.T) {
 	ns := install.HubNamespace
-	none := render(t, install.HubChart, hubRelease, ns, nil)
+	none := render(t, install.HubChart, hubRelease, ns, singleHub(nil))
 	for _, a := range args(t, find(t, none, "Deployment", "flotilla-hub")) {
 		if strings.HasPrefix(a, "--addons") || strings.HasPrefix(a, "--cluster-proxy-") {
 			t.Errorf("default hub args have %s", a)
@@ -925,8 +924,8 @@ func TestRenderHubAddons(t *testing.T) {
 		}
 	}
 	on := map[string]any{"enabled": true}
-	objs := render(t, install.HubChart, hubRelease, ns, map[string]any{"replicas": 2,
-		"addons": map[string]any{"installAll": true, "clusterProxy": on, "managedServiceAccount": on, "clusterGateway": on}})
+	objs := render(t, install.HubChart, hubRelease, ns, singleHub(map[string]any{"replicas": 2,
+		"addons": map[string]any{"installAll": true, "clusterProxy": on, "managedServiceAccount": on, "clusterGateway": on}}))
 	deploy := find(t, objs, "Deployment", "flotilla-hub")
 	got := args(t, deploy)
 	for _, want := range []string{"--addons=cluster-proxy,managed-serviceaccount,cluster-gateway", "--cluster-proxy-server-count=2",
@@ -952,8 +951,8 @@ func TestRenderHubAddons(t *testing.T) {
 		}
 	}
 	// Another port, or 0 (off: no flag, no Service), and only with cluster-proxy.
-	other := render(t, install.HubChart, hubRelease, ns, map[string]any{"addons": map[string]any{
-		"clusterProxy": map[string]any{"enabled": true, "frontendPort": 18090}}})
+	other := render(t, install.HubChart, hubRelease, ns, singleHub(map[string]any{"addons": map[string]any{
+		"clusterProxy": map[string]any{"enabled": true, "frontendPort": 18090}}}))
 	if a := args(t, find(t, other, "Deployment", "flotilla-hub")); !slices.Contains(a, "--cluster-proxy-bind-address=:18090") || slices.Contains(a, "--addons-install-all") {
 		t.Errorf("frontendPort 18090 without installAll: hub args %v", a)
 	}
@@ -961,7 +960,7 @@ func TestRenderHubAddons(t *testing.T) {
 		{"addons": map[string]any{"clusterProxy": map[string]any{"enabled": true, "frontendPort": 0}}},
 		{"addons": map[string]any{"managedServiceAccount": on}},
 	} {
-		objs := render(t, install.HubChart, hubRelease, ns, values)
+		objs := render(t, install.HubChart, hubRelease, ns, singleHub(values))
 		for _, a := range args(t, find(t, objs, "Deployment", "flotilla-hub")) {
 			if strings.HasPrefix(a, "--cluster-proxy-bind-address") {
 				t.Errorf("values %v: hub args have %s", values, a)
@@ -973,9 +972,17 @@ func TestRenderHubAddons(t *testing.T) {
 			}
 		}
 	}
-	_, err := install.Render(install.HubChart, hubRelease, ns, map[string]any{"addons": map[string]any{"installAll": true}})
-	if err == nil || !strings.Contains(err.Error(), "addons.installAll needs an enabled add-on") {
-		t.Errorf("installAll without add-ons: %v, want the chart to refuse it", err)
+	// Every render refuses what no hub could run, the operator's (the default) at install
+	// rather than when it renders the components.
+	for render, base := range map[string]map[string]any{"operator": nil, "components Single": singleHub(nil), "components Split": splitHub(nil)} {
+		_, err := install.Render(install.HubChart, hubRelease, ns, install.MergeValues(base, map[string]any{"addons": map[string]any{"installAll": true}}))
+		if err == nil || !strings.Contains(err.Error(), "addons.installAll needs an enabled add-on") {
+			t.Errorf("render %s, installAll without add-ons: %v, want the chart to refuse it", render, err)
+		}
+		_, err = install.Render(install.HubChart, hubRelease, ns, install.MergeValues(base, map[string]any{"addons": map[string]any{"clusterGateway": on}}))
+		if err == nil || !strings.Contains(err.Error(), "addons.clusterGateway.enabled needs addons.clusterProxy.enabled") {
+			t.Errorf("render %s, cluster-gateway alone: %v, want the chart to refuse it", render, err)
+		}
 	}
 	rules, _, _ := unstructured.NestedSlice(find(t, objs, "ClusterRole", "flotilla-hub").Object, "rules")
 	if !strings.Contains(fmt.Sprint(rules), "apiservices") || !strings.Contains(fmt.Sprint(rules), "authentication.open-cluster-management.io") {
@@ -986,10 +993,6 @@ func TestRenderHubAddons(t *testing.T) {
 		if ref, _, _ := unstructured.NestedString(o.Object, "roleRef", "name"); ref == "open-cluster-management:cluster-gateway:proxy-all" {
 			t.Errorf("%s %s binds proxy-all: it must be bound by an admin", o.GetKind(), o.GetName())
 		}
-	}
-	_, err = install.Render(install.HubChart, hubRelease, ns, map[string]any{"addons": map[string]any{"clusterGateway": on}})
-	if err == nil || !strings.Contains(err.Error(), "addons.clusterGateway.enabled needs addons.clusterProxy.enabled") {
-		t.Errorf("cluster-gateway alone: %v, want the chart to refuse it", err)
 	}
 }
 
@@ -1026,14 +1029,15 @@ func withoutCRDs(objs []*unstructured.Unstructured) []*unstructured.Unstructured
 // TestSingleTopologyRendersTodaysObjects: render components with topology Single is,
 // byte for byte, what the chart rendered before the operator and Split renders existed
 // (testdata/*.golden.yaml, written from commit c893925's chart; FLOTILLA_UPDATE_GOLDEN=1
-// rewrites them).
+// rewrites them), less the hub's --cluster-manager-name and the ClusterManager, which only
+// the operator follows.
 func TestSingleTopologyRendersTodaysObjects(t *testing.T) {
 	for _, tc := range []struct {
 		golden string
 		values map[string]any
 	}{
-		{"hub-single-default.golden.yaml", nil},
-		{"hub-single-nondefault.golden.yaml", nonDefaultHub()},
+		{"hub-single-default.golden.yaml", singleHub(nil)},
+		{"hub-single-nondefault.golden.yaml", singleHub(nonDefaultHub())},
 		{"hub-single-explicit.golden.yaml", map[string]any{"render": "components", "topology": "Single"}},
 	} {
 		t.Run(tc.golden, func(t *testing.T) {
@@ -1082,7 +1086,7 @@ func deploymentsOf(objs []*unstructured.Unstructured) []string {
 
 func TestSplitTopology(t *testing.T) {
 	ns := install.HubNamespace
-	objs := render(t, install.HubChart, hubRelease, ns, map[string]any{"topology": "Split"})
+	objs := render(t, install.HubChart, hubRelease, ns, splitHub(nil))
 	if got, want := deploymentsOf(objs), slices.Sorted(maps.Keys(splitDeployments)); !slices.Equal(got, want) {
 		t.Fatalf("Deployments %v, want %v", got, want)
 	}
@@ -1105,10 +1109,13 @@ func TestSplitTopology(t *testing.T) {
 		equalJSON(t, name+" serviceAccountName", field(t, d.Object, "spec", "template", "spec", "serviceAccountName"), sa)
 		equalJSON(t, name+" selector", field(t, d.Object, "spec", "selector", "matchLabels", "app.kubernetes.io/component"), c)
 		a := args(t, d)
-		for _, want := range []string{"hub", "--components=" + c, "--cluster-manager-name="} {
+		for _, want := range []string{"hub", "--components=" + c} {
 			if !slices.Contains(a, want) {
 				t.Errorf("%s args %v lack %s", name, a, want)
 			}
+		}
+		if slices.ContainsFunc(a, func(s string) bool { return strings.HasPrefix(s, "--cluster-manager-name") }) {
+			t.Errorf("%s args %v pass the deprecated --cluster-manager-name", name, a)
 		}
 		webhook := map[string]string{"registration-webhook": name, "work-webhook": name, "addon-manager": "cluster-manager-addon-webhook"}[c]
 		controller := c != "registration-webhook" && c != "work-webhook"
@@ -1138,6 +1145,7 @@ func TestSplitTopology(t *testing.T) {
 
 	t.Run("per-component values", func(t *testing.T) {
 		objs := render(t, install.HubChart, hubRelease, ns, map[string]any{
+			"render":         "components",
 			"topology":       "Split",
 			"clusterManager": map[string]any{"name": "hub-a"},
 			"nodeSelector":   map[string]any{"role": "infra"},
@@ -1195,7 +1203,7 @@ func TestSplitTopology(t *testing.T) {
 			{map[string]any{"type": "ResourceRequirement", "resourceRequirements": map[string]any{"requests": map[string]any{"cpu": "1"}}}, map[string]any{"requests": map[string]any{"cpu": "1"}}},
 		} {
 			for _, topology := range []string{"Split", "Single"} {
-				objs := render(t, install.HubChart, hubRelease, ns, map[string]any{"topology": topology, "resourceRequirement": tc.rr})
+				objs := render(t, install.HubChart, hubRelease, ns, map[string]any{"render": "components", "topology": topology, "resourceRequirement": tc.rr})
 				for _, d := range deploymentsOf(objs) {
 					equalJSON(t, fmt.Sprintf("%s %s resources with %v", topology, d, tc.rr), container(t, find(t, objs, "Deployment", d))["resources"], tc.want)
 				}
@@ -1204,10 +1212,10 @@ func TestSplitTopology(t *testing.T) {
 	})
 
 	t.Run("Single takes the components' gates and image", func(t *testing.T) {
-		objs := render(t, install.HubChart, hubRelease, ns, map[string]any{"components": map[string]any{
+		objs := render(t, install.HubChart, hubRelease, ns, singleHub(map[string]any{"components": map[string]any{
 			"registration-controller": map[string]any{"image": "example.com/flotilla:r", "featureGates": map[string]any{"ManagedClusterAutoApproval": true}},
 			"addon-manager":           map[string]any{"featureGates": map[string]any{"AddonManagement": false}},
-		}})
+		}}))
 		d := find(t, objs, "Deployment", "flotilla-hub")
 		equalJSON(t, "image", field(t, container(t, d), "image"), "example.com/flotilla:r")
 		if !slices.Contains(args(t, d), "--feature-gates=AddonManagement=false,ManagedClusterAutoApproval=true") {
@@ -1294,9 +1302,60 @@ func TestOperatorRender(t *testing.T) {
 	}
 }
 
+// TestDefaultRendersTheOperator: `helm install` with no values installs the hub operator, its
+// RBAC, the ClusterManager it follows and its values ConfigMap, and no hub component (the
+// operator deploys them, topology Split); the components render creates no ClusterManager,
+// which nothing would follow without the operator.
+func TestDefaultRendersTheOperator(t *testing.T) {
+	const ns = "open-cluster-management"
+	objs := withoutCRDs(render(t, install.HubChart, hubRelease, ns, nil))
+	var got []string
+	for _, o := range objs {
+		got = append(got, o.GetKind()+" "+o.GetNamespace()+"/"+o.GetName())
+	}
+	slices.Sort(got)
+	want := []string{
+		"ClusterManager /cluster-manager",
+		"ClusterRole /cluster-manager",
+		"ClusterRoleBinding /cluster-manager",
+		"ConfigMap open-cluster-management/flotilla-hub-values",
+		"Deployment open-cluster-management/cluster-manager",
+		"Namespace /open-cluster-management",
+		"Namespace /open-cluster-management-hub",
+		"Role open-cluster-management-hub/cluster-manager",
+		"Role open-cluster-management/cluster-manager",
+		"RoleBinding open-cluster-management-hub/cluster-manager",
+		"RoleBinding open-cluster-management/cluster-manager",
+		"ServiceAccount open-cluster-management/cluster-manager",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("render with no values:\n got %q\nwant %q", got, want)
+	}
+	equalJSON(t, "operator args", container(t, find(t, objs, "Deployment", "cluster-manager"))["args"],
+		[]any{"operator", "hub", "--cluster-manager-name=cluster-manager"})
+	var values map[string]any
+	data := field(t, find(t, objs, "ConfigMap", "flotilla-hub-values").Object, "data", "values.yaml").(string)
+	if err := yaml.Unmarshal([]byte(data), &values); err != nil {
+		t.Fatal(err)
+	}
+	equalJSON(t, "ConfigMap topology (what the operator deploys)", values["topology"], "Split")
+
+	// clusterManager.create false leaves the ClusterManager to the user.
+	if has(render(t, install.HubChart, hubRelease, ns, map[string]any{"clusterManager": map[string]any{"create": false}}), "ClusterManager") {
+		t.Errorf("render operator with clusterManager.create false rendered a ClusterManager")
+	}
+	for topology, v := range map[string]map[string]any{"Single": singleHub(nil), "Split": splitHub(nil)} {
+		v = install.MergeValues(v, map[string]any{"clusterManager": map[string]any{"create": true}})
+		if has(render(t, install.HubChart, hubRelease, install.HubNamespace, v), "ClusterManager") {
+			t.Errorf("render components, topology %s, rendered a ClusterManager, which nothing follows without the operator", topology)
+		}
+	}
+}
+
 func TestLintRenders(t *testing.T) {
 	for _, values := range []map[string]any{
 		{"render": "components", "topology": "Split"},
+		{"render": "components", "topology": "Single"},
 		{"render": "operator", "topology": "Split"},
 		{"render": "operator", "topology": "Single"},
 	} {
@@ -1309,7 +1368,7 @@ func TestLintRenders(t *testing.T) {
 // TestSplitRBACFollowsEnabledComponents: a component switched off (AddonManagement off in the
 // ClusterManager) gets neither Deployment nor identity, so the operator prunes both.
 func TestSplitRBACFollowsEnabledComponents(t *testing.T) {
-	objs := render(t, install.HubChart, hubRelease, install.HubNamespace, map[string]any{"topology": "Split",
+	objs := render(t, install.HubChart, hubRelease, install.HubNamespace, map[string]any{"render": "components", "topology": "Split",
 		"components": map[string]any{"addon-manager": map[string]any{"enabled": false}}})
 	for _, o := range objs {
 		if strings.Contains(o.GetName(), "addon-manager") {

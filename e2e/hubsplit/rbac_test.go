@@ -65,9 +65,9 @@ func impersonating(admin *rest.Config, c string) *rest.Config {
 // roles and bindings.
 func applyComponentRBAC(ctx context.Context, admin client.Client) {
 	GinkgoHelper()
-	single, err := install.Render(install.HubChart, install.HubChart, hubNamespace, nil)
+	single, err := install.Render(install.HubChart, install.HubChart, hubNamespace, map[string]any{"render": "components", "topology": "Single"})
 	Expect(err).NotTo(HaveOccurred())
-	split, err := install.Render(install.HubChart, install.HubChart, hubNamespace, map[string]any{"topology": "Split"})
+	split, err := install.Render(install.HubChart, install.HubChart, hubNamespace, map[string]any{"render": "components", "topology": "Split"})
 	Expect(err).NotTo(HaveOccurred())
 	key := func(kind, ns, name string) string { return kind + " " + ns + "/" + name }
 	singles := map[string]bool{}

@@ -515,6 +515,6 @@ func ComponentValues(configMap map[string]any, spec SpecValues, clusterManagerNa
 	}
 	out := install.MergeValues(base, spec.Values)
 	out["render"] = "components"
-	out["clusterManager"] = map[string]any{"name": clusterManagerName, "create": false, "operated": true}
+	out["clusterManager"] = map[string]any{"name": clusterManagerName}
 	return out
 }

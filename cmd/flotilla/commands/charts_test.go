@@ -203,9 +203,11 @@ func TestChartArgsParse(t *testing.T) {
 		cmd              func() *cobra.Command
 		values           map[string]any
 	}{
-		{install.HubChart, install.HubNamespace, newHubCommand, nil},
+		{install.HubChart, install.HubNamespace, newHubCommand, map[string]any{"render": "components", "topology": "Single"}},
+		{install.HubChart, install.HubNamespace, newHubCommand, map[string]any{"render": "components", "topology": "Split"}},
+		{install.HubChart, "open-cluster-management", newOperatorCommand, nil},
 		{install.HubChart, install.HubNamespace, newHubCommand, map[string]any{
-			"replicas": 3,
+			"render": "components", "topology": "Single", "replicas": 3,
 			"flags": map[string]any{
 				"kube-api-qps": 50.5, "autoapprove-cluster-patterns": []any{"dev-*", "test-*"}, "autoapprove-users": []any{"system:serviceaccount:a:b"},
 				"feature-gates": map[string]any{"ManifestWorkReplicaSet": false, "ManagedClusterAutoApproval": true},
@@ -231,13 +233,44 @@ func TestChartArgsParse(t *testing.T) {
 			if args[0] != cmd.Name() {
 				t.Errorf("%s: first arg %v, want %s", tc.chart, args[0], cmd.Name())
 			}
-			flags := make([]string, 0, len(args)-1)
-			for _, a := range args[1:] {
+			rest, hub := args[1:], cmd.Name() == "hub"
+			if cmd.Name() == "operator" {
+				// `flotilla operator hub`: the flags are the subcommand's.
+				sub, _, err := cmd.Find([]string{rest[0].(string)})
+				if err != nil || sub == cmd {
+					t.Fatalf("%s: `flotilla operator %v` is no command: %v", tc.chart, rest[0], err)
+				}
+				cmd, rest = sub, rest[1:]
+			}
+			flags := make([]string, 0, len(rest))
+			for _, a := range rest {
 				flags = append(flags, a.(string))
+			}
+			if hub && slices.ContainsFunc(flags, func(f string) bool { return strings.HasPrefix(f, "--cluster-manager-name") }) {
+				t.Errorf("%s with %v: the hub Deployment %s passes the deprecated --cluster-manager-name: %v", tc.chart, tc.values, o.GetName(), flags)
 			}
 			if err := cmd.ParseFlags(flags); err != nil {
 				t.Errorf("%s with %v: `flotilla %s` rejects %v: %v", tc.chart, tc.values, cmd.Name(), flags, err)
 			}
 		}
+	}
+}
+
+// Deployments rendered before the chart stopped passing --cluster-manager-name still pass it
+// until they are re-rendered: `flotilla hub` accepts and ignores it, and its help hides it.
+func TestHubAcceptsDeprecatedClusterManagerName(t *testing.T) {
+	cmd := newHubCommand()
+	if err := cmd.ParseFlags([]string{"--components=all", "--cluster-manager-name=cluster-manager"}); err != nil {
+		t.Fatalf("`flotilla hub --cluster-manager-name=cluster-manager` (an old Deployment's args): %v", err)
+	}
+	if err := cmd.ParseFlags([]string{"--cluster-manager-name="}); err != nil {
+		t.Fatalf("`flotilla hub --cluster-manager-name=` (an old operator-rendered Deployment's args): %v", err)
+	}
+	f := cmd.Flags().Lookup("cluster-manager-name")
+	if f == nil || f.Deprecated == "" {
+		t.Fatalf("--cluster-manager-name is not marked deprecated: %+v", f)
+	}
+	if strings.Contains(cmd.Flags().FlagUsages(), "cluster-manager-name") {
+		t.Errorf("`flotilla hub --help` shows the deprecated --cluster-manager-name")
 	}
 }

@@ -246,8 +246,9 @@ is in Flotilla
 	f.StringSliceVar(&components, "components", []string{manager.AllComponents},
 		"hub components this process runs: all, or any of "+strings.Join(manager.ComponentNames(), ", "))
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the hub API server (default: $KUBECONFIG or ~/.kube/config)")
-	// The hub operator (flotilla operator hub) reads the ClusterManager and renders these flags;
-	// the flag stays accepted for the chart's Deployments, which still pass it.
+	// The hub operator (flotilla operator hub) reads the ClusterManager and renders these flags.
+	// The chart passes this flag no more; it stays accepted (deprecated, hidden, ignored) because
+	// the Deployments of an install made before still pass it until they are re-rendered.
 	f.StringVar(&clusterManagerName, "cluster-manager-name", "", "ignored: the hub operator reads the ClusterManager")
 	_ = f.MarkDeprecated("cluster-manager-name", "the hub operator (flotilla operator hub) reads the ClusterManager and renders the hub's flags")
 	f.BoolVar(&leader.Enabled, "leader-elect", false,

@@ -43,7 +43,7 @@ func TestOperatorRenderArgsParse(t *testing.T) {
 // TestSplitRenderArgsParse: every component Deployment of topology Split runs `flotilla hub`
 // with flags it accepts.
 func TestSplitRenderArgsParse(t *testing.T) {
-	for name, args := range deploymentArgs(t, install.HubNamespace, map[string]any{"topology": "Split",
+	for name, args := range deploymentArgs(t, install.HubNamespace, map[string]any{"render": "components", "topology": "Split",
 		"addons": map[string]any{"clusterProxy": map[string]any{"enabled": true}}}) {
 		cmd := newHubCommand()
 		// The split hub's per-process webhook flags come with the hub's own change; until it
