@@ -311,7 +311,7 @@ var _ = Describe("hosted agents as processes, on two hubs", Ordered, func() {
 		for _, kl := range []string{klA, klB} {
 			out, err := cli(ctx, "unjoin", "--klusterlet-name", kl, "--kubeconfig", management.KubeconfigPath)
 			Expect(err).NotTo(HaveOccurred(), "flotilla unjoin --klusterlet-name %s", kl)
-			Expect(out).To(ContainSubstring("hosted klusterlet " + kl + " removed"))
+			Expect(out).To(ContainSubstring("klusterlet " + kl + " removed"))
 		}
 		for _, kl := range []string{klA, klB} {
 			Eventually(ctx, func(g Gomega) []appsv1.Deployment {
