@@ -22,7 +22,7 @@ var singletonGolden = []struct {
 	file   string
 	values func() map[string]any
 }{
-	{"klusterlet-singleton-defaults.yaml", func() map[string]any { return map[string]any{"clusterName": "cluster1"} }},
+	{"klusterlet-singleton-defaults.yaml", func() map[string]any { return map[string]any{"render": "components", "clusterName": "cluster1"} }},
 	{"klusterlet-singleton-values.yaml", nonDefaultKlusterlet},
 }
 
@@ -160,7 +160,7 @@ func TestRenderKlusterletOperatorHosted(t *testing.T) {
 // selector, ServiceAccount, Lease and Role, the registration identity renamed to OCM's
 // <name>-registration-sa everywhere the agent's was bound.
 func TestRenderKlusterletDefaultMode(t *testing.T) {
-	values := map[string]any{"clusterName": "cluster1", "klusterlet": map[string]any{"spec": map[string]any{"deployOption": map[string]any{"mode": "Default"}}}}
+	values := map[string]any{"render": "components", "clusterName": "cluster1", "klusterlet": map[string]any{"spec": map[string]any{"deployOption": map[string]any{"mode": "Default"}}}}
 	objs := render(t, install.KlusterletChart, klusterletRelease, install.AgentNamespace, values)
 	reg := find(t, objs, "Deployment", "klusterlet-registration-agent")
 	work := find(t, objs, "Deployment", "klusterlet-work-agent")
