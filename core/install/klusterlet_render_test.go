@@ -145,6 +145,9 @@ func TestRenderKlusterletOperatorHosted(t *testing.T) {
 			"spec": map[string]any{"deployOption": map[string]any{"mode": "SingletonHosted"}}}}
 	objs := render(t, install.KlusterletChart, klusterletRelease, "klusterlet-cluster1", values)
 	equalJSON(t, "bootstrap Secret namespace", find(t, objs, "Secret", "bootstrap-hub-kubeconfig").GetNamespace(), "klusterlet-cluster1")
+	// The values ConfigMap is the hosting cluster's, in the agent namespace the operator reads.
+	cm := find(t, objs, "ConfigMap", "flotilla-klusterlet-values")
+	equalJSON(t, "values ConfigMap", []string{cm.GetNamespace(), cm.GetLabels()["flotilla.dev/target"]}, []string{"klusterlet-cluster1", "management"})
 	k := find(t, objs, "Klusterlet", "klusterlet-cluster1")
 	equalJSON(t, "Klusterlet spec", k.Object["spec"], map[string]any{
 		"clusterName": "cluster1", "namespace": "open-cluster-management-klusterlet-cluster1", "deployOption": map[string]any{"mode": "SingletonHosted"}})
