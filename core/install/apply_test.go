@@ -145,7 +145,7 @@ func TestApplyAndDelete(t *testing.T) {
 	}
 	hub := render(t, install.HubChart, hubRelease, install.HubNamespace, singleHub(nil))
 	klusterlet := render(t, install.KlusterletChart, klusterletRelease, install.AgentNamespace,
-		map[string]any{"clusterName": "cluster1", "bootstrapHubKubeconfig": bootstrapKubeconfig})
+		map[string]any{"render": "components", "clusterName": "cluster1", "bootstrapHubKubeconfig": bootstrapKubeconfig})
 
 	// The Klusterlet is of a kind the chart's own CRDs bring, so Apply must wait for it to
 	// be served.
@@ -296,7 +296,7 @@ func TestApplyNamesTheFailingObject(t *testing.T) {
 	cp := controlPlane(t, "install-failing")
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	bad := render(t, install.KlusterletChart, "bad", "open-cluster-management-agent-bad", map[string]any{"clusterName": "c1"})
+	bad := render(t, install.KlusterletChart, "bad", "open-cluster-management-agent-bad", map[string]any{"render": "components", "clusterName": "c1"})
 	for _, o := range bad {
 		if o.GetKind() == "Deployment" {
 			// A value no schema of the chart checks, which the API server rejects.

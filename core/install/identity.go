@@ -31,7 +31,7 @@ var identityKinds = map[string]bool{
 // is taken as given.
 func KlusterletIdentities(name, namespace string) ([]*unstructured.Unstructured, error) {
 	objs, err := Render(KlusterletChart, name, AgentNamespace, map[string]any{
-		"clusterName": "identities", "klusterlet": map[string]any{"name": name}})
+		"render": "components", "clusterName": "identities", "klusterlet": map[string]any{"name": name}})
 	if err != nil {
 		return nil, err
 	}

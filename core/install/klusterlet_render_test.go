@@ -22,7 +22,7 @@ var singletonGolden = []struct {
 	file   string
 	values func() map[string]any
 }{
-	{"klusterlet-singleton-defaults.yaml", func() map[string]any { return map[string]any{"clusterName": "cluster1"} }},
+	{"klusterlet-singleton-defaults.yaml", func() map[string]any { return map[string]any{"render": "components", "clusterName": "cluster1"} }},
 	{"klusterlet-singleton-values.yaml", nonDefaultKlusterlet},
 }
 
@@ -145,6 +145,9 @@ func TestRenderKlusterletOperatorHosted(t *testing.T) {
 			"spec": map[string]any{"deployOption": map[string]any{"mode": "SingletonHosted"}}}}
 	objs := render(t, install.KlusterletChart, klusterletRelease, "klusterlet-cluster1", values)
 	equalJSON(t, "bootstrap Secret namespace", find(t, objs, "Secret", "bootstrap-hub-kubeconfig").GetNamespace(), "klusterlet-cluster1")
+	// The values ConfigMap is the hosting cluster's, in the agent namespace the operator reads.
+	cm := find(t, objs, "ConfigMap", "flotilla-klusterlet-values")
+	equalJSON(t, "values ConfigMap", []string{cm.GetNamespace(), cm.GetLabels()["flotilla.dev/target"]}, []string{"klusterlet-cluster1", "management"})
 	k := find(t, objs, "Klusterlet", "klusterlet-cluster1")
 	equalJSON(t, "Klusterlet spec", k.Object["spec"], map[string]any{
 		"clusterName": "cluster1", "namespace": "open-cluster-management-klusterlet-cluster1", "deployOption": map[string]any{"mode": "SingletonHosted"}})
@@ -160,7 +163,7 @@ func TestRenderKlusterletOperatorHosted(t *testing.T) {
 // selector, ServiceAccount, Lease and Role, the registration identity renamed to OCM's
 // <name>-registration-sa everywhere the agent's was bound.
 func TestRenderKlusterletDefaultMode(t *testing.T) {
-	values := map[string]any{"clusterName": "cluster1", "klusterlet": map[string]any{"spec": map[string]any{"deployOption": map[string]any{"mode": "Default"}}}}
+	values := map[string]any{"render": "components", "clusterName": "cluster1", "klusterlet": map[string]any{"spec": map[string]any{"deployOption": map[string]any{"mode": "Default"}}}}
 	objs := render(t, install.KlusterletChart, klusterletRelease, install.AgentNamespace, values)
 	reg := find(t, objs, "Deployment", "klusterlet-registration-agent")
 	work := find(t, objs, "Deployment", "klusterlet-work-agent")

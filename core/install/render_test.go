@@ -74,6 +74,7 @@ func nonDefaultHub() map[string]any {
 
 func nonDefaultKlusterlet() map[string]any {
 	return map[string]any{
+		"render":                 "components",
 		"clusterName":            "cluster1",
 		"bootstrapHubKubeconfig": bootstrapKubeconfig,
 		"klusterlet": map[string]any{
@@ -125,6 +126,7 @@ func TestLint(t *testing.T) {
 		// in the log; defaults are linted as `helm lint` would.
 		{"klusterlet defaults", install.KlusterletChart, nil},
 		{"klusterlet with cluster name", install.KlusterletChart, map[string]any{"clusterName": "cluster1"}},
+		{"klusterlet components", install.KlusterletChart, map[string]any{"render": "components", "clusterName": "cluster1"}},
 		{"klusterlet non-default values", install.KlusterletChart, nonDefaultKlusterlet()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -512,7 +514,7 @@ func TestRenderHubValues(t *testing.T) {
 
 func TestRenderKlusterlet(t *testing.T) {
 	ns := install.AgentNamespace
-	objs := render(t, install.KlusterletChart, klusterletRelease, ns, map[string]any{"clusterName": "cluster1"})
+	objs := render(t, install.KlusterletChart, klusterletRelease, ns, map[string]any{"render": "components", "clusterName": "cluster1"})
 	var kinds []string
 	for _, o := range objs {
 		if k := o.GetKind(); len(kinds) == 0 || kinds[len(kinds)-1] != k {
@@ -520,7 +522,7 @@ func TestRenderKlusterlet(t *testing.T) {
 		}
 	}
 	// The second Namespace is the built-in managed-serviceaccount agent's.
-	wantKinds := []string{"Namespace", "CustomResourceDefinition", "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Klusterlet"}
+	wantKinds := []string{"Namespace", "CustomResourceDefinition", "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment"}
 	if !slices.Equal(kinds, wantKinds) {
 		t.Errorf("kinds in order %v, want %v", kinds, wantKinds)
 	}
@@ -634,11 +636,46 @@ func TestRenderKlusterlet(t *testing.T) {
 	}
 	exec := find(t, objs, "ClusterRole", "open-cluster-management:klusterlet-work:execution")
 	equalJSON(t, "execution label", exec.GetLabels()["open-cluster-management.io/aggregate-to-work"], "true")
+	// Without the operator nothing would act on a Klusterlet or the values ConfigMap.
+	for _, o := range objs {
+		if o.GetKind() == "Klusterlet" || o.GetKind() == "ConfigMap" {
+			t.Errorf("render components renders %s %s", o.GetKind(), o.GetName())
+		}
+	}
+}
+
+// TestRenderKlusterletDefaultIsOperator: a plain helm install (no render value) installs OCM's
+// way: the klusterlet operator, the Klusterlet, the bootstrap Secret and the values ConfigMap
+// holding the values the Klusterlet does not carry; no agent (the operator renders those).
+func TestRenderKlusterletDefaultIsOperator(t *testing.T) {
+	ns := install.AgentNamespace
+	objs := render(t, install.KlusterletChart, klusterletRelease, ns, map[string]any{"clusterName": "cluster1",
+		"bootstrapHubKubeconfig": bootstrapKubeconfig, "replicas": 2, "flags": map[string]any{"v": 4}})
+	find(t, objs, "Deployment", "klusterlet")
+	find(t, objs, "Secret", "bootstrap-hub-kubeconfig")
 	k := find(t, objs, "Klusterlet", "klusterlet")
 	equalJSON(t, "Klusterlet", map[string]any{"apiVersion": k.GetAPIVersion(), "namespace": k.GetNamespace(), "spec": k.Object["spec"]}, map[string]any{
 		"apiVersion": "operator.open-cluster-management.io/v1", "namespace": "",
 		"spec": map[string]any{"clusterName": "cluster1", "namespace": ns, "deployOption": map[string]any{"mode": "Singleton"}},
 	})
+	for _, o := range objs {
+		if o.GetKind() == "Deployment" && o.GetName() != "klusterlet" {
+			t.Errorf("the default render renders Deployment %s: the operator renders the agents", o.GetName())
+		}
+	}
+	cm := find(t, objs, "ConfigMap", "flotilla-klusterlet-values")
+	equalJSON(t, "ConfigMap namespace", cm.GetNamespace(), ns)
+	var values map[string]any
+	if err := yaml.Unmarshal([]byte(field(t, cm.Object, "data", "values.yaml").(string)), &values); err != nil {
+		t.Fatal(err)
+	}
+	equalJSON(t, "replicas", values["replicas"], 2)
+	equalJSON(t, "flags.v", field(t, values, "flags", "v"), 4)
+	for _, owned := range []string{"render", "klusterlet", "clusterName", "images", "specFlags", "bootstrapHubKubeconfig"} {
+		if _, ok := values[owned]; ok {
+			t.Errorf("the values ConfigMap holds %s, which the Klusterlet (or the bootstrap Secret) carries", owned)
+		}
+	}
 }
 
 func TestRenderKlusterletValues(t *testing.T) {
@@ -685,7 +722,10 @@ func TestRenderKlusterletValues(t *testing.T) {
 			t.Errorf("%s %s does not carry the klusterlet's name", o.GetKind(), o.GetName())
 		}
 	}
-	k := find(t, objs, "Klusterlet", "klusterlet-hub2")
+	// render operator renders the Klusterlet (render components none).
+	withOperator := nonDefaultKlusterlet()
+	withOperator["render"] = "operator"
+	k := find(t, render(t, install.KlusterletChart, "hub2", ns, withOperator), "Klusterlet", "klusterlet-hub2")
 	equalJSON(t, "Klusterlet spec", k.Object["spec"], map[string]any{
 		"clusterName":           "cluster1",
 		"namespace":             ns,
@@ -753,8 +793,8 @@ func TestKlusterletNeedsClusterNameAndAgentNamespace(t *testing.T) {
 }
 
 func TestTwoKlusterletsShareNoClusterScopedName(t *testing.T) {
-	a := render(t, install.KlusterletChart, "hub-a", "open-cluster-management-agent", map[string]any{"clusterName": "c1"})
-	b := render(t, install.KlusterletChart, "hub-b", "open-cluster-management-agent-b", map[string]any{"clusterName": "c1", "klusterlet": map[string]any{"name": "klusterlet-b"},
+	a := render(t, install.KlusterletChart, "hub-a", "open-cluster-management-agent", map[string]any{"render": "components", "clusterName": "c1"})
+	b := render(t, install.KlusterletChart, "hub-b", "open-cluster-management-agent-b", map[string]any{"render": "components", "clusterName": "c1", "klusterlet": map[string]any{"name": "klusterlet-b"},
 		"builtinAddons": map[string]any{"createNamespace": false}})
 	// Cluster-scoped objects other than the CRDs, which both releases install alike, keyed by
 	// kind and name; namespaced ones must differ in namespace.

@@ -70,7 +70,7 @@ func Unjoin(ctx context.Context, managed *rest.Config, o UnjoinOptions, progress
 
 	// The chart rendered with any cluster name has the same objects by name.
 	objs, err := install.Render(install.KlusterletChart, o.KlusterletName, o.AgentNamespace, map[string]any{
-		"clusterName": "unjoin", "klusterlet": map[string]any{"name": o.KlusterletName}})
+		"render": "components", "clusterName": "unjoin", "klusterlet": map[string]any{"name": o.KlusterletName}})
 	if err != nil {
 		return fmt.Errorf("unjoin: %w", err)
 	}

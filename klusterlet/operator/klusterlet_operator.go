@@ -120,18 +120,26 @@ func readyToApply(c clusters, err error) metav1.Condition {
 type rendered struct {
 	values              Values
 	management, managed []*unstructured.Unstructured
+	// ignored are the values ConfigMap's values the Klusterlet's replace (agentValues).
+	ignored []string
 }
 
-// renderKlusterlet renders the components of k in mode appliedMode's terms; values.Blocking
-// says when nothing may be applied.
-func renderKlusterlet(k *operatorv1.Klusterlet, appliedMode operatorv1.InstallMode) (rendered, error) {
+// renderKlusterlet renders the components of k in mode appliedMode's terms, with configMap
+// (the values ConfigMap's, readValues) under the Klusterlet's; values.Blocking says when
+// nothing may be applied.
+func renderKlusterlet(k *operatorv1.Klusterlet, appliedMode operatorv1.InstallMode, configMap map[string]any) (rendered, error) {
 	v := ValuesFor(k, appliedMode)
 	r := rendered{values: v}
 	if len(v.Blocking) > 0 {
 		return r, nil
 	}
-	objs, err := install.Render(install.KlusterletChart, k.Name, v.AgentNamespace, v.Chart)
+	values, ignored := agentValues(configMap, v)
+	r.ignored = ignored
+	objs, err := install.Render(install.KlusterletChart, k.Name, v.AgentNamespace, values)
 	if err != nil {
+		if len(configMap) > 0 {
+			return r, fmt.Errorf("rendering the components of Klusterlet %s with the values of ConfigMap %s/%s (key %s): %w", k.Name, v.AgentNamespace, ValuesConfigMap, ValuesKey, err)
+		}
 		return r, fmt.Errorf("rendering the components of Klusterlet %s: %w", k.Name, err)
 	}
 	for _, o := range objs {

@@ -88,6 +88,7 @@ func RunKlusterletOperator(ctx context.Context, opts OperatorOptions) error {
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&appsv1.Deployment{}: {Label: ours},
 			&corev1.Secret{}:     {Field: fields.OneTermEqualSelector("metadata.name", operatorv1.ExternalManagedKubeConfigSecret)},
+			&corev1.ConfigMap{}:  {Field: fields.OneTermEqualSelector("metadata.name", ValuesConfigMap)},
 		}},
 	}
 	if opts.LeaderElection.Enabled {
@@ -210,7 +211,31 @@ func (r *deployKlusterlet) setup(mgr ctrl.Manager) error {
 		// A Deployment's spec changed or deleted by someone else is applied again.
 		Watches(&appsv1.Deployment{}, toOwnerKlusterlet(), ctrlbuilder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&corev1.Secret{}, toOwnerKlusterlet()).
+		// A change of the values ConfigMap renders again.
+		Watches(&corev1.ConfigMap{}, toAgentNamespaceKlusterlets(mgr.GetClient())).
 		Complete(reconcileFunc(r.reconcile))
+}
+
+// toAgentNamespaceKlusterlets maps a values ConfigMap to the Klusterlets whose agent
+// namespace it is in.
+func toAgentNamespaceKlusterlets(c client.Reader) handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		if o.GetName() != ValuesConfigMap {
+			return nil
+		}
+		list := &operatorv1.KlusterletList{}
+		if err := c.List(ctx, list); err != nil {
+			return nil
+		}
+		var out []reconcile.Request
+		for i := range list.Items {
+			k := &list.Items[i]
+			if _, applied := layout(k); ValuesFor(k, applied).AgentNamespace == o.GetNamespace() {
+				out = append(out, reconcile.Request{NamespacedName: client.ObjectKey{Name: k.Name}})
+			}
+		}
+		return out
+	})
 }
 
 func (r *deployKlusterlet) reconcile(ctx context.Context, name string) (reconcile.Result, error) {
@@ -226,9 +251,13 @@ func (r *deployKlusterlet) reconcile(ctx context.Context, name string) (reconcil
 		return reconcile.Result{RequeueAfter: r.retry}, err
 	}
 	mode, applied := layout(k)
-	rd, err := renderKlusterlet(k, applied)
+	cmValues, err := readValues(ctx, r.client, ValuesFor(k, applied).AgentNamespace)
 	if err != nil {
-		return reconcile.Result{}, r.applied(ctx, k, metav1.ConditionFalse, operatorv1.ReasonKlusterletApplyFailed, err.Error())
+		return reconcile.Result{}, r.applied(ctx, k, metav1.ConditionFalse, operatorv1.ReasonKlusterletApplyFailed, fmt.Sprintf("nothing applied: %v", err))
+	}
+	rd, err := renderKlusterlet(k, applied, cmValues)
+	if err != nil {
+		return reconcile.Result{}, r.applied(ctx, k, metav1.ConditionFalse, operatorv1.ReasonKlusterletApplyFailed, fmt.Sprintf("nothing applied: %v", err))
 	}
 	if c, blocked := rd.values.NotApplied(); blocked {
 		c.ObservedGeneration = k.Generation
@@ -284,6 +313,9 @@ func (r *deployKlusterlet) reconcile(ctx context.Context, name string) (reconcil
 	msg := fmt.Sprintf("Klusterlet components are applied (%s mode): %s", mode, strings.Join(deployments(rd.management), ", "))
 	if len(rd.values.Images) > 0 {
 		msg += "; " + strings.Join(rd.values.Images, "; ")
+	}
+	if len(rd.ignored) > 0 {
+		msg += fmt.Sprintf("; ConfigMap %s/%s: %s not used, the Klusterlet sets them", rd.values.AgentNamespace, ValuesConfigMap, strings.Join(rd.ignored, ", "))
 	}
 	return result, r.applied(ctx, k, metav1.ConditionTrue, operatorv1.ReasonKlusterletApplied, msg)
 }
@@ -388,8 +420,10 @@ func (r *statusKlusterlet) reconcile(ctx context.Context, name string) (reconcil
 			Namespace: d.Namespace, Name: d.Name, LastGeneration: d.Generation})
 	}
 	var related []operatorv1.RelatedResourceMeta
-	if rd, err := renderKlusterlet(k, applied); err == nil {
-		related = relatedResources(append(slices.Clone(rd.management), rd.managed...))
+	if cmValues, err := readValues(ctx, r.client, v.AgentNamespace); err == nil {
+		if rd, err := renderKlusterlet(k, applied, cmValues); err == nil {
+			related = relatedResources(append(slices.Clone(rd.management), rd.managed...))
+		}
 	}
 	conds := slices.Clone(k.Status.Conditions)
 	mine := make([]metav1.Condition, 0, len(want))
@@ -517,7 +551,13 @@ func (r *cleanupKlusterlet) reconcile(ctx context.Context, k *operatorv1.Kluster
 	if was.Spec.RegistrationConfiguration != nil {
 		was.Spec.RegistrationConfiguration.RegistrationDriver = operatorv1.RegistrationDriver{}
 	}
-	rd, err := renderKlusterlet(was, applied)
+	// The values ConfigMap can name objects (rbac, builtinAddons): read, unless unreadable,
+	// which must not hold the cleanup up.
+	cmValues, err := readValues(ctx, r.client, ValuesFor(was, applied).AgentNamespace)
+	if err != nil {
+		r.log.Info("cleaning up without the values ConfigMap", "klusterlet", k.Name, "error", err.Error())
+	}
+	rd, err := renderKlusterlet(was, applied, cmValues)
 	if err != nil {
 		return reconcile.Result{}, err
 	}

@@ -213,9 +213,11 @@ func TestChartArgsParse(t *testing.T) {
 				"feature-gates": map[string]any{"ManifestWorkReplicaSet": false, "ManagedClusterAutoApproval": true},
 			},
 		}},
-		{install.KlusterletChart, install.AgentNamespace, newKlusterletCommand, map[string]any{"clusterName": "cluster1"}},
+		{install.KlusterletChart, install.AgentNamespace, newKlusterletCommand, map[string]any{"render": "components", "clusterName": "cluster1"}},
+		// The klusterlet chart's default: `flotilla operator klusterlet`.
+		{install.KlusterletChart, install.AgentNamespace, newOperatorCommand, map[string]any{"clusterName": "cluster1"}},
 		{install.KlusterletChart, install.AgentNamespace, newKlusterletCommand, map[string]any{
-			"clusterName": "cluster1", "replicas": 2,
+			"render": "components", "clusterName": "cluster1", "replicas": 2,
 			"flags": map[string]any{"feature-gates": map[string]any{"RawFeedbackJsonString": true}, "status-sync-interval": "5s", "disable-work-agent": true},
 		}},
 	} {
@@ -235,7 +237,7 @@ func TestChartArgsParse(t *testing.T) {
 			}
 			rest, hub := args[1:], cmd.Name() == "hub"
 			if cmd.Name() == "operator" {
-				// `flotilla operator hub`: the flags are the subcommand's.
+				// `flotilla operator hub|klusterlet`: the flags are the subcommand's.
 				sub, _, err := cmd.Find([]string{rest[0].(string)})
 				if err != nil || sub == cmd {
 					t.Fatalf("%s: `flotilla operator %v` is no command: %v", tc.chart, rest[0], err)

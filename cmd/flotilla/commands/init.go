@@ -125,7 +125,8 @@ Applied=True and Progressing=False at its generation and the hub installed its b
 identity, then issues a join token (see flotilla get token) and prints the flotilla join
 command. Running init again upgrades the install in place. --dry-run prints the manifests
 instead. helm install flotilla-hub charts/flotilla-hub -n open-cluster-management
---create-namespace --set render=operator --set topology=Split installs the same manifests.`,
+--create-namespace installs the same manifests (render operator and topology Split are the
+chart's defaults; --hub-topology Single is --set topology=Single there).`,
 		Example: `  flotilla init --kubeconfig hub.kubeconfig
   flotilla init --hub-topology Single --set image.tag=0.1.0 --output-join-command-file join.sh
   flotilla init --dry-run > hub.yaml`,

@@ -36,16 +36,23 @@ with render: operator and applies it, as clusteradm join does: the klusterlet op
 (Deployment klusterlet, container klusterlet, in open-cluster-management, running flotilla
 operator klusterlet, with its ServiceAccount and RBAC), the klusterlet CRDs, the Klusterlet
 --klusterlet-name (spec.clusterName, spec.namespace --agent-namespace, spec.deployOption.mode
---mode) and the Secret bootstrap-hub-kubeconfig in --agent-namespace. The operator renders the
+--mode), the Secret bootstrap-hub-kubeconfig and the ConfigMap flotilla-klusterlet-values in
+--agent-namespace. The operator renders the
 agents from the Klusterlet: in mode Singleton (the default) one Deployment <klusterlet>-agent,
 in mode Default <klusterlet>-registration-agent and <klusterlet>-work-agent, with OCM's
 ServiceAccounts and RBAC (the agent <klusterlet>-agent registers, the work agent
 <klusterlet>-work-sa applies ManifestWorks with admin, CRDs, Namespaces, RBAC and the
 ClusterRoles labelled open-cluster-management.io/aggregate-to-work: "true"; nothing is bound to
 cluster-admin). Edit the Klusterlet to change the agents (the operator rolls their
-Deployments). --values/--set override the chart's values of the operator's Deployment (image,
-resources, ...) and klusterlet.spec (more Klusterlet fields). join waits until the agent has
-requested its certificate on the hub; the hub's admin then runs flotilla accept.
+Deployments). --values/--set set the chart's values: klusterlet.spec.* are Klusterlet fields;
+the others (flags.*, replicas, resources, image.*, nodeSelector, ...) apply to the operator's
+Deployment and go into the ConfigMap flotilla-klusterlet-values (key values.yaml), which the
+operator renders the agents with, under the Klusterlet's own values (a top-level value the
+Klusterlet sets, such as nodeSelector from spec.nodePlacement, is the Klusterlet's; Applied
+names the ConfigMap's as not used). Running join again with other values, or editing the
+ConfigMap, rolls the agents; a value the chart refuses sets Applied False naming the ConfigMap,
+and nothing is applied. join waits until the agent has requested its certificate on the hub;
+the hub's admin then runs flotilla accept.
 
 Through a forward proxy (HTTP CONNECT), --proxy-url goes into the bootstrap kubeconfig as
 proxy-url and an HTTPS proxy's CA (--proxy-ca-file) is appended to its CA data; the agent
@@ -68,8 +75,9 @@ cluster takes another Klusterlet: join refuses a --klusterlet-name whose bootstr
 another hub, and says which name to take. flotilla unjoin --klusterlet-name <name> removes it.
 
 helm install klusterlet charts/flotilla-klusterlet -n
-open-cluster-management-agent --create-namespace --set render=operator --set clusterName=...
---set-file bootstrapHubKubeconfig=... installs the same manifests.`,
+open-cluster-management-agent --create-namespace --set clusterName=...
+--set-file bootstrapHubKubeconfig=... installs the same manifests (render operator is the
+chart's default).`,
 		Example: `  flotilla join --hub-token <token> --hub-apiserver https://hub.example.com:6443 --hub-ca-data <base64> --cluster-name cluster1
   flotilla join ... --proxy-url https://proxy.example.com:3129 --proxy-ca-file proxy-ca.pem
   flotilla join ... --klusterlet-name klusterlet-hub2 --agent-namespace open-cluster-management-agent-hub2

@@ -20,7 +20,9 @@ func newOperatorKlusterletCommand() *cobra.Command {
 		Long: `Run the klusterlet operator, OCM's klusterlet operator for Flotilla. For every Klusterlet
 (operator.open-cluster-management.io/v1, cluster-scoped) on the cluster it runs on, it renders
 the flotilla-klusterlet chart embedded in this binary (render: components) with the values the
-Klusterlet's spec gives, and server-side applies the result (field manager
+Klusterlet's spec gives over those of the ConfigMap ` + kop.ValuesConfigMap + ` (key ` + kop.ValuesKey + `) in its agent
+namespace (a change of either renders again; a top-level value the spec sets is the spec's),
+and server-side applies the result (field manager
 ` + kop.OperatorDeployFieldManager + `), each object labelled ` + kop.ManagedByLabel + `=` + kop.ManagedByValue + `,
 ` + operatorv1.KlusterletNamespaceLabel + `=<name>; the agent Deployments are owned by the Klusterlet.
 
