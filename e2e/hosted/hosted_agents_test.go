@@ -29,6 +29,7 @@ import (
 	operatorv1 "github.com/flotilla-dev/flotilla/core/apis/operator/v1"
 	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
 	"github.com/flotilla-dev/flotilla/core/environment"
+	"github.com/flotilla-dev/flotilla/core/install"
 	"github.com/flotilla-dev/flotilla/klusterlet/registration"
 )
 
@@ -197,6 +198,8 @@ var _ = Describe("hosted agents as processes, on two hubs", Ordered, func() {
 		mgmtBefore, managedBefore = snapshot(ctx, management.Config), snapshot(ctx, managed.Config)
 		runAgents(klA)
 		runAgents(klB)
+		// The management cluster's own klusterlet, the hosting cluster of the hosted add-on.
+		runAgents(install.AgentNamespace)
 	}, NodeTimeout(time.Minute))
 	ReportAfterEach(func(r SpecReport) {
 		if r.Failed() {
@@ -272,6 +275,10 @@ var _ = Describe("hosted agents as processes, on two hubs", Ordered, func() {
 		Eventually(ctx, renewed).WithTimeout(2*waitTimeout).Should(BeTemporally(">", first), "the agent renews lease %s/%s on hub A", cluster, registration.LeaseName)
 	}, SpecTimeout(specTimeout))
 
+	It("runs a hosted add-on of the managed cluster on the management cluster (its hosting cluster, joined to hub A itself)", func(ctx SpecContext) {
+		hostedAddOnSpec(ctx, cluster, klA)
+	}, SpecTimeout(2*specTimeout))
+
 	It("joins the same managed cluster to hub B under another Klusterlet: both hubs' works applied, no name shared", func(ctx SpecContext) {
 		join(ctx, hubB, hubBClient, klB)
 		waitCondition(ctx, klA, operatorv1.ConditionReadyToApply, metav1.ConditionTrue, operatorv1.ReasonKlusterletPrepared)
@@ -311,7 +318,7 @@ var _ = Describe("hosted agents as processes, on two hubs", Ordered, func() {
 		for _, kl := range []string{klA, klB} {
 			out, err := cli(ctx, "unjoin", "--klusterlet-name", kl, "--kubeconfig", management.KubeconfigPath)
 			Expect(err).NotTo(HaveOccurred(), "flotilla unjoin --klusterlet-name %s", kl)
-			Expect(out).To(ContainSubstring("klusterlet " + kl + " removed"))
+			Expect(out).To(ContainSubstring("klusterlet "+kl+" removed"), "flotilla unjoin --klusterlet-name %s output", kl)
 		}
 		for _, kl := range []string{klA, klB} {
 			Eventually(ctx, func(g Gomega) []appsv1.Deployment {

@@ -3,10 +3,12 @@ package addon
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -286,6 +288,12 @@ func (a *Agent) cleanup(ctx context.Context, name string, keep map[string]*regCo
 // registrations writes them. That happens when either went while the klusterlet was down,
 // which the in-memory registrations cannot know. An add-on being deleted keeps its Secrets
 // until it is gone (its agent may need them to clean up).
+//
+// On the managed cluster it lists all namespaces. On a separate management cluster (Hosted)
+// it lists only the install namespaces of the hosted add-ons enabled now: the klusterlet may
+// read Secrets there and nowhere else beyond its agent namespace (least privilege), so a
+// hosted add-on removed while the klusterlet was down leaves its Secret behind unless
+// another hosted add-on installs in the same namespace.
 func (a *Agent) collect(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, collectTimeout)
 	defer cancel()
@@ -300,11 +308,19 @@ func (a *Agent) collect(ctx context.Context) error {
 	sel := labels.Set{SecretKlusterletLabel: a.cfg.AgentNamespace}.String()
 	for _, hosted := range a.clusters() {
 		where := clusterName(hosted)
-		secrets, err := a.kube(hosted).CoreV1().Secrets("").List(ctx, metav1.ListOptions{LabelSelector: sel})
-		if err != nil {
-			return fmt.Errorf("listing the add-on Secrets of this klusterlet (%s) on the %s: %w", sel, where, err)
+		namespaces := []string{metav1.NamespaceAll}
+		if hosted {
+			namespaces = hostedNamespaces(list.Items)
 		}
-		for _, sec := range secrets.Items {
+		var secrets []corev1.Secret
+		for _, ns := range namespaces {
+			l, err := a.kube(hosted).CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
+			if err != nil {
+				return fmt.Errorf("listing the add-on Secrets of this klusterlet (%s) in namespace %q on the %s: %w", sel, ns, where, err)
+			}
+			secrets = append(secrets, l.Items...)
+		}
+		for _, sec := range secrets {
 			name := sec.Labels[SecretAddOnLabel]
 			mca, ok := enabled[name]
 			if ok && (!mca.DeletionTimestamp.IsZero() || a.wants(mca, sec.Namespace, sec.Name, hosted)) {
@@ -318,6 +334,17 @@ func (a *Agent) collect(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// hostedNamespaces are the install namespaces of the hosted add-ons among mcas, each once.
+func hostedNamespaces(mcas []addonv1alpha1.ManagedClusterAddOn) []string {
+	var out []string
+	for i := range mcas {
+		if ns := InstallNamespace(&mcas[i]); Hosted(&mcas[i]) && !slices.Contains(out, ns) {
+			out = append(out, ns)
+		}
+	}
+	return out
 }
 
 // wants reports whether a registration of mca writes Secret ns/name on the management
