@@ -175,11 +175,10 @@ func hostedAddOnSpec(ctx SpecContext, cluster, kl string) {
 }
 
 // unjoinHosting unjoins the management cluster's own (Singleton) klusterlet, while the Hosted
-// Klusterlets still run there. The operator then keeps the shared managed-side objects it
-// applied for it (the AppliedManifestWork and ClusterClaim CRDs, the add-on namespaces),
-// because it counts the Hosted Klusterlets' agent namespaces as klusterlets of this cluster
-// (klusterlet/operator lastKlusterlet), and nothing removes them later: a known leak, deleted
-// here by hand after checking it is exactly that, so that the final snapshot still holds.
+// Klusterlets still run there: the shared managed-side objects the operator applied for it
+// (the AppliedManifestWork and ClusterClaim CRDs, the add-on namespaces) go with it, since the
+// Hosted Klusterlets' agent namespaces there are their management side, not klusterlets of
+// this cluster (klusterlet/operator lastKlusterlet).
 func unjoinHosting(ctx context.Context) {
 	GinkgoHelper()
 	out, err := cli(ctx, "unjoin", "--kubeconfig", management.KubeconfigPath)
@@ -187,18 +186,14 @@ func unjoinHosting(ctx context.Context) {
 	Expect(out).To(ContainSubstring("klusterlet klusterlet removed"))
 	Eventually(ctx, func() []string { return deploymentNames(ctx, mgmtClient, install.AgentNamespace) }).WithTimeout(waitTimeout).
 		Should(BeEmpty(), "the hosting cluster's own agent Deployment gone")
-	leak := []client.Object{
+	for _, o := range []client.Object{
 		crd("appliedmanifestworks.work.open-cluster-management.io"),
 		crd("clusterclaims.cluster.open-cluster-management.io"),
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorv1.AddOnDefaultNamespace}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "open-cluster-management-managed-serviceaccount"}},
-	}
-	for _, o := range leak {
-		Expect(client.IgnoreNotFound(mgmtClient.Delete(ctx, o))).To(Succeed(), "deleting %T %s, left by the unjoin", o, o.GetName())
-	}
-	for _, o := range leak {
+	} {
 		Eventually(ctx, func() bool { return apierrors.IsNotFound(mgmtClient.Get(ctx, client.ObjectKeyFromObject(o), o)) }).
-			WithTimeout(waitTimeout).Should(BeTrue(), "%T %s gone from the management cluster", o, o.GetName())
+			WithTimeout(waitTimeout).Should(BeTrue(), "%T %s removed from the management cluster by the unjoin of its own klusterlet", o, o.GetName())
 	}
 }
 

@@ -201,11 +201,20 @@ func UnjoinKlusterlet(ctx context.Context, cfg *rest.Config, name string, progre
 			progress(fmt.Sprintf("told the hub that the agent of cluster %s is gone", hubSecret.ClusterName))
 		}
 	}
-	others, err := otherKlusterlets(ctx, dyn, name)
+	others, managing, err := otherKlusterletsManaging(ctx, dyn, name)
 	if err != nil {
 		return true, fmt.Errorf("unjoin: %w", err)
 	}
 	if len(others) > 0 {
+		if !isHosted && !managing {
+			// Only Hosted Klusterlets remain: they manage other clusters from here, so the
+			// add-on namespaces this cluster's agents created go now (the operator removed
+			// the managed cluster's CRDs with this Klusterlet).
+			progress("removing the add-on namespaces: no other Klusterlet manages this cluster")
+			if err := install.Delete(ctx, cfg, addOnNamespaces(), true); err != nil {
+				return true, fmt.Errorf("unjoin: %w", err)
+			}
+		}
 		progress("kept the klusterlet operator: Klusterlets " + strings.Join(others, ", ") + " remain")
 		return true, nil
 	}

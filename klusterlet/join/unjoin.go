@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	authenticationv1beta1 "github.com/flotilla-dev/flotilla/core/apis/authentication/v1beta1"
+	operatorv1 "github.com/flotilla-dev/flotilla/core/apis/operator/v1"
 	"github.com/flotilla-dev/flotilla/core/clusterproxy"
 	"github.com/flotilla-dev/flotilla/core/install"
 	"github.com/flotilla-dev/flotilla/klusterlet"
@@ -181,20 +182,30 @@ func addOnNamespaces() []*unstructured.Unstructured {
 }
 
 func otherKlusterlets(ctx context.Context, dyn dynamic.Interface, self string) ([]string, error) {
+	out, _, err := otherKlusterletsManaging(ctx, dyn, self)
+	return out, err
+}
+
+// otherKlusterletsManaging is otherKlusterlets, and whether one of them manages this cluster
+// (a Singleton or Default one; a Hosted one manages another cluster from here).
+func otherKlusterletsManaging(ctx context.Context, dyn dynamic.Interface, self string) ([]string, bool, error) {
 	l, err := dyn.Resource(klusterletGVR).List(ctx, metav1.ListOptions{})
 	if apierrors.IsNotFound(err) { // no such CRD (yet, or any more)
-		return nil, nil
+		return nil, false, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("listing Klusterlets: %w", err)
+		return nil, false, fmt.Errorf("listing Klusterlets: %w", err)
 	}
 	var out []string
+	managing := false
 	for _, k := range l.Items {
 		if k.GetName() != self && k.GetDeletionTimestamp() == nil {
 			out = append(out, k.GetName())
+			mode, _, _ := unstructured.NestedString(k.Object, "spec", "deployOption", "mode")
+			managing = managing || (mode != string(operatorv1.InstallModeHosted) && mode != string(operatorv1.InstallModeSingletonHosted))
 		}
 	}
-	return out, nil
+	return out, managing, nil
 }
 
 func waitNoPods(ctx context.Context, kube kubernetes.Interface, ns, klusterletName string) error {

@@ -653,7 +653,9 @@ func (r *cleanupKlusterlet) removeFinalizers(ctx context.Context, k *operatorv1.
 
 // lastKlusterlet reports that no klusterlet namespace (labelled
 // operatorv1.KlusterletNamespaceLabel) but Klusterlet name's remains on the cluster of kube,
-// and names the others.
+// and names the others. A Hosted Klusterlet's agent namespace (its management side) does not
+// count: what the check keeps (the managed cluster's CRDs, the add-on namespaces) serves the
+// managed side only, which is another cluster's.
 func lastKlusterlet(ctx context.Context, kube kubernetes.Interface, name string) (bool, []string, error) {
 	nss, err := kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: operatorv1.KlusterletNamespaceLabel})
 	if err != nil {
@@ -661,7 +663,8 @@ func lastKlusterlet(ctx context.Context, kube kubernetes.Interface, name string)
 	}
 	var others []string
 	for _, ns := range nss.Items {
-		if ns.Labels[operatorv1.KlusterletNamespaceLabel] != name && !slices.Contains(sharedNamespaces, ns.Name) && ns.DeletionTimestamp.IsZero() {
+		if ns.Labels[operatorv1.KlusterletNamespaceLabel] != name && ns.Labels[operatorv1.TargetLabel] != operatorv1.TargetManagement &&
+			!slices.Contains(sharedNamespaces, ns.Name) && ns.DeletionTimestamp.IsZero() {
 			others = append(others, ns.Name)
 		}
 	}
