@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flotillav1alpha1 "github.com/flotilla-dev/flotilla/core/apis/flotilla/v1alpha1"
+	"github.com/flotilla-dev/flotilla/core/hash"
 	"github.com/flotilla-dev/flotilla/core/wasm"
 )
 
@@ -22,9 +23,9 @@ func Serving(ctx context.Context, reader client.Reader, registry *wasm.Registry,
 	return ok, err
 }
 
-// ServedDigest is Serving that also returns the digest of the module served (the one the
-// WasmPlugin's status names; "" while not serving): what a render that called the plugin
-// depends on.
+// ServedDigest is Serving that also returns what a render that called the plugin depends on
+// ("" while not serving): the digest of the module served (the one the WasmPlugin's status
+// names), and of its pluginConfig when it has one (the module's output depends on both).
 func ServedDigest(ctx context.Context, reader client.Reader, registry *wasm.Registry, name string, t flotillav1alpha1.WasmPluginType) (string, bool, error) {
 	wp := &flotillav1alpha1.WasmPlugin{}
 	if err := reader.Get(ctx, client.ObjectKey{Name: name}, wp); err != nil {
@@ -41,7 +42,15 @@ func ServedDigest(ctx context.Context, reader client.Reader, registry *wasm.Regi
 		return "", false, fmt.Errorf("WasmPlugin %s is not ready: %s: %s", name, c.Reason, c.Message)
 	}
 	if m, ok := registry.Get(name); ok && m.Digest() == wp.Status.Digest {
-		return wp.Status.Digest, true, nil
+		return servedFingerprint(wp), true, nil
 	}
 	return "", false, nil
+}
+
+// servedFingerprint is ServedDigest's answer for a plugin that serves its current spec.
+func servedFingerprint(wp *flotillav1alpha1.WasmPlugin) string {
+	if wp.Spec.PluginConfig == nil || len(wp.Spec.PluginConfig.Raw) == 0 {
+		return wp.Status.Digest
+	}
+	return wp.Status.Digest + "+config:" + hash.Short(hash.Bytes(wp.Spec.PluginConfig.Raw))
 }
