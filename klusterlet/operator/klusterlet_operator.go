@@ -133,7 +133,10 @@ func renderKlusterlet(k *operatorv1.Klusterlet, appliedMode operatorv1.InstallMo
 	if len(v.Blocking) > 0 {
 		return r, nil
 	}
-	values, ignored := agentValues(configMap, v)
+	values, ignored, err := agentValues(configMap, v)
+	if err != nil {
+		return r, fmt.Errorf("Klusterlet %s: %w", k.Name, err)
+	}
 	r.ignored = ignored
 	objs, err := install.Render(install.KlusterletChart, k.Name, v.AgentNamespace, values)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -61,22 +62,42 @@ func parseValues(namespace, data string) (map[string]any, error) {
 	return values, nil
 }
 
+// configMapSettable are the values the values ConfigMap may set: how the agents run (their
+// flags, replicas, resources, scheduling, probes' ports). What decides what the agents may do
+// or run (rbac, image, securityContext, podSecurityContext, builtinAddons, ...) is the
+// Klusterlet's or the chart's: whoever may write a ConfigMap in the agent namespace must not
+// gain more than that.
+var configMapSettable = []string{"flags", "replicas", "leaderElection", "resources", "nodeSelector", "tolerations",
+	"affinity", "podAnnotations", "priorityClassName", "imagePullSecrets", "metrics", "health"}
+
 // agentValues are the values the operator renders a Klusterlet's agents with: the values
 // ConfigMap's under the Klusterlet's (v.Chart). A top-level value the Klusterlet sets is the
 // Klusterlet's whole (maps are not merged: its nodeSelector is the agents'); ignored lists the
 // ConfigMap's values dropped so that differ from the chart's defaults, for the Applied message.
-func agentValues(configMap map[string]any, v Values) (values map[string]any, ignored []string) {
+// A value outside configMapSettable that differs from the chart's default is an error naming
+// it (the chart's render: operator writes every value, defaults included).
+func agentValues(configMap map[string]any, v Values) (values map[string]any, ignored []string, err error) {
 	base := map[string]any{}
+	var refused []string
 	for k, val := range configMap {
 		_, owned := v.Chart[k]
-		if !owned && !slices.Contains(alwaysOwned, k) {
+		differs := !reflect.DeepEqual(toValue(val), toValue(chartDefault(k)))
+		switch {
+		case owned || slices.Contains(alwaysOwned, k):
+			if differs {
+				ignored = append(ignored, k)
+			}
+		case slices.Contains(configMapSettable, k):
 			base[k] = val
-			continue
-		}
-		if def := chartDefault(k); !reflect.DeepEqual(toValue(val), toValue(def)) {
-			ignored = append(ignored, k)
+		case differs:
+			refused = append(refused, k)
 		}
 	}
 	slices.Sort(ignored)
-	return install.MergeValues(base, v.Chart), ignored
+	if len(refused) > 0 {
+		slices.Sort(refused)
+		return nil, ignored, fmt.Errorf("ConfigMap %s/%s: %s: %s may not be set there (only %s; the rest is the Klusterlet's or the chart's)",
+			v.AgentNamespace, ValuesConfigMap, ValuesKey, strings.Join(refused, ", "), strings.Join(configMapSettable, ", "))
+	}
+	return install.MergeValues(base, v.Chart), ignored, nil
 }

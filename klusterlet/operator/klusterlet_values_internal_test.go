@@ -19,7 +19,10 @@ func TestAgentValuesKlusterletWins(t *testing.T) {
 		"bootstrapHubKubeconfig": "token inside",
 		"render":                 "operator",
 	}
-	got, ignored := agentValues(cm, ValuesFor(k, ""))
+	got, ignored, err := agentValues(cm, ValuesFor(k, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if got["replicas"] != 2 || got["flags"].(map[string]any)["v"] != 4 {
 		t.Errorf("replicas and flags.v of the ConfigMap should reach the agents: %v", got)
 	}
@@ -34,6 +37,26 @@ func TestAgentValuesKlusterletWins(t *testing.T) {
 	}
 	if strings.Join(ignored, ",") != "bootstrapHubKubeconfig,nodeSelector" {
 		t.Errorf("ignored = %v, want bootstrapHubKubeconfig and nodeSelector (render equals the chart's default)", ignored)
+	}
+}
+
+// TestAgentValuesRefusesWhatDecidesPrivilege: the values ConfigMap tunes how the agents run;
+// what they may do (rbac), what they run (image) and how (securityContext) it may not change,
+// but its copies of the chart's defaults (render: operator writes every value) pass.
+func TestAgentValuesRefusesWhatDecidesPrivilege(t *testing.T) {
+	k := &operatorv1.Klusterlet{}
+	k.Name = "klusterlet"
+	k.Spec.ClusterName = "c1"
+	if _, _, err := agentValues(map[string]any{"rbac": chartDefault("rbac"), "image": chartDefault("image"), "flags": map[string]any{"v": 2}}, ValuesFor(k, "")); err != nil {
+		t.Errorf("the chart's defaults and flags should pass: %v", err)
+	}
+	_, _, err := agentValues(map[string]any{
+		"rbac":            map[string]any{"workClusterRole": "cluster-admin"},
+		"securityContext": map[string]any{"privileged": true},
+		"replicas":        2,
+	}, ValuesFor(k, ""))
+	if err == nil || !strings.Contains(err.Error(), "rbac, securityContext may not be set there") || !strings.Contains(err.Error(), ValuesConfigMap) {
+		t.Errorf("err = %v, want rbac and securityContext refused, naming the ConfigMap", err)
 	}
 }
 

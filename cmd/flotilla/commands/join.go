@@ -45,9 +45,13 @@ ServiceAccounts and RBAC (the agent <klusterlet>-agent registers, the work agent
 ClusterRoles labelled open-cluster-management.io/aggregate-to-work: "true"; nothing is bound to
 cluster-admin). Edit the Klusterlet to change the agents (the operator rolls their
 Deployments). --values/--set set the chart's values: klusterlet.spec.* are Klusterlet fields;
-the others (flags.*, replicas, resources, image.*, nodeSelector, ...) apply to the operator's
+the others (flags.*, replicas, resources, nodeSelector, ...) apply to the operator's
 Deployment and go into the ConfigMap flotilla-klusterlet-values (key values.yaml), which the
-operator renders the agents with, under the Klusterlet's own values (a top-level value the
+operator renders the agents with, under the Klusterlet's own values. The ConfigMap may set
+flags, replicas, leaderElection, resources, nodeSelector, tolerations, affinity,
+podAnnotations, priorityClassName, imagePullSecrets, metrics and health; any other value that
+differs from the chart's default (rbac.*, image.*, securityContext, builtinAddons.*: what the
+agents may do and run) sets Applied False naming it (a top-level value the
 Klusterlet sets, such as nodeSelector from spec.nodePlacement, is the Klusterlet's; Applied
 names the ConfigMap's as not used). Running join again with other values, or editing the
 ConfigMap, rolls the agents; a value the chart refuses sets Applied False naming the ConfigMap,
