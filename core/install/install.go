@@ -68,9 +68,9 @@ var HubChartOwnedFlags = []string{
 // managed kubeconfig), takes from the Klusterlet's spec through specFlags (the klusterlet
 // operator's ValuesFor), or leaves
 // unset on purpose (kubeconfig: in-cluster; bootstrap-kubeconfig: the Secret
-// bootstrap-hub-kubeconfig). Every other flag is a key of the values' flags.
+// bootstrap-hub-kubeconfig). Every other flag is a key of the values' flags; klusterlet-name is deprecated and ignored.
 var KlusterletChartOwnedFlags = []string{
-	"kubeconfig", "bootstrap-kubeconfig", "leader-elect", "leader-elect-namespace",
+	"kubeconfig", "bootstrap-kubeconfig", "klusterlet-name", "leader-elect", "leader-elect-namespace",
 	"metrics-bind-address", "health-probe-bind-address", "agent-namespace",
 	"work-service-account", "work-only", "managed-kubeconfig", "managed-kubeconfig-secret",
 	// From the Klusterlet's spec (specFlags).

@@ -276,3 +276,19 @@ func TestHubAcceptsDeprecatedClusterManagerName(t *testing.T) {
 		t.Errorf("`flotilla hub --help` shows the deprecated --cluster-manager-name")
 	}
 }
+
+// TestKlusterletAcceptsDeprecatedKlusterletName: agent Deployments rendered before the
+// klusterlet operator pass --klusterlet-name; a newer binary must still start from them.
+func TestKlusterletAcceptsDeprecatedKlusterletName(t *testing.T) {
+	cmd := newKlusterletCommand()
+	if err := cmd.ParseFlags([]string{"--klusterlet-name=klusterlet"}); err != nil {
+		t.Fatalf("`flotilla klusterlet --klusterlet-name=klusterlet` (an old Deployment's args): %v", err)
+	}
+	f := cmd.Flags().Lookup("klusterlet-name")
+	if f == nil || f.Deprecated == "" {
+		t.Fatalf("--klusterlet-name is not marked deprecated: %+v", f)
+	}
+	if strings.Contains(cmd.Flags().FlagUsages(), "klusterlet-name") {
+		t.Errorf("`flotilla klusterlet --help` shows the deprecated --klusterlet-name")
+	}
+}

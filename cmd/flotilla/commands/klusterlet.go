@@ -167,6 +167,12 @@ klusterlet --help).`,
 		},
 	}
 	f := cmd.Flags()
+	// The klusterlet operator renders this process's flags; --klusterlet-name named the
+	// supervisor that came before it. It stays accepted (deprecated, hidden, ignored) because
+	// the agent Deployments of an install made before still pass it until they are re-rendered.
+	var klusterletName string
+	f.StringVar(&klusterletName, "klusterlet-name", "", "ignored: the klusterlet operator renders this process's flags")
+	_ = f.MarkDeprecated("klusterlet-name", "the klusterlet operator (flotilla operator klusterlet) reads the Klusterlet and renders the agent's flags")
 	f.StringVar(&opts.Registration.ClusterName, "cluster-name", "",
 		"name of the ManagedCluster on the hub, a DNS label unique on the hub (default: the name stored in the hub kubeconfig secret, else a generated UUID)")
 	f.StringVar(&opts.Registration.AgentName, "agent-name", "",

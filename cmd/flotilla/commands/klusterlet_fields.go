@@ -29,7 +29,7 @@ const (
 
 func (k *klusterletFieldFlags) add(f *pflag.FlagSet, opts *klusterlet.Options) {
 	f.BoolVar(&opts.Work.Only, "work-only", false,
-		"run the work agent alone, without registration (OCM's separate work agent of the Default and Hosted modes): it waits for --hub-kubeconfig-secret, which a klusterlet with --disable-work-agent writes, applies the cluster's ManifestWorks with its identity and starts again when its certificate changes; ready once it has read the secret; --leader-elect-name defaults to "+klusterlet.DefaultWorkLeaderElectionName+"; --klusterlet-name is ignored")
+		"run the work agent alone, without registration (OCM's separate work agent of the Default and Hosted modes): it waits for --hub-kubeconfig-secret, which a klusterlet with --disable-work-agent writes, applies the cluster's ManifestWorks with its identity and starts again when its certificate changes; ready once it has read the secret; --leader-elect-name defaults to "+klusterlet.DefaultWorkLeaderElectionName)
 	f.StringToStringVar(&opts.Registration.ClusterAnnotations, "cluster-annotations", nil,
 		"annotations k=v,... set on the ManagedCluster when the agent creates it (Klusterlet registrationConfiguration.clusterAnnotations); as in OCM only keys with the prefix agent.open-cluster-management.io/ are set, others are dropped and logged")
 	f.StringToStringVar(&opts.Registration.ClusterLabels, "cluster-labels", nil,
