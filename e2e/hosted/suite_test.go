@@ -54,6 +54,9 @@ var (
 )
 
 var _ = BeforeSuite(func(ctx SpecContext) {
+	// A wait that names no deadline of its own gets one that outlasts an agent process's
+	// 30 s stop grace on a loaded machine (Gomega's default is 1 s).
+	SetDefaultEventuallyTimeout(90 * time.Second)
 	// The control planes start at once, and the binary builds beside them.
 	var g errgroup.Group
 	g.Go(func() error {
