@@ -25,7 +25,7 @@ var identityKinds = map[string]bool{
 
 // KlusterletIdentities returns the klusterlet chart's Namespace, ServiceAccounts and RBAC for
 // Klusterlet name in agent namespace namespace: what a klusterlet run outside the chart's
-// Deployment (flotilla dev, the end-to-end suites' in-process klusterlets) needs to act with
+// Deployment (the end-to-end suites' in-process klusterlets) needs to act with
 // the identities the chart gives it. The chart insists on an open-cluster-management-
 // namespace (OCM's Klusterlet API); its ServiceAccounts and RBAC do not, so another namespace
 // is taken as given.

@@ -2,8 +2,8 @@
 // for: a rest.Config whose requests carry short-lived tokens of that ServiceAccount from the
 // TokenRequest API (serviceaccounts/token), requested with another identity and renewed
 // before they expire. No Secret holds a long-lived token. The klusterlet's work agent acts as
-// <klusterlet>-work-sa this way, and flotilla dev's in-process klusterlets as their agent
-// ServiceAccount.
+// <klusterlet>-work-sa this way, and the end-to-end suites' in-process klusterlets as their
+// agent ServiceAccount.
 package satoken
 
 import (
