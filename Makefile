@@ -99,8 +99,18 @@ verify-generate: $(CONTROLLER_GEN)
 	$(GO) test -count=1 -run TestGeneratedFilesAreCurrent ./core/crds/
 	$(GO) test -count=1 -run TestChartCRDsAreCurrent ./core/install/
 
-## test: every unit and API-server-backed suite
-test: $(CONTROLPLANE) $(CONTROLLER_GEN) plugins-examples
+## chromium: Debian's Chromium for the dashboard's browser tests and benchmark (core/environment/browser
+## drives it with chromedp); installed with apt-get when no Chromium is on the machine (or $$FLOTILLA_CHROMIUM)
+.PHONY: chromium
+chromium:
+	@if [ -n "$$FLOTILLA_CHROMIUM" ] || command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then \
+		exit 0; \
+	fi; \
+	echo "installing Debian's chromium package (the dashboard's browser tests drive it)"; \
+	$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends chromium
+
+## test: every unit and API-server-backed suite (the dashboard's in a real Chromium: make chromium)
+test: $(CONTROLPLANE) $(CONTROLLER_GEN) plugins-examples chromium
 	$(GO) test -count=1 -timeout 40m ./...
 	$(MAKE) test-argocd
 

@@ -3,6 +3,7 @@ module github.com/flotilla-dev/flotilla
 go 1.26.0
 
 require (
+	github.com/chromedp/chromedp v0.23.0
 	github.com/extism/go-sdk v1.7.1
 	github.com/go-logr/logr v1.4.4
 	github.com/google/cel-go v0.29.2
@@ -33,6 +34,11 @@ require (
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730
 	sigs.k8s.io/randfill v1.0.0
 	sigs.k8s.io/yaml v1.6.0
+)
+
+require (
+	github.com/chromedp/cdproto v0.159.0 // indirect
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 )
 
 require (
