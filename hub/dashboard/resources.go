@@ -38,14 +38,14 @@ const (
 	eventsConfigMap = "ConfigMap"
 )
 
-// resource is one watched resource.
-type resource struct {
+// watched is one watched resource.
+type watched struct {
 	gr         schema.GroupResource
 	namespaced bool
 	obj        func() client.Object
 }
 
-var resources = map[string]resource{
+var resources = map[string]watched{
 	resClusters:    {schema.GroupResource{Group: clusterv1.GroupVersion.Group, Resource: resClusters}, false, func() client.Object { return &clusterv1.ManagedCluster{} }},
 	resLeases:      {schema.GroupResource{Group: coordinationv1.GroupName, Resource: resLeases}, true, func() client.Object { return &coordinationv1.Lease{} }},
 	resClusterSets: {schema.GroupResource{Group: clusterv1beta2.GroupVersion.Group, Resource: resClusterSets}, false, func() client.Object { return &clusterv1beta2.ManagedClusterSet{} }},

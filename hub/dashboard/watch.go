@@ -350,14 +350,20 @@ func (s *Server) selectors(ctx context.Context) []setSelector {
 	}
 	out := make([]setSelector, 0, len(list.Items))
 	for i := range list.Items {
-		sel, err := clusterset.Selector(&list.Items[i])
-		if err != nil {
-			sel = nil // an invalid selector matches nothing, as for the registration controller
-		}
-		out = append(out, setSelector{name: list.Items[i].Name, sel: sel})
+		out = append(out, selectorOf(&list.Items[i]))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
 	return out
+}
+
+// selectorOf is a set with its member selector (hub/registration/clusterset.Selector); an
+// invalid selector matches nothing.
+func selectorOf(set *clusterv1beta2.ManagedClusterSet) setSelector {
+	sel, err := clusterset.Selector(set)
+	if err != nil {
+		sel = nil
+	}
+	return setSelector{name: set.Name, sel: sel}
 }
 
 func setsOf(sels []setSelector, l map[string]string) []string {
