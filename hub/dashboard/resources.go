@@ -61,9 +61,12 @@ var resources = map[string]watched{
 	resEvents:      {schema.GroupResource{Resource: resEvents}, true, func() client.Object { return &corev1.Event{} }},
 }
 
-// mainResources are watched by the main cache (Events by one cache per involved kind).
+// mainResources are watched by the main cache. Events are watched by one cache per involved
+// kind, and policy ConfigMaps by their own: the main cache has no ConfigMap informer, so a
+// read of another ConfigMap (a plugin's source) is not answered "not found" by a
+// label-selected one but ErrResourceNotCached, and falls back to a direct read.
 var mainResources = []string{resClusters, resLeases, resClusterSets, resPlacements, resDecisions, resMWRS, resWorks,
-	resOverrides, resAddons, resAddonDefs, resPlugins, resPolicies}
+	resOverrides, resAddons, resAddonDefs, resPlugins}
 
 // kindResources are, per view kind, the resource its objects are (first) and those it
 // also reads; access to the first decides what the kind shows.
