@@ -103,9 +103,11 @@ type Server struct {
 
 	st *store
 
-	streams   chan struct{} // semaphore of MaxStreams
-	handler   http.Handler
-	startOnce sync.Once
+	streams chan struct{} // semaphore of MaxStreams
+	// recheckEvery is accessRefresh (shorter in tests).
+	recheckEvery time.Duration
+	handler      http.Handler
+	startOnce    sync.Once
 }
 
 // New validates opts and builds a Server; Start runs it.
@@ -141,7 +143,7 @@ func New(opts Options) (*Server, error) {
 		opts: opts, log: opts.Logger, scheme: scheme, kube: kube, direct: direct,
 		synced: make(chan struct{}), failed: make(chan struct{}),
 		dirty: newDirtySet(), rollDirty: map[string]bool{}, rollKick: make(chan struct{}, 1),
-		st: newStore(), streams: make(chan struct{}, opts.MaxStreams),
+		st: newStore(), streams: make(chan struct{}, opts.MaxStreams), recheckEvery: accessRefresh,
 	}
 	s.handler = s.routes()
 	return s, nil
