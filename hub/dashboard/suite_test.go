@@ -268,7 +268,7 @@ var _ = Describe("the dashboard against a hub API server", func() {
 		a := ws.Access[KindPlacements]
 		Expect(a.AllNamespaces).To(BeFalse())
 		Expect(a.Namespaces).To(Equal([]string{"team-a"}))
-		Expect(a.Denied).To(ContainElement("team-b"))
+		Expect(a.Denied).To(Equal([]string{"team-b"}), "the namespaces tried and denied")
 		Expect(ws.Access[KindClusters].Error).To(ContainSubstring("forbidden"), "alice may not list clusters")
 		Expect(ws.Objects[KindClusters]).To(BeEmpty())
 		Expect(slices.Contains(a.Notes, "no access to "+auxNote[resDecisions])).To(BeTrue(), "notes %v name the unreadable decisions", a.Notes)
