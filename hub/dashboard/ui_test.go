@@ -270,7 +270,8 @@ func (p *page) screenshot(name string) {
 	if dir == "" {
 		return
 	}
-	buf, err := chromedp.Run(p.ctx, chromedp.FullScreenshot(90))
+	evalJS[chromedp.Void](p, `window.scrollTo(0, 0)`)
+	buf, err := chromedp.Run(p.ctx, chromedp.FullScreenshot(100)) // 100: PNG
 	if err != nil {
 		p.t.Fatalf("screenshot %s: %v", name, err)
 	}
@@ -297,6 +298,16 @@ func (p *page) axe(where string) {
 		}
 		if _, err := chromedp.Run(p.ctx, chromedp.Evaluate[chromedp.Void](string(src))); err != nil {
 			p.t.Fatalf("injecting axe-core: %v", err)
+		}
+		// axe must find a planted fault (an image without alt text), or its silence proves nothing.
+		planted, err := chromedp.Run(p.ctx, chromedp.Evaluate[[]string](`(async () => {
+			const d = document.createElement("div");
+			d.innerHTML = '<img src="data:,">';
+			document.body.append(d);
+			try { return (await axe.run(d)).violations.map(v => v.id); } finally { d.remove(); }
+		})()`, chromedp.EvalAwaitPromise))
+		if err != nil || !slices.Contains(planted, "image-alt") {
+			p.t.Fatalf("axe-core self-check: violations %v (%v), want image-alt", planted, err)
 		}
 	}
 	vs, err := chromedp.Run(p.ctx, chromedp.Evaluate[[]axeViolation](`axe.run(document, {resultTypes: ["violations"]}).then(r =>
@@ -798,7 +809,8 @@ func TestUIFleet5000(t *testing.T) {
 	p.wait("sim-02501 turned Unavailable", `tr[data-cluster="sim-02501"][data-available="False"]`)
 	p.wait("the summary counted it", fmt.Sprintf(`#fleet-summary[data-unavailable="%d"]`, wantUnavail+1))
 
-	// Filter and sort time, measured in the page around the synchronous work and a forced layout.
+	// Filter and sort time, measured in the page around the synchronous work and a forced layout;
+	// the median of 3 runs each, as the machine is shared.
 	type timing struct {
 		Q     string  `json:"q"`
 		MS    float64 `json:"ms"`
@@ -806,20 +818,21 @@ func TestUIFleet5000(t *testing.T) {
 	}
 	timings := evalJS[[]timing](p, `(() => {
 		const f = document.getElementById("fleet-filter");
+		const count = () => +document.getElementById("fleet-count").dataset.count;
+		const median = (fn, before) => { const ms = []; for (let i = 0; i < 3; i++) { if (before) { before(); document.body.offsetHeight; } const t0 = performance.now(); fn(); document.body.offsetHeight; ms.push(performance.now() - t0); } return ms.sort((a, b) => a - b)[1]; };
+		const set = (q) => { f.value = q; f.dispatchEvent(new Event("input")); };
 		const out = [];
-		for (const q of ["env=prod", "env=prod,region!=r1", "sim-049", "rack=7,!nolabel", "", "env=prod"]) {
-			const t0 = performance.now();
-			f.value = q;
-			f.dispatchEvent(new Event("input"));
-			document.body.offsetHeight;
-			out.push({q, ms: performance.now() - t0, count: +document.getElementById("fleet-count").dataset.count});
+		for (const q of ["env=prod", "env=prod,region!=r1", "sim-049", "rack=7,!nolabel", ""]) {
+			// From another filter each time, so the rows are built anew.
+			const ms = median(() => set(q), () => set(q === "sim-1" ? "sim-2" : "sim-1"));
+			out.push({q, ms, count: count()});
 		}
+		set("env=prod");
+		const sortBy = (col) => Array.from(document.querySelectorAll("#fleet-table thead button.sort")).find(b => b.textContent.startsWith(col)).click();
 		for (const col of ["Available", "Since", "Name"]) {
-			const b = Array.from(document.querySelectorAll("#fleet-table thead button.sort")).find(b => b.textContent.startsWith(col));
-			const t0 = performance.now();
-			b.click();
-			document.body.offsetHeight;
-			out.push({q: "sort " + col, ms: performance.now() - t0, count: +document.getElementById("fleet-count").dataset.count});
+			// Each run flips the order (a click on the active column), the last one leaves it ascending.
+			const ms = median(() => sortBy(col));
+			out.push({q: "sort " + col, ms, count: count()});
 		}
 		return out;
 	})()`)
@@ -840,11 +853,10 @@ func TestUIFleet5000(t *testing.T) {
 			slow = append(slow, fmt.Sprintf("%q %.1f ms", tm.Q, tm.MS))
 		}
 	}
-	// One slow run can be the shared machine; most must be under 50 ms.
-	if len(slow) > 1 {
+	if len(slow) > 0 {
 		t.Errorf("filter/sort of 5,000 clusters took >= 50 ms: %s", strings.Join(slow, ", "))
 	}
-	// After sorting by Available (twice: descending, then Since, then Name) the view is by name again.
+	// Three clicks on Name (ascending, descending, ascending) leave the view by name again.
 	if first := evalJS[string](p, `document.querySelector("tr[data-cluster]")?.dataset.cluster ?? ""`); first != "sim-00000" {
 		t.Errorf("first row after sorting by Name = %q, want sim-00000", first)
 	}

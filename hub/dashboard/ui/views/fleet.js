@@ -6,6 +6,7 @@ import { touches } from "../store.js";
 
 const ROW_H = 36; // px; must match .fleet-table tbody tr in style.css
 const OVERSCAN = 8;
+const MAX_CHIPS = 2; // label chips per row; the rest are counted, and all are in the cell's title
 
 // What the person chose survives a switch to another view and back.
 const prefs = { filter: "", set: "", sort: "name", dir: 1 };
@@ -132,7 +133,7 @@ export function fleetView(store) {
         const active = prefs.sort === c.id;
         return h(
           "th",
-          { scope: "col", "aria-sort": active ? (prefs.dir > 0 ? "ascending" : "descending") : "none" },
+          { scope: "col", "data-col": c.id, "aria-sort": active ? (prefs.dir > 0 ? "ascending" : "descending") : "none" },
           h(
             "button.sort",
             {
@@ -141,6 +142,8 @@ export function fleetView(store) {
                 if (prefs.sort === c.id) prefs.dir = -prefs.dir;
                 else (prefs.sort = c.id), (prefs.dir = 1);
                 renderHead();
+                // The header was rebuilt: keep the focus on this column's button.
+                theadRow.querySelector(`th[data-col="${c.id}"] button`).focus();
                 resort();
                 refilter();
                 renderWindow();
@@ -234,7 +237,9 @@ export function fleetView(store) {
     tr._obj = c;
     const labels = Object.entries(c.labels || {});
     const labelText = labels.map(([k, v]) => `${k}=${v}`).join(", ");
-    const taints = (c.taints || []).map((t) => `${t.key}${t.value ? "=" + t.value : ""}:${t.effect}`).join(", ");
+    const taintsFull = (c.taints || []).map((t) => `${t.key}${t.value ? "=" + t.value : ""}:${t.effect}`).join(", ");
+    // Well-known taint keys are long (cluster.open-cluster-management.io/unreachable): show the name.
+    const taints = (c.taints || []).map((t) => `${t.key.slice(t.key.lastIndexOf("/") + 1)}:${t.effect}`).join(", ");
     const why = [c.reason, c.message].filter(Boolean).join(": ");
     fill(
       tr,
@@ -251,10 +256,13 @@ export function fleetView(store) {
         "td.chips",
         { title: labelText },
         labels.length
-          ? labels.map(([k, v]) => h("span.chip", null, v === "" ? k : `${k}=${v}`))
+          ? [
+              labels.slice(0, MAX_CHIPS).map(([k, v]) => h("span.chip", null, v === "" ? k : `${k}=${v}`)),
+              labels.length > MAX_CHIPS ? h("span.chip.more", null, `+${labels.length - MAX_CHIPS}`) : null,
+            ]
           : h("span.muted", null, "—"),
       ),
-      h("td", { title: taints }, taints || h("span.muted", null, "—")),
+      h("td", { title: taintsFull }, taints || h("span.muted", null, "—")),
       h("td", null, c.version || h("span.muted", null, "—")),
       h("td.num", null, c.cpu || "—"),
       h("td.num", null, c.memory || "—"),

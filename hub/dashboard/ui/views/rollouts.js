@@ -134,9 +134,7 @@ export function rolloutsView(store) {
         title,
         onclick: () => openWork(r, p, c),
       },
-      h("span.mark", { "aria-hidden": "true" }),
-      h("span.chip-name", null, c.cluster),
-      h("span.chip-state", null, state),
+      h("span.chip-line", null, h("span.mark", { "aria-hidden": "true" }), h("span.chip-name", null, c.cluster), h("span.chip-state", null, state)),
       c.why ? h("span.chip-why", null, c.why) : null,
     );
   }
