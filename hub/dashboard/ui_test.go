@@ -136,6 +136,8 @@ func newUIServer(t *testing.T, fx *uiFixture) (*httptest.Server, *fixtureStream)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-cache")
+		// The server's policy (hub/dashboard/assets.go): the page must work under it.
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; connect-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'")
 		http.ServeFileFS(w, r, ui, "index.html")
 	})
 	assets := http.StripPrefix("/assets/", http.FileServerFS(ui))
@@ -201,8 +203,15 @@ type page struct {
 
 // consoleLog keeps what the page wrote to its console (errors, exceptions) to show when a wait fails.
 type consoleLog struct {
-	mu    sync.Mutex
-	lines []string
+	mu     sync.Mutex
+	lines  []string
+	errors []string // console.error, exceptions and browser errors (a CSP refusal is one)
+}
+
+func (c *consoleLog) errorLines() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.errors)
 }
 
 func (c *consoleLog) String() string {
@@ -349,8 +358,12 @@ func startBrowser(t *testing.T) *page {
 			if err != nil {
 				return
 			}
+			line := fmt.Sprintf("%s: %s (%s)", m.Type, m, m.URL)
 			cl.mu.Lock()
-			cl.lines = append(cl.lines, m.String()+" ("+m.URL+")")
+			cl.lines = append(cl.lines, line)
+			if m.Type == chromedp.ConsoleError || m.IsException() {
+				cl.errors = append(cl.errors, line)
+			}
 			cl.mu.Unlock()
 		}
 	}()
@@ -702,6 +715,10 @@ func TestUIFixtures(t *testing.T) {
 			t.Errorf("%d live regions, want only #conn", n)
 		}
 	})
+
+	if errs := p.console.errorLines(); len(errs) > 0 {
+		t.Errorf("the page logged errors:\n%s", strings.Join(errs, "\n"))
+	}
 }
 
 // TestUIFleet5000 loads 5,000 clusters: the page stays windowed, filters and sorts fast, and a

@@ -79,7 +79,8 @@ export function fleetView(store) {
   let parsed = parseFilter(prefs.filter);
   const rendered = new Map(); // key -> tr in the DOM
 
-  const count = h("p#fleet-count.count", { "aria-live": "off" });
+  const count = h("span#fleet-count");
+  const ofTotal = h("span.muted");
   const summary = h("div#fleet-summary.summary", { role: "group", "aria-label": "Cluster availability" });
   const filter = h("input#fleet-filter", {
     type: "search",
@@ -111,7 +112,7 @@ export function fleetView(store) {
   const el = h(
     "section.view-fleet",
     { "aria-labelledby": "fleet-heading" },
-    h("div.view-head", null, h("h1#fleet-heading", null, "Fleet"), count),
+    h("div.view-head", null, h("h1#fleet-heading", null, "Fleet"), h("p.count", null, count, " ", ofTotal)),
     summary,
     access,
     h(
@@ -175,10 +176,8 @@ export function fleetView(store) {
     table.setAttribute("aria-rowcount", String(list.length + 1));
     count.dataset.count = String(list.length);
     count.dataset.total = String(clusters.size);
-    count.textContent =
-      list.length === clusters.size
-        ? `${list.length} ${list.length === 1 ? "cluster" : "clusters"}`
-        : `${list.length} ${list.length === 1 ? "cluster" : "clusters"} of ${clusters.size}`;
+    count.textContent = `${list.length} ${list.length === 1 ? "cluster" : "clusters"}`;
+    ofTotal.textContent = list.length === clusters.size ? "" : `shown of ${clusters.size}`;
     emptyMsg.hidden = list.length > 0 || !store.snapshots;
     emptyMsg.textContent = clusters.size ? "No cluster matches the filter." : "No clusters to show.";
   }
@@ -194,20 +193,27 @@ export function fleetView(store) {
     summary.dataset.unavailable = String(un);
     summary.dataset.unknown = String(unk);
     const stat = (n, label, t) =>
-      h(`div.stat.tone-${t}`, null, h("span.stat-n", null, String(n)), h("span.stat-label", null, h("span.mark", { "aria-hidden": "true" }), label));
+      h(`div.stat.tone-${t}`, null, h("span.stat-n", null, n.toLocaleString("en")), h("span.stat-label", null, h("span.mark", { "aria-hidden": "true" }), label));
+    const sets = setCount();
     fill(
       summary,
       stat(clusters.size, "Total", "plain"),
       stat(av, "Available", "ok"),
       stat(un, "Unavailable", un ? "bad" : "plain"),
       stat(unk, "Unknown", unk ? "neutral" : "plain"),
-      stat(store.map("clustersets").size, store.map("clustersets").size === 1 ? "Cluster set" : "Cluster sets", "plain"),
+      stat(sets, sets === 1 ? "Cluster set" : "Cluster sets", "plain"),
     );
+  }
+
+  let setNames = new Set();
+  function setCount() {
+    return setNames.size;
   }
 
   function renderSets() {
     const names = new Set(store.map("clustersets").keys());
     for (const c of clusters.values()) for (const s of c.sets || []) names.add(s);
+    setNames = names;
     const sets = Array.from(names).sort(natural);
     if (prefs.set && !names.has(prefs.set)) sets.unshift(prefs.set);
     fill(
@@ -353,8 +359,8 @@ export function fleetView(store) {
 
   function full() {
     renderAccess();
-    renderSummary();
     renderSets();
+    renderSummary();
     resort();
     refilter();
     renderWindow();
@@ -382,10 +388,7 @@ export function fleetView(store) {
         markFirstPaint();
         return;
       }
-      if (touches(ev, "clustersets")) {
-        renderSets();
-        renderSummary();
-      }
+      if (touches(ev, "clustersets")) renderSets();
       renderAccess();
       if (!touches(ev, "clusters")) return;
       const deleted = ev.deleted.clusters || new Set();
