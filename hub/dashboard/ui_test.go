@@ -492,7 +492,12 @@ func TestUIFixtures(t *testing.T) {
 		if want := []string{"cluster-east-1", "cluster-eu-1", "cluster-west-1", "edge-7"}; !slices.Equal(kept, want) {
 			t.Errorf("rows kept (not re-rendered) after a delta of cluster-east-2 = %v, want %v", kept, want)
 		}
-		stream.push(t, map[string]any{"rev": 43, "delete": map[string]any{"clusters": []string{"edge-7"}}})
+		// A new cluster whose lists and maps are null (Go's nil slices) renders too.
+		stream.push(t, map[string]any{"rev": 43, "upsert": map[string]any{"clusters": []any{map[string]any{
+			"key": "bare", "name": "bare", "labels": nil, "taints": nil, "sets": nil, "available": "True",
+		}}}})
+		p.wait("the bare cluster's row", `tr[data-cluster="bare"][data-available="True"]`)
+		stream.push(t, map[string]any{"rev": 44, "delete": map[string]any{"clusters": []string{"edge-7", "bare"}}, "upsert": nil})
 		p.wait("edge-7's row to go", `#fleet-count[data-total="4"]`)
 		if got := evalJS[int](p, `document.querySelectorAll('tr[data-cluster="edge-7"]').length`); got != 0 {
 			t.Errorf("edge-7 still has %d rows after its delete", got)
@@ -607,16 +612,24 @@ func TestUIFixtures(t *testing.T) {
 		if err := json.Unmarshal(fx.Snapshot, &snap); err != nil {
 			t.Fatal(err)
 		}
+		evalJS[chromedp.Void](p, `document.querySelector('section[data-rollout="team-a/web-rs"]').__probe = "kept"`)
 		for _, r := range snap.Objects["rollouts"] {
 			if r["key"] == "team-a/web-rs" {
 				r["phase"] = "Failed"
 				r["rolledBack"] = true
-				stream.push(t, map[string]any{"rev": 44, "upsert": map[string]any{"rollouts": []any{r}}})
+				stream.push(t, map[string]any{"rev": 45, "upsert": map[string]any{"rollouts": []any{r}}})
 			}
 		}
 		p.wait("team-a/web-rs Failed after the delta", `section[data-rollout="team-a/web-rs"][data-phase="Failed"]`)
 		if got := p.text(`section[data-rollout="team-a/web-rs"]`); !strings.Contains(got, "Rolled back") {
 			t.Errorf("team-a/web-rs section does not say Rolled back: %q", got)
+		}
+		// The section element stays (an observer on it keeps working); its content is new.
+		if got := p.attr(`section[data-rollout="team-a/web-rs"]`, "data-phase"); got != "Failed" {
+			t.Errorf("team-a/web-rs data-phase = %q, want Failed", got)
+		}
+		if kept := evalJS[string](p, `document.querySelector('section[data-rollout="team-a/web-rs"]').__probe ?? ""`); kept != "kept" {
+			t.Error("the delta replaced team-a/web-rs's section element instead of updating it")
 		}
 	})
 

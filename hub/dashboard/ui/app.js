@@ -33,11 +33,13 @@ function show(name, focus) {
   const view = VIEWS[name].make(store);
   current = { name, view };
   main.dataset.view = name;
-  fill(main, view.el);
   if (store.snapshots) {
+    fill(main, view.el);
     view.mount();
     main.dataset.ready = "true";
   } else {
+    fill(main, h("p.loading", null, "Waiting for the hub’s data…"), view.el);
+    main.setAttribute("aria-busy", "true");
     main.removeAttribute("data-ready");
   }
   document.title = `${VIEWS[name].title} · Flotilla`;
@@ -67,6 +69,9 @@ store.subscribe((ev) => {
   }
   if (!current) return;
   if (ev.type === "snapshot" && main.dataset.ready !== "true") {
+    const loading = main.querySelector(":scope > .loading");
+    if (loading) loading.remove();
+    main.removeAttribute("aria-busy");
     current.view.mount();
     main.dataset.ready = "true";
     return;

@@ -22,7 +22,7 @@ export function placementsView(store) {
       h(
         "tr",
         null,
-        ["Placement", "Requested", "Selected", "Satisfied", "Reason", "Groups"].map((t) => h("th", { scope: "col" }, t)),
+        ["Placement", "Requested", "Selected", "Satisfied", "Groups"].map((t) => h("th", { scope: "col" }, t)),
       ),
     ),
     tbody,
@@ -77,8 +77,11 @@ export function placementsView(store) {
       h("th", { scope: "row" }, h("span.ns", null, p.namespace + "/"), h("span.name", null, p.name)),
       h("td.num", null, p.requested == null ? h("span.muted", null, "all") : String(p.requested)),
       h("td.num", null, String(p.selected ?? 0)),
-      h("td", null, badge(satisfied, satisfied === "True" ? "Satisfied" : satisfied === "False" ? "Not satisfied" : "Unknown")),
-      h("td.wrap", { title: p.message || "" }, p.reason || ""),
+      h(
+        "td",
+        { title: [p.reason, p.message].filter(Boolean).join(": ") },
+        badge(satisfied, satisfied === "True" ? "Satisfied" : satisfied === "False" ? "Not satisfied" : "Unknown"),
+      ),
       h("td.num", null, String((p.groups || []).length)),
     );
     return tr;

@@ -257,10 +257,11 @@ export function rolloutsView(store) {
         const r = rollouts.get(k);
         const old = sections.get(k);
         if (!r || !old) continue;
+        // Keep the section element (an observer on it stays attached); replace what is inside.
         const s = section(r);
-        s.hidden = !visible(r);
-        old.replaceWith(s);
-        sections.set(k, s);
+        for (const name of ["data-rollout", "data-phase", "aria-labelledby"]) old.setAttribute(name, s.getAttribute(name));
+        old.replaceChildren(...s.childNodes);
+        old.hidden = !visible(r);
       }
       const rs = Array.from(rollouts.values());
       renderMeta(rs.length, rs.filter(visible).length);
