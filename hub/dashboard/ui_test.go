@@ -794,9 +794,23 @@ func TestUIFleet5000(t *testing.T) {
 		}
 		clusters[i] = c
 	}
+	// One rollout across the whole fleet: its group shows a capped set of chips until expanded.
+	var chips []map[string]string
+	for i, c := range clusters {
+		st := "Succeeded"
+		if i%100 == 0 {
+			st = "Failed"
+		}
+		chips = append(chips, map[string]string{"cluster": c.Name, "state": st, "since": c.Since, "why": "", "work": c.Name + "/fleet-wide"})
+	}
+	rollout := map[string]any{
+		"key": "ops/fleet-wide", "kind": "ManifestWorkReplicaSet", "namespace": "ops", "name": "fleet-wide", "phase": "Failed",
+		"summary":    map[string]int{"total": n, "applied": n, "available": n - n/100, "degraded": n / 100},
+		"placements": []any{map[string]any{"name": "all", "strategy": "All", "groups": []any{map[string]any{"index": 0, "state": "Failed", "clusters": chips}}}},
+	}
 	snap, err := json.Marshal(map[string]any{
 		"rev":     1,
-		"objects": map[string]any{"clusters": clusters},
+		"objects": map[string]any{"clusters": clusters, "rollouts": []any{rollout}},
 		"access":  map[string]any{"clusters": map[string]any{"allNamespaces": true}},
 	})
 	if err != nil {
@@ -891,6 +905,17 @@ func TestUIFleet5000(t *testing.T) {
 		t.Errorf("first row after sorting by Name = %q, want sim-00000", first)
 	}
 	p.screenshot("fleet-5000")
+
+	p.show("rollouts")
+	sel := `section[data-rollout="ops/fleet-wide"] [data-group="0"] button[data-rollout-cluster]`
+	if got := evalJS[int](p, fmt.Sprintf(`document.querySelectorAll(%q).length`, sel)); got != 100 {
+		t.Errorf("%d chips in a group of 5,000 before expanding, want 100", got)
+	}
+	p.do("showing all chips", chromedp.Click(chromedp.CSS(`section[data-rollout="ops/fleet-wide"] button.more-chips`)))
+	p.waitJS("all 5,000 chips", fmt.Sprintf(`document.querySelectorAll(%q).length === 5000`, sel))
+	if got := evalJS[string](p, `document.activeElement?.dataset.rolloutCluster ?? ""`); got != "sim-00100" {
+		t.Errorf("focus after expanding = %q, want the first new chip sim-00100", got)
+	}
 	if stream.subscribers() != 1 {
 		t.Errorf("%d streams open, want the page's one", stream.subscribers())
 	}

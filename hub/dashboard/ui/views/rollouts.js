@@ -6,6 +6,8 @@ import { h, fill, badge, tone, timeEl, ago, accessText, natural, empty, conditio
 import { touches } from "../store.js";
 
 const prefs = { filter: "" };
+const CHIP_CAP = 100; // chips per group before a "show all" button: a group can hold thousands
+const expanded = new Set(); // rollout|placement|group keys the person expanded
 
 export function rolloutKey(r) {
   return r.kind === "ClusterManagementAddOn" ? `addon/${r.name}` : `${r.namespace}/${r.name}`;
@@ -139,6 +141,35 @@ export function rolloutsView(store) {
     );
   }
 
+  function chipRow(r, p, g) {
+    const all = g.clusters || [];
+    const id = `${rolloutKey(r)}|${p.name}|${g.index}`;
+    const capped = all.length > CHIP_CAP && !expanded.has(id);
+    const row = h("div.chip-row", null, (capped ? all.slice(0, CHIP_CAP) : all).map((c) => chip(r, p, c)));
+    if (capped) {
+      const counts = {};
+      for (const c of all.slice(CHIP_CAP)) counts[c.state] = (counts[c.state] || 0) + 1;
+      const more = Object.entries(counts).map(([k, n]) => `${n} ${k}`).join(", ");
+      row.append(
+        h(
+          "button.btn.more-chips",
+          {
+            type: "button",
+            onclick: (e) => {
+              expanded.add(id);
+              const next = chipRow(r, p, g);
+              e.currentTarget.closest(".chip-row").replaceWith(next);
+              const first = next.querySelectorAll("button[data-rollout-cluster]")[CHIP_CAP];
+              if (first) first.focus();
+            },
+          },
+          `Show ${all.length - CHIP_CAP} more (${more})`,
+        ),
+      );
+    }
+    return row;
+  }
+
   function placementBlock(r, p) {
     return h(
       "div.rollout-placement",
@@ -167,7 +198,7 @@ export function rolloutsView(store) {
                   h("span.group-label", null, `Group ${g.index}`, g.name ? h("span.muted", null, ` · ${g.name}`) : null),
                   badge(g.state || "ToApply"),
                 ),
-                h("div.chip-row", null, (g.clusters || []).map((c) => chip(r, p, c))),
+                chipRow(r, p, g),
               ),
             ),
           )
