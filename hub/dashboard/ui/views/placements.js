@@ -180,7 +180,7 @@ export function placementsView(store) {
       : empty("No decision groups.");
 
     let explain;
-    if (ex.state === "loading" && !ex.data) explain = h("p.muted", { role: "status" }, "Loading the scheduler’s explanation…");
+    if (ex.state === "loading" && !ex.data) explain = h("p.muted", null, "Loading the scheduler’s explanation…");
     else if (ex.state === "error") explain = h("p.notice.tone-bad", { role: "note" }, `Cannot explain: ${ex.error}`);
     else explain = explainBlock(data);
 

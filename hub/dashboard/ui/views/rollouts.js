@@ -110,7 +110,7 @@ export function rolloutsView(store) {
     if (!c.work) {
       fill(dialogBody, facts, empty("This cluster has no ManifestWork yet."));
     } else {
-      fill(dialogBody, facts, h("p.muted", { role: "status" }, "Loading the ManifestWork…"));
+      fill(dialogBody, facts, h("p.muted", null, "Loading the ManifestWork…"));
       if (workAborter) workAborter.abort();
       const ac = (workAborter = new AbortController());
       const [ns, ...rest] = c.work.split("/");
