@@ -27,6 +27,7 @@ export function placementsView(store) {
     ),
     tbody,
   );
+  const tableWrap = h("div.table-wrap", null, table);
   const emptyMsg = h("p.empty", { hidden: true }, "No placements to show.");
   const detail = h("section#placement-detail.detail", { "aria-live": "off", tabindex: "-1", "aria-label": "Placement detail" });
   const count = h("p.count");
@@ -38,7 +39,7 @@ export function placementsView(store) {
     h(
       "div.split",
       null,
-      h("div.split-main", null, h("div.table-wrap", null, table), emptyMsg, h("p.hint", null, "Select a placement (click, or Enter on a focused row) to see why clusters were chosen.")),
+      h("div.split-main", null, tableWrap, emptyMsg, h("p.hint", null, "Select a placement (click, or Enter on a focused row) to see why clusters were chosen.")),
       detail,
     ),
   );
@@ -96,6 +97,7 @@ export function placementsView(store) {
       if (again) again.focus({ preventScroll: true });
     }
     emptyMsg.hidden = ps.length > 0;
+    tableWrap.hidden = ps.length === 0;
     count.textContent = `${ps.length} ${ps.length === 1 ? "placement" : "placements"}`;
     const text = accessText(store.access, "placements", "placements");
     access.textContent = text;
