@@ -245,15 +245,19 @@ export function fleetView(store) {
     const labelText = labels.map(([k, v]) => `${k}=${v}`).join(", ");
     const taintsFull = (c.taints || []).map((t) => `${t.key}${t.value ? "=" + t.value : ""}:${t.effect}`).join(", ");
     // Well-known taint keys are long (cluster.open-cluster-management.io/unreachable): show the name.
-    const taints = (c.taints || []).map((t) => `${t.key.slice(t.key.lastIndexOf("/") + 1)}:${t.effect}`).join(", ");
+    const taints = (c.taints || []).map((t) => `${t.key.slice(t.key.lastIndexOf("/") + 1)}:${t.effect}`);
     const why = [c.reason, c.message].filter(Boolean).join(": ");
     fill(
       tr,
       h(
         "th",
         { scope: "row", title: c.name },
-        h("span.name", null, c.name),
-        c.accepted === false ? h("span.tag.tone-warn", null, "not accepted") : null,
+        h(
+          "span.cell-line",
+          null,
+          h("span.name", null, c.name),
+          c.accepted === false ? h("span.tag.tone-warn", null, "not accepted") : null,
+        ),
       ),
       h("td", { title: why || availableWord(c.available) }, badge(c.available || "Unknown", availableWord(c.available))),
       h("td", null, c.joined === "True" ? "Joined" : c.joined === "False" ? "Not joined" : h("span.muted", null, "Unknown")),
@@ -262,13 +266,19 @@ export function fleetView(store) {
         "td.chips",
         { title: labelText },
         labels.length
-          ? [
+          ? h(
+              "span.cell-line",
+              null,
               labels.slice(0, MAX_CHIPS).map(([k, v]) => h("span.chip", null, v === "" ? k : `${k}=${v}`)),
               labels.length > MAX_CHIPS ? h("span.chip.more", null, `+${labels.length - MAX_CHIPS}`) : null,
-            ]
+            )
           : h("span.muted", null, "—"),
       ),
-      h("td", { title: taintsFull }, taints || h("span.muted", null, "—")),
+      h(
+        "td",
+        { title: taintsFull },
+        taints.length ? h("span.cell-line", null, taints.map((t) => h("span.chip.taint", null, t))) : h("span.muted", null, "—"),
+      ),
       h("td", null, c.version || h("span.muted", null, "—")),
       h("td.num", null, c.cpu || "—"),
       h("td.num", null, c.memory || "—"),
