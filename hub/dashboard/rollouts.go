@@ -291,6 +291,10 @@ func AddonRollout(ctx context.Context, r client.Reader, cma *addonv1alpha1.Clust
 			pl.Error = err.Error()
 		} else {
 			pl.Phase, pl.Message = string(res.Phase), res.Message
+			if prog == nil {
+				// Without the controller's resolved configurations every cluster reads ToApply.
+				pl.Message = rolloutJoin(pl.Message, "the add-on manager reports no install progression for this placement yet")
+			}
 			phases = append(phases, res.Phase)
 			for _, c := range res.TimedOut {
 				states[c] = rollout.ClusterState{Status: rollout.TimeOut, LastTransitionTime: states[c].LastTransitionTime}

@@ -286,6 +286,18 @@ func TestAddonRollout(t *testing.T) {
 		t.Errorf("groups %+v, want one Progressing group", g)
 	}
 
+	t.Run("no progression reported yet", func(t *testing.T) {
+		m := cma.DeepCopy()
+		m.Status.InstallProgressions = nil
+		r := AddonRollout(ctx, c, m, now)
+		if len(r.Placements) != 1 || !strings.Contains(r.Placements[0].Message, "no install progression") {
+			t.Errorf("placements %+v, want default/all's message to say no progression is reported", r.Placements)
+		}
+		if _, got := rolloutFind(t, r, "default/all", "done"); got.State != "ToApply" {
+			t.Errorf("done without the controller's configurations: %+v, want ToApply", got)
+		}
+	})
+
 	t.Run("a missing placement and a manual add-on", func(t *testing.T) {
 		m := cma.DeepCopy()
 		m.Spec.InstallStrategy.Placements[0].Name = "nope"
