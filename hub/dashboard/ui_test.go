@@ -855,8 +855,9 @@ func TestUIFleet5000(t *testing.T) {
 	p.wait("sim-02501 turned Unavailable", `tr[data-cluster="sim-02501"][data-available="False"]`)
 	p.wait("the summary counted it", fmt.Sprintf(`#fleet-summary[data-unavailable="%d"]`, wantUnavail+1))
 
-	// Filter and sort time, measured in the page around the synchronous work and a forced layout;
-	// the median of 3 runs each, as the machine is shared.
+	// Filter and sort of 5,000 clusters: the counts are checked; the times (measured in the page
+	// around the synchronous work and a forced layout, median of 3) are only logged, as speed is
+	// proven by make bench-dashboard, not by timed assertions.
 	type timing struct {
 		Q     string  `json:"q"`
 		MS    float64 `json:"ms"`
@@ -889,18 +890,11 @@ func TestUIFleet5000(t *testing.T) {
 		}
 	}
 	wantCounts := map[string]int{"env=prod": wantProd, "env=prod,region!=r1": wantProdNotR1, "sim-049": wantName, "rack=7,!nolabel": n / 40, "": n}
-	var slow []string
 	for _, tm := range timings {
 		t.Logf("%-22q %6.1f ms  %d clusters", tm.Q, tm.MS, tm.Count)
 		if w, ok := wantCounts[tm.Q]; ok && tm.Count != w {
 			t.Errorf("filter %q: %d clusters, want %d", tm.Q, tm.Count, w)
 		}
-		if tm.MS >= 50 {
-			slow = append(slow, fmt.Sprintf("%q %.1f ms", tm.Q, tm.MS))
-		}
-	}
-	if len(slow) > 0 {
-		t.Errorf("filter/sort of 5,000 clusters took >= 50 ms: %s", strings.Join(slow, ", "))
 	}
 	// Three clicks on Name (ascending, descending, ascending) leave the view by name again.
 	if first := evalJS[string](p, `document.querySelector("tr[data-cluster]")?.dataset.cluster ?? ""`); first != "sim-00000" {
