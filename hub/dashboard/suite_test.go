@@ -206,7 +206,9 @@ var _ = Describe("the dashboard against a hub API server", func() {
 			Expect(time.Now().Before(deadline)).To(BeTrue(), "a delta with rollout dash-apps/app within 30s")
 			var d wireDelta
 			Expect(json.Unmarshal([]byte(stream.nextWithin("delta", time.Until(deadline)).data), &d)).To(Succeed())
-			if slices.Contains(keysOf(GinkgoT(), d.Upsert[KindRollouts]), "dash-apps/app") {
+			if r, ok := objectsByKey[Rollout](d.Upsert[KindRollouts])["dash-apps/app"]; ok {
+				Expect(r.Kind).To(Equal("ManifestWorkReplicaSet"))
+				Expect(r.Placements).To(ContainElement(HaveField("Name", "web")), "the rollout's placements")
 				break
 			}
 		}
@@ -241,6 +243,17 @@ var _ = Describe("the dashboard against a hub API server", func() {
 		code, body = get("/api/works/dash-c1/missing")
 		Expect(code).To(Equal(http.StatusNotFound), "a missing work: %s", body)
 		Expect(string(body)).To(ContainSubstring(`"error"`))
+
+		By("a placement's explanation")
+		code, body = get("/api/placements/dash-apps/web/explain")
+		Expect(code).To(Equal(http.StatusOK), "api/placements/dash-apps/web/explain: %s", body)
+		// What it says is Explain's (tested beside it); here, that the endpoint serves it.
+		var e map[string]json.RawMessage
+		Expect(json.Unmarshal(body, &e)).To(Succeed())
+		Expect(e).To(HaveKey("filters"))
+		Expect(e).To(HaveKey("notChosen"))
+		code, body = get("/api/placements/dash-apps/missing/explain")
+		Expect(code).To(Equal(http.StatusNotFound), "a missing placement: %s", body)
 	}, SpecTimeout(3*time.Minute))
 
 	It("shows a restricted user only what they may list, and says what is denied", func(ctx SpecContext) {
