@@ -108,9 +108,13 @@ token.`,
 			err = srv.WaitForSync(syncCtx)
 			syncCancel()
 			if err != nil {
+				interrupted := ctx.Err() != nil
 				cancel()
 				<-started
 				_ = ln.Close()
+				if interrupted {
+					return nil // Ctrl-C while the watches were syncing
+				}
 				return fmt.Errorf("the dashboard could not read the hub %s: %w", cfg.Host, err)
 			}
 			// Requests live in ctx, so Ctrl-C ends the event streams too.
