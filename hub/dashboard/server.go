@@ -171,6 +171,11 @@ func (s *Server) start(ctx context.Context) error {
 			s.resAccess[name] = resAccess{all: true}
 		}
 	} else {
+		// One review first: a hub that cannot be reached (or a kubeconfig it refuses) fails
+		// the start rather than yield a page of errors.
+		if _, err := mayListWatch(ctx, s.kube, resources[resClusters].gr, ""); err != nil {
+			return s.fail(fmt.Errorf("dashboard: asking %s what this kubeconfig may read: %w", s.opts.Config.Host, err))
+		}
 		s.resAccess = probeAccess(ctx, s.kube, s.candidates)
 		s.user = s.whoAmI(ctx)
 	}

@@ -479,3 +479,19 @@ func TestSlowStreamGetsSnapshot(t *testing.T) {
 		}
 	}
 }
+
+// TestStartFailsOnUnreachableHub: a hub that does not answer fails Start and WaitForSync
+// with an error naming it, instead of serving a page of errors.
+func TestStartFailsOnUnreachableHub(t *testing.T) {
+	s, err := New(Options{Config: &rest.Config{Host: "https://127.0.0.1:1", Timeout: 5 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	go func() { _ = s.Start(ctx) }()
+	err = s.WaitForSync(ctx)
+	if err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") || ctx.Err() != nil {
+		t.Fatalf("WaitForSync with an unreachable hub: %v; want Start's error naming the hub, before the 30s deadline", err)
+	}
+}
