@@ -3,6 +3,7 @@ package manager
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 
@@ -87,13 +88,12 @@ func dashboardAPI(page http.Handler) http.Handler {
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = w.Write(discovery)
 		case p == proxy:
-			// Relative, so that it resolves under any prefix (kubectl proxy --api-prefix).
-			loc := DashboardSubresource + "/"
-			if r.URL.RawQuery != "" {
-				loc += "?" + r.URL.RawQuery
-			}
-			w.Header().Set("Location", loc)
-			w.WriteHeader(http.StatusMovedPermanently)
+			// The page's relative URLs need the slash. The API server refuses an aggregated
+			// API's redirects (502), so the browser is sent on by the page itself, relative to
+			// wherever the API is proxied (kubectl proxy --api-prefix).
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			w.Header().Set("Cache-Control", "no-cache")
+			_, _ = io.WriteString(w, toPage)
 		case strings.HasPrefix(p, proxy+"/"):
 			strip.ServeHTTP(w, r)
 		default:
@@ -102,6 +102,11 @@ func dashboardAPI(page http.Handler) http.Handler {
 		}
 	})
 }
+
+// toPage sends a browser from DashboardPath without its slash to the page.
+const toPage = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Flotilla dashboard</title>` +
+	`<meta http-equiv="refresh" content="0; url=` + DashboardSubresource + `/"></head>` +
+	`<body><p><a href="` + DashboardSubresource + `/">Open the dashboard</a></p></body></html>`
 
 // writeAPIStatus answers with a metav1.Status, as an API server does.
 func writeAPIStatus(w http.ResponseWriter, code int, reason metav1.StatusReason, message string) {
