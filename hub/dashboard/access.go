@@ -47,7 +47,7 @@ func probeAccess(ctx context.Context, kube kubernetes.Interface, candidates []st
 	return out
 }
 
-func probeOne(ctx context.Context, kube kubernetes.Interface, r resource, candidates []string) resAccess {
+func probeOne(ctx context.Context, kube kubernetes.Interface, r watched, candidates []string) resAccess {
 	ok, err := mayListWatch(ctx, kube, r.gr, "")
 	if err != nil {
 		return resAccess{err: err.Error()}

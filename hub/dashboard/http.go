@@ -266,7 +266,7 @@ func (s *Server) serveExplain(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
 	defer cancel()
-	e, err := Explain(ctx, s.cache, ns, name, s.opts.Clock.Now())
+	e, err := Explain(ctx, s.reader(), ns, name, s.opts.Clock.Now())
 	if err != nil {
 		readError(w, fmt.Sprintf("Placement %s/%s", ns, name), err)
 		return

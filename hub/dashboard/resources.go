@@ -38,14 +38,14 @@ const (
 	eventsConfigMap = "ConfigMap"
 )
 
-// resource is one watched resource.
-type resource struct {
+// watched is one watched resource.
+type watched struct {
 	gr         schema.GroupResource
 	namespaced bool
 	obj        func() client.Object
 }
 
-var resources = map[string]resource{
+var resources = map[string]watched{
 	resClusters:    {schema.GroupResource{Group: clusterv1.GroupVersion.Group, Resource: resClusters}, false, func() client.Object { return &clusterv1.ManagedCluster{} }},
 	resLeases:      {schema.GroupResource{Group: coordinationv1.GroupName, Resource: resLeases}, true, func() client.Object { return &coordinationv1.Lease{} }},
 	resClusterSets: {schema.GroupResource{Group: clusterv1beta2.GroupVersion.Group, Resource: resClusterSets}, false, func() client.Object { return &clusterv1beta2.ManagedClusterSet{} }},
@@ -61,9 +61,12 @@ var resources = map[string]resource{
 	resEvents:      {schema.GroupResource{Resource: resEvents}, true, func() client.Object { return &corev1.Event{} }},
 }
 
-// mainResources are watched by the main cache (Events by one cache per involved kind).
+// mainResources are watched by the main cache. Events are watched by one cache per involved
+// kind, and policy ConfigMaps by their own: the main cache has no ConfigMap informer, so a
+// read of another ConfigMap (a plugin's source) is not answered "not found" by a
+// label-selected one but ErrResourceNotCached, and falls back to a direct read.
 var mainResources = []string{resClusters, resLeases, resClusterSets, resPlacements, resDecisions, resMWRS, resWorks,
-	resOverrides, resAddons, resAddonDefs, resPlugins, resPolicies}
+	resOverrides, resAddons, resAddonDefs, resPlugins}
 
 // kindResources are, per view kind, the resource its objects are (first) and those it
 // also reads; access to the first decides what the kind shows.

@@ -85,6 +85,7 @@ type Server struct {
 	// Set by Start before synced is closed.
 	cache     cache.Cache
 	events    map[string]cache.Cache // involved kind →
+	policies  cache.Cache            // policy ConfigMaps; nil when not watched
 	resAccess map[string]resAccess
 	access    map[string]Access
 	user      string
@@ -172,22 +173,24 @@ func (s *Server) start(ctx context.Context) error {
 		s.resAccess = probeAccess(ctx, s.kube, candidates)
 		s.user = s.whoAmI(ctx)
 	}
-	s.access = kindAccess(s.resAccess)
-	for name, a := range s.resAccess {
-		if a.none() {
-			s.log.Info("not watching: no access", "resource", resources[name].gr.String(), "reason", a.err)
-		}
-	}
 	if err := s.buildCaches(); err != nil {
 		return s.fail(err)
 	}
 	if err := s.watch(ctx); err != nil {
 		return s.fail(err)
 	}
+	s.access = kindAccess(s.resAccess)
+	for name, a := range s.resAccess {
+		if a.none() {
+			s.log.Info("not watching", "resource", resources[name].gr.String(), "reason", a.err)
+		}
+	}
+	// Stop the watches (cancel) before waiting for them (deferred in reverse order).
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var wg sync.WaitGroup
-	errs := make(chan error, 1+len(s.events))
+	errs := make(chan error, 2+len(s.events))
 	run := func(what string, c cache.Cache) {
 		wg.Add(1)
 		go func() {
@@ -198,15 +201,21 @@ func (s *Server) start(ctx context.Context) error {
 			}
 		}()
 	}
-	run("hub", s.cache)
+	side := map[string]cache.Cache{}
 	for kind, c := range s.events {
-		run(kind+" Event", c)
+		side[kind+" Event"] = c
 	}
-	defer wg.Wait()
+	if s.policies != nil {
+		side["policy ConfigMap"] = s.policies
+	}
+	run("hub", s.cache)
+	for what, c := range side {
+		run(what, c)
+	}
 	if !s.cache.WaitForCacheSync(ctx) {
 		return s.fail(s.syncErr(ctx, errs))
 	}
-	for _, c := range s.events {
+	for _, c := range side {
 		if !c.WaitForCacheSync(ctx) {
 			return s.fail(s.syncErr(ctx, errs))
 		}
@@ -255,9 +264,9 @@ func (s *Server) WaitForSync(ctx context.Context) error {
 	}
 }
 
-// Reader reads what the dashboard watches (the cache); an unwatched kind is an error.
-// Valid after WaitForSync.
-func (s *Server) Reader() client.Reader { return s.cache }
+// reader reads what the dashboard watches from its cache, and other kinds (bindings,
+// scores, plugin sources) directly with Config: what rollouts and explain need.
+func (s *Server) reader() client.Reader { return ExplainReader(s.cache, s.direct) }
 
 // candidates are the namespaces to try when a cluster-wide list is forbidden: the given
 // ones, then the hub's policy namespace (where policy ConfigMaps live).

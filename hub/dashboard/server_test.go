@@ -26,12 +26,18 @@ type sseEvent struct {
 
 // sseReader reads events from a stream, each read bounded by the test's deadline.
 type sseReader struct {
-	t      *testing.T
+	t      failer
 	events chan sseEvent
 	errs   chan error
 }
 
-func readSSE(t *testing.T, body *bufio.Reader) *sseReader {
+// failer is what sseReader needs of a *testing.T or GinkgoT().
+type failer interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
+func readSSE(t failer, body *bufio.Reader) *sseReader {
 	r := &sseReader{t: t, events: make(chan sseEvent, 100), errs: make(chan error, 1)}
 	go func() {
 		var ev sseEvent
@@ -65,9 +71,11 @@ func readSSE(t *testing.T, body *bufio.Reader) *sseReader {
 }
 
 // next is the next event named name, skipping others; it fails the test after 10 s.
-func (r *sseReader) next(name string) sseEvent {
+func (r *sseReader) next(name string) sseEvent { return r.nextWithin(name, 10*time.Second) }
+
+func (r *sseReader) nextWithin(name string, d time.Duration) sseEvent {
 	r.t.Helper()
-	deadline := time.After(10 * time.Second)
+	deadline := time.After(d)
 	for {
 		select {
 		case ev := <-r.events:
@@ -77,7 +85,7 @@ func (r *sseReader) next(name string) sseEvent {
 		case err := <-r.errs:
 			r.t.Fatalf("stream ended while waiting for a %q event: %v", name, err)
 		case <-deadline:
-			r.t.Fatalf("no %q event within 10s", name)
+			r.t.Fatalf("no %q event within %s", name, d)
 		}
 	}
 }
@@ -94,7 +102,7 @@ type wireDelta struct {
 	Delete map[string][]string          `json:"delete"`
 }
 
-func keysOf(t *testing.T, objs []json.RawMessage) []string {
+func keysOf(t failer, objs []json.RawMessage) []string {
 	t.Helper()
 	var out []string
 	for _, o := range objs {

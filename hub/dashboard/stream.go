@@ -192,6 +192,9 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
 	}
 	select {
 	case <-s.synced:
+	case <-s.failed:
+		writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("the dashboard's watches failed: %v", s.startErr))
+		return
 	case <-ctx.Done():
 		return
 	}

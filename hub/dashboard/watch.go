@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -52,8 +53,6 @@ func (s *Server) buildCaches() error {
 		switch name {
 		case resLeases:
 			field = fields.OneTermEqualSelector("metadata.name", leaseName)
-		case resPolicies:
-			label = labels.SelectorFromSet(labels.Set{policy.ConfigMapLabel: policy.ConfigMapLabelValue})
 		}
 		if b, ok := s.byObject(name, label, field); ok {
 			by[resources[name].obj()] = b
@@ -64,6 +63,13 @@ func (s *Server) buildCaches() error {
 		return fmt.Errorf("dashboard: watches of %s: %w", s.opts.Config.Host, err)
 	}
 	s.cache = c
+	if b, ok := s.byObject(resPolicies, labels.SelectorFromSet(labels.Set{policy.ConfigMapLabel: policy.ConfigMapLabelValue}), nil); ok {
+		pc, err := cache.New(s.opts.Config, cache.Options{Scheme: s.scheme, ByObject: map[client.Object]cache.ByObject{&corev1.ConfigMap{}: b}, ReaderFailOnMissingInformer: true})
+		if err != nil {
+			return fmt.Errorf("dashboard: policy ConfigMap watch of %s: %w", s.opts.Config.Host, err)
+		}
+		s.policies = pc
+	}
 	s.events = map[string]cache.Cache{}
 	for _, kind := range []string{eventsPlacement, eventsPlugin, eventsConfigMap} {
 		b, ok := s.byObject(resEvents, nil, fields.OneTermEqualSelector("involvedObject.kind", kind))
@@ -160,11 +166,25 @@ func (s *Server) watch(ctx context.Context) error {
 			continue
 		}
 		inf, err := s.cache.GetInformer(ctx, resources[name].obj(), cache.BlockUntilSynced(false))
+		if meta.IsNoMatchError(err) {
+			// A hub without this API (an OCM hub without Flotilla's kinds): the page says so.
+			s.resAccess[name] = resAccess{err: fmt.Sprintf("%s is not served by %s", resources[name].gr, s.opts.Config.Host)}
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("dashboard: watching %s: %w", resources[name].gr, err)
 		}
 		if _, err := inf.AddEventHandler(handlerFor(on[name])); err != nil {
 			return fmt.Errorf("dashboard: watching %s: %w", resources[name].gr, err)
+		}
+	}
+	if s.policies != nil {
+		inf, err := s.policies.GetInformer(ctx, &corev1.ConfigMap{}, cache.BlockUntilSynced(false))
+		if err != nil {
+			return fmt.Errorf("dashboard: watching policy ConfigMaps: %w", err)
+		}
+		if _, err := inf.AddEventHandler(handlerFor(on[resPolicies])); err != nil {
+			return fmt.Errorf("dashboard: watching policy ConfigMaps: %w", err)
 		}
 	}
 	for kind, ec := range s.events {
@@ -285,18 +305,21 @@ func (s *Server) recompute(ctx context.Context) {
 		s.recomputePlacement(ctx, k)
 	}
 	for k := range d.keys[KindAddons] {
-		recomputeOne(ctx, s, KindAddons, k, &addonv1alpha1.ManagedClusterAddOn{}, func(o *addonv1alpha1.ManagedClusterAddOn) any { return AddonOf(o) })
+		recomputeOne(ctx, s, s.cache, KindAddons, k, &addonv1alpha1.ManagedClusterAddOn{}, func(o *addonv1alpha1.ManagedClusterAddOn) any { return AddonOf(o) })
 	}
 	for k := range d.keys[KindAddonDefs] {
-		recomputeOne(ctx, s, KindAddonDefs, k, &addonv1alpha1.ClusterManagementAddOn{}, func(o *addonv1alpha1.ClusterManagementAddOn) any { return AddonDefOf(o) })
+		recomputeOne(ctx, s, s.cache, KindAddonDefs, k, &addonv1alpha1.ClusterManagementAddOn{}, func(o *addonv1alpha1.ClusterManagementAddOn) any { return AddonDefOf(o) })
 	}
 	for k := range d.keys[KindPlugins] {
-		recomputeOne(ctx, s, KindPlugins, k, &flotillav1alpha1.WasmPlugin{}, func(o *flotillav1alpha1.WasmPlugin) any {
+		recomputeOne(ctx, s, s.cache, KindPlugins, k, &flotillav1alpha1.WasmPlugin{}, func(o *flotillav1alpha1.WasmPlugin) any {
 			return PluginOf(o, s.eventsOf(ctx, eventsPlugin, "", o.Name))
 		})
 	}
 	for k := range d.keys[KindPolicies] {
-		recomputeOne(ctx, s, KindPolicies, k, &corev1.ConfigMap{}, func(o *corev1.ConfigMap) any {
+		if s.policies == nil {
+			break
+		}
+		recomputeOne(ctx, s, s.policies, KindPolicies, k, &corev1.ConfigMap{}, func(o *corev1.ConfigMap) any {
 			return PolicyOf(o, s.eventsOf(ctx, eventsConfigMap, o.Namespace, o.Name))
 		})
 	}
@@ -312,8 +335,8 @@ func objectKey(k string) client.ObjectKey {
 }
 
 // recomputeOne sets (or deletes) the view object of kind k from its object in the cache.
-func recomputeOne[T client.Object](ctx context.Context, s *Server, kind, k string, o T, conv func(T) any) {
-	err := s.cache.Get(ctx, objectKey(k), o)
+func recomputeOne[T client.Object](ctx context.Context, s *Server, r client.Reader, kind, k string, o T, conv func(T) any) {
+	err := r.Get(ctx, objectKey(k), o)
 	switch {
 	case apierrors.IsNotFound(err):
 		s.st.del(kind, k)
@@ -350,14 +373,20 @@ func (s *Server) selectors(ctx context.Context) []setSelector {
 	}
 	out := make([]setSelector, 0, len(list.Items))
 	for i := range list.Items {
-		sel, err := clusterset.Selector(&list.Items[i])
-		if err != nil {
-			sel = nil // an invalid selector matches nothing, as for the registration controller
-		}
-		out = append(out, setSelector{name: list.Items[i].Name, sel: sel})
+		out = append(out, selectorOf(&list.Items[i]))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
 	return out
+}
+
+// selectorOf is a set with its member selector (hub/registration/clusterset.Selector); an
+// invalid selector matches nothing.
+func selectorOf(set *clusterv1beta2.ManagedClusterSet) setSelector {
+	sel, err := clusterset.Selector(set)
+	if err != nil {
+		sel = nil
+	}
+	return setSelector{name: set.Name, sel: sel}
 }
 
 func setsOf(sels []setSelector, l map[string]string) []string {
@@ -456,7 +485,7 @@ func (s *Server) recomputePlacement(ctx context.Context, k string) {
 	if s.resAccess[resPlacements].none() {
 		return
 	}
-	recomputeOne(ctx, s, KindPlacements, k, &clusterv1beta1.Placement{}, func(p *clusterv1beta1.Placement) any {
+	recomputeOne(ctx, s, s.cache, KindPlacements, k, &clusterv1beta1.Placement{}, func(p *clusterv1beta1.Placement) any {
 		var ds []clusterv1beta1.PlacementDecision
 		if !s.resAccess[resDecisions].none() {
 			list := &clusterv1beta1.PlacementDecisionList{}
@@ -510,7 +539,7 @@ func (s *Server) recomputeRollouts(ctx context.Context, all bool) {
 			for i := range list.Items {
 				rs := &list.Items[i]
 				seen[key(rs)] = true
-				s.st.set(KindRollouts, key(rs), rs.Namespace, mwrsGR, MWRSRollout(ctx, s.cache, rs, now))
+				s.st.set(KindRollouts, key(rs), rs.Namespace, mwrsGR, MWRSRollout(ctx, s.reader(), rs, now))
 			}
 		}
 		if !s.resAccess[resAddonDefs].none() {
@@ -525,7 +554,7 @@ func (s *Server) recomputeRollouts(ctx context.Context, all bool) {
 					continue
 				}
 				seen["addon/"+cma.Name] = true
-				s.st.set(KindRollouts, "addon/"+cma.Name, "", cmaGR, AddonRollout(ctx, s.cache, cma, now))
+				s.st.set(KindRollouts, "addon/"+cma.Name, "", cmaGR, AddonRollout(ctx, s.reader(), cma, now))
 			}
 		}
 		for _, k := range s.st.keys(KindRollouts) {
@@ -549,7 +578,7 @@ func (s *Server) recomputeRollouts(ctx context.Context, all bool) {
 			case err != nil:
 				s.log.Error(err, "reading ClusterManagementAddOn", "name", name)
 			default:
-				s.st.set(KindRollouts, k, "", cmaGR, AddonRollout(ctx, s.cache, cma, now))
+				s.st.set(KindRollouts, k, "", cmaGR, AddonRollout(ctx, s.reader(), cma, now))
 			}
 			continue
 		}
@@ -565,7 +594,7 @@ func (s *Server) recomputeRollouts(ctx context.Context, all bool) {
 		case err != nil:
 			s.log.Error(err, "reading ManifestWorkReplicaSet", "key", k)
 		default:
-			s.st.set(KindRollouts, k, rs.Namespace, mwrsGR, MWRSRollout(ctx, s.cache, rs, now))
+			s.st.set(KindRollouts, k, rs.Namespace, mwrsGR, MWRSRollout(ctx, s.reader(), rs, now))
 		}
 	}
 }
