@@ -142,6 +142,17 @@ func checkDashboardReads(t *testing.T, who string, rules []map[string]any) {
 			}
 		}
 	}
+	// A placement's explanation and the rollouts read these directly.
+	for _, r := range []struct{ verb, group, resource string }{
+		{"list", "cluster.open-cluster-management.io", "managedclustersetbindings"},
+		{"list", "cluster.open-cluster-management.io", "addonplacementscores"},
+		{"get", "", "configmaps"},
+		{"get", "flotilla.dev", "wasmplugins"},
+	} {
+		if !grants(rules, r.verb, r.group, r.resource, "") {
+			t.Errorf("%s may not %s %s.%s, which the dashboard reads", who, r.verb, r.resource, r.group)
+		}
+	}
 	for _, verb := range []string{"create", "patch"} {
 		if !grants(rules, verb, "apiregistration.k8s.io", "apiservices", "v1alpha1.dashboard.flotilla.dev") {
 			t.Errorf("%s may not %s the APIService v1alpha1.dashboard.flotilla.dev", who, verb)

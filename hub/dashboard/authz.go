@@ -26,6 +26,8 @@ type SARAuthorizer struct {
 	Reviews sarcache.Reviewer
 }
 
+var _ Authorizer = (*SARAuthorizer)(nil)
+
 // NewSARAuthorizer is a SARAuthorizer over a new sarcache.Cache of reviews (the hub's
 // kubernetes.Interface AuthorizationV1().SubjectAccessReviews()), with the RBACWatch the
 // caller adds to its manager so that a grant or revocation is seen at once.
