@@ -4,10 +4,10 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -15,19 +15,26 @@ import (
 	"github.com/go-logr/logr/funcr"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
 	clusterv1beta1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta1"
 	"github.com/flotilla-dev/flotilla/core/environment"
 	"github.com/flotilla-dev/flotilla/core/install"
+	"github.com/flotilla-dev/flotilla/hub/dashboard"
 	"github.com/flotilla-dev/flotilla/hub/manager"
 )
 
@@ -50,6 +57,7 @@ var apiServicesGVR = schema.GroupVersionResource{Group: "apiregistration.k8s.io"
 
 var _ = BeforeSuite(func(ctx SpecContext) {
 	logger := funcr.New(func(prefix, args string) { fmt.Fprintln(GinkgoWriter, prefix, args) }, funcr.Options{})
+	ctrllog.SetLogger(logger)
 	var err error
 	dashCP, err = environment.StartControlPlane(ctx, environment.ControlPlaneOptions{Name: environment.HubName, AllCRDs: true, Log: GinkgoWriter})
 	Expect(err).NotTo(HaveOccurred())
@@ -150,27 +158,31 @@ func get(ctx context.Context, user, path string) (int, http.Header, string) {
 // sseEvent is one Server-Sent Event.
 type sseEvent struct{ name, data string }
 
-// streamUntil reads the dashboard's event stream as user until an event named until, and
-// returns the events read; the stream is closed after.
+// streamUntil reads the dashboard's event stream through the hub API server as user until an
+// event named until, and returns the events read; the stream is closed after.
 func streamUntil(ctx context.Context, user, until string) []sseEvent {
 	GinkgoHelper()
 	c, host := as(user)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, host+manager.DashboardPath+"api/stream", nil)
-	Expect(err).NotTo(HaveOccurred())
+	return readStream(Default, ctx, c, host+manager.DashboardPath+"api/stream", until)
+}
+
+// readStream reads the event stream at url until an event named until.
+func readStream(g Gomega, ctx context.Context, c *http.Client, url, until string) []sseEvent {
+	GinkgoHelper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	g.Expect(err).NotTo(HaveOccurred())
 	resp, err := c.Do(req)
-	Expect(err).NotTo(HaveOccurred(), "GET the stream as %s", user)
+	g.Expect(err).NotTo(HaveOccurred(), "GET %s", url)
 	defer resp.Body.Close()
-	Expect(resp.StatusCode).To(Equal(http.StatusOK), "the stream's status as %s", user)
-	Expect(resp.Header.Get("Content-Type")).To(HavePrefix("text/event-stream"))
+	g.Expect(resp.StatusCode).To(Equal(http.StatusOK), "the status of %s", url)
+	g.Expect(resp.Header.Get("Content-Type")).To(HavePrefix("text/event-stream"))
 	var events []sseEvent
 	var cur sseEvent
 	r := bufio.NewReaderSize(resp.Body, 1<<16)
 	for {
 		line, err := r.ReadString('\n')
-		if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
-			Fail(fmt.Sprintf("no %q event on the stream of %s before the deadline; got %v", until, user, events))
-		}
-		Expect(err).NotTo(HaveOccurred(), "reading the stream of %s after %v", user, events)
+		g.Expect(ctx.Err()).NotTo(HaveOccurred(), "no %q event on %s before the deadline; got %v", until, url, events)
+		g.Expect(err).NotTo(HaveOccurred(), "reading %s after %v", url, events)
 		line = strings.TrimSuffix(line, "\n")
 		switch {
 		case line == "":
@@ -278,4 +290,76 @@ var _ = Describe("The hub's dashboard (Options.Dashboard)", func() {
 			Expect(status.Message).To(ContainSubstring(`cannot get resource "dashboards/proxy" in API group "dashboard.flotilla.dev"`))
 		}
 	}, SpecTimeout(time.Minute))
+
+	// The chart's RBAC is what the hub runs with in a cluster: the dashboard's watches sync and
+	// its reviews are made with no more than the chart gives the process serving it (a missing
+	// right would leave a watch unsynced).
+	It("runs with no more than the chart gives the process serving it", func(ctx SpecContext) {
+		// A cluster with its heartbeat Lease, read by name.
+		Expect(dashC.Create(ctx, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "c1"}})).To(Succeed())
+		Expect(dashC.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "c1"}})).To(Succeed())
+		renew := metav1.NewMicroTime(time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC))
+		Expect(dashC.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: "managed-cluster-lease"},
+			Spec: coordinationv1.LeaseSpec{RenewTime: &renew}})).To(Succeed())
+
+		for topology, identity := range map[string]string{"Single": "flotilla-hub", "Split": "open-cluster-management:flotilla-hub:addon-manager"} {
+			By("topology " + topology + ": as the ServiceAccount bound to ClusterRole " + identity)
+			objs, err := install.Render(install.HubChart, "flotilla-hub", install.HubNamespace,
+				map[string]any{"render": "components", "topology": topology, "dashboard": map[string]any{"enabled": true}})
+			Expect(err).NotTo(HaveOccurred())
+			var sa string
+			for _, o := range objs {
+				if (o.GetKind() == "ClusterRole" || o.GetKind() == "ClusterRoleBinding") && o.GetName() == identity {
+					if o.GetKind() == "ClusterRoleBinding" {
+						subjects, _, _ := unstructured.NestedSlice(o.Object, "subjects")
+						Expect(subjects).To(HaveLen(1))
+						sub := subjects[0].(map[string]any)
+						sa = fmt.Sprintf("system:serviceaccount:%s:%s", sub["namespace"], sub["name"])
+					}
+					Expect(dashC.Create(ctx, o.DeepCopy())).To(Succeed(), "creating %s %s", o.GetKind(), o.GetName())
+				}
+			}
+			Expect(sa).NotTo(BeEmpty(), "topology %s: no ClusterRoleBinding %s rendered", topology, identity)
+			ns := strings.Split(sa, ":")[2]
+			cfg := rest.CopyConfig(dashCP.Config)
+			cfg.Impersonate = rest.ImpersonationConfig{UserName: sa, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}}
+
+			authz, _, err := dashboard.NewSARAuthorizer(kubernetes.NewForConfigOrDie(cfg).AuthorizationV1().SubjectAccessReviews())
+			Expect(err).NotTo(HaveOccurred())
+			d, err := dashboard.New(dashboard.Options{Config: cfg, Authorizer: authz, Logger: GinkgoLogr.WithName("dashboard-" + topology)})
+			Expect(err).NotTo(HaveOccurred())
+			runCtx, stop := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- d.Start(runCtx) }()
+			DeferCleanup(func(ctx SpecContext) {
+				stop()
+				Eventually(done).WithContext(ctx).Should(Receive(BeNil()), "topology %s: the dashboard stops", topology)
+			}, NodeTimeout(30*time.Second))
+			syncCtx, cancel := context.WithTimeout(ctx, 45*time.Second)
+			Expect(d.WaitForSync(syncCtx)).To(Succeed(), "topology %s: the dashboard's watches as %s", topology, sa)
+			cancel()
+
+			// An admin (system:masters: every review allows) through the dashboard's handler.
+			admin := &user.DefaultInfo{Name: "admin", Groups: []string{"system:masters", "system:authenticated"}}
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				d.Handler().ServeHTTP(w, r.WithContext(request.WithUser(r.Context(), admin)))
+			}))
+			DeferCleanup(srv.Close)
+			Eventually(func(g Gomega) {
+				sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+				defer cancel()
+				events := readStream(g, sctx, http.DefaultClient, srv.URL+"/api/stream", "snapshot")
+				keys, _ := placementsIn(events[len(events)-1].data)
+				g.Expect(keys).To(ContainElements("team-a/web", "team-b/web"), "placements the admin sees")
+				var snap struct {
+					Objects struct {
+						Clusters []struct{ Name, Lease string } `json:"clusters"`
+					} `json:"objects"`
+				}
+				g.Expect(json.Unmarshal([]byte(events[len(events)-1].data), &snap)).To(Succeed())
+				g.Expect(snap.Objects.Clusters).To(ContainElement(And(HaveField("Name", "c1"), HaveField("Lease", "2026-11-27T12:00:00Z"))),
+					"cluster c1 with its Lease's renewTime")
+			}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(time.Second).Should(Succeed())
+		}
+	}, SpecTimeout(3*time.Minute))
 })
