@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -57,8 +58,17 @@ func (h *Hub) setupDashboard(kube kubernetes.Interface, srv *webhook.Server) ([]
 	if err := srv.RegisterAPIService(webhook.APIService{Group: DashboardGroup, Version: DashboardVersion, Handler: dashboardAPI(d.Handler())}); err != nil {
 		return nil, fmt.Errorf("hub: dashboard API: %w", err)
 	}
+	log := h.opts.Logger.WithName("dashboard")
+	// A dashboard that cannot run is logged, not fatal: the process also serves the add-on
+	// kinds' conversion and the add-ons' APIs, which must not stop with it.
+	run := runnableFunc(func(ctx context.Context) error {
+		if err := d.Start(ctx); err != nil {
+			log.Error(err, "The dashboard stopped; the hub runs on without it")
+		}
+		return nil
+	})
 	return []Component{
-		&dashboardServer{ComponentFunc(func(mgr ctrl.Manager) error { return mgr.Add(everyReplica{d}) })},
+		&dashboardServer{ComponentFunc(func(mgr ctrl.Manager) error { return mgr.Add(everyReplica{run}) })},
 		&dashboardRBAC{rbacWatch},
 	}, nil
 }
