@@ -25,8 +25,8 @@ type resAccess struct {
 func (a resAccess) none() bool { return !a.all && len(a.namespaces) == 0 }
 
 // probeAccess asks, with SelfSubjectAccessReviews, where Config may list and watch each
-// resource: cluster-wide, else in which of the candidate namespaces.
-func probeAccess(ctx context.Context, kube kubernetes.Interface, candidates []string) map[string]resAccess {
+// resource: cluster-wide, else in which of its candidate namespaces.
+func probeAccess(ctx context.Context, kube kubernetes.Interface, candidates func(resource string) []string) map[string]resAccess {
 	out := map[string]resAccess{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -37,7 +37,7 @@ func probeAccess(ctx context.Context, kube kubernetes.Interface, candidates []st
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			a := probeOne(ctx, kube, r, candidates)
+			a := probeOne(ctx, kube, r, candidates(name))
 			mu.Lock()
 			out[name] = a
 			mu.Unlock()

@@ -226,7 +226,7 @@ func (s *Server) serveWork(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	gr := resources[resWorks].gr
-	if !s.authorize(w, r, "get", gr, ns) {
+	if !s.authorize(w, r, "get", gr, ns) || !s.ready(w) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
@@ -254,14 +254,11 @@ func (s *Server) serveExplain(w http.ResponseWriter, r *http.Request) {
 	if !s.authorize(w, r, "get", resources[resPlacements].gr, ns) {
 		return
 	}
-	if !s.hubMode() && !s.watches(resPlacements, ns) {
-		writeError(w, http.StatusForbidden, fmt.Sprintf("no access to placements in namespace %s", ns))
+	if !s.ready(w) {
 		return
 	}
-	select {
-	case <-s.synced:
-	default:
-		writeError(w, http.StatusServiceUnavailable, "the dashboard's watches have not synced yet")
+	if !s.hubMode() && !s.watches(resPlacements, ns) {
+		writeError(w, http.StatusForbidden, fmt.Sprintf("no access to placements in namespace %s", ns))
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
@@ -272,6 +269,20 @@ func (s *Server) serveExplain(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, e)
+}
+
+// ready says whether the watches have synced (the cache and access are set); if not, it
+// answers 503.
+func (s *Server) ready(w http.ResponseWriter) bool {
+	select {
+	case <-s.synced:
+		return true
+	case <-s.failed:
+		writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("the dashboard's watches failed: %v", s.startErr))
+	default:
+		writeError(w, http.StatusServiceUnavailable, "the dashboard's watches have not synced yet")
+	}
+	return false
 }
 
 // watches says whether the model covers resource name in namespace.

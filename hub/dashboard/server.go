@@ -103,9 +103,11 @@ type Server struct {
 
 	st *store
 
-	streams   chan struct{} // semaphore of MaxStreams
-	handler   http.Handler
-	startOnce sync.Once
+	streams chan struct{} // semaphore of MaxStreams
+	// recheckEvery is accessRefresh (shorter in tests).
+	recheckEvery time.Duration
+	handler      http.Handler
+	startOnce    sync.Once
 }
 
 // New validates opts and builds a Server; Start runs it.
@@ -141,7 +143,7 @@ func New(opts Options) (*Server, error) {
 		opts: opts, log: opts.Logger, scheme: scheme, kube: kube, direct: direct,
 		synced: make(chan struct{}), failed: make(chan struct{}),
 		dirty: newDirtySet(), rollDirty: map[string]bool{}, rollKick: make(chan struct{}, 1),
-		st: newStore(), streams: make(chan struct{}, opts.MaxStreams),
+		st: newStore(), streams: make(chan struct{}, opts.MaxStreams), recheckEvery: accessRefresh,
 	}
 	s.handler = s.routes()
 	return s, nil
@@ -163,14 +165,13 @@ func (s *Server) fail(err error) error {
 }
 
 func (s *Server) start(ctx context.Context) error {
-	candidates := s.candidates()
 	if s.hubMode() {
 		s.resAccess = map[string]resAccess{}
 		for name := range resources {
 			s.resAccess[name] = resAccess{all: true}
 		}
 	} else {
-		s.resAccess = probeAccess(ctx, s.kube, candidates)
+		s.resAccess = probeAccess(ctx, s.kube, s.candidates)
 		s.user = s.whoAmI(ctx)
 	}
 	if err := s.buildCaches(); err != nil {
@@ -268,11 +269,16 @@ func (s *Server) WaitForSync(ctx context.Context) error {
 // scores, plugin sources) directly with Config: what rollouts and explain need.
 func (s *Server) reader() client.Reader { return ExplainReader(s.cache, s.direct) }
 
-// candidates are the namespaces to try when a cluster-wide list is forbidden: the given
-// ones, then the hub's policy namespace (where policy ConfigMaps live).
-func (s *Server) candidates() []string {
+// candidates are the namespaces to try for a resource when a cluster-wide list is
+// forbidden: the given ones, and for policy ConfigMaps and Events the hub's namespace,
+// where policy ConfigMaps live.
+func (s *Server) candidates(resource string) []string {
+	all := slices.Clone(s.opts.Namespaces)
+	if resource == resPolicies || resource == resEvents {
+		all = append(all, policy.DefaultNamespace)
+	}
 	var out []string
-	for _, ns := range append(slices.Clone(s.opts.Namespaces), policy.DefaultNamespace) {
+	for _, ns := range all {
 		if ns != "" && !slices.Contains(out, ns) {
 			out = append(out, ns)
 		}

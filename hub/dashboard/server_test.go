@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -384,5 +385,97 @@ func TestStreamCap(t *testing.T) {
 	s.Handler().ServeHTTP(rec, r)
 	if rec.Code != http.StatusServiceUnavailable {
 		t.Fatalf("a stream beyond the cap got %d, want 503", rec.Code)
+	}
+}
+
+// TestHubModeRechecksRights: a viewer granted a namespace while connected gets a new
+// snapshot with its objects at the next recheck.
+func TestHubModeRechecksRights(t *testing.T) {
+	pl := kindGR(KindPlacements)
+	authz := &fakeAuthorizer{allow: map[string]bool{"alice|list|" + pl.String() + "|team-a": true}}
+	s := newTestServer(t, Options{Authorizer: authz})
+	s.recheckEvery = 100 * time.Millisecond
+	s.st.set(KindPlacements, "team-a/p", "team-a", pl, Placement{Key: "team-a/p"})
+	s.st.set(KindPlacements, "team-b/p", "team-b", pl, Placement{Key: "team-b/p"})
+	s.st.flush()
+	pr, pw := io.Pipe()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go func() {
+		_ = s.stream(ctx, sseWriter{w: pw}, hello{Mode: "hub"}, newViewer(authz, &user.DefaultInfo{Name: "alice"}))
+		pw.Close()
+	}()
+	r := readSSE(t, bufio.NewReader(pr))
+	var ws wireSnapshot
+	_ = json.Unmarshal([]byte(r.next("snapshot").data), &ws)
+	if got := strings.Join(keysOf(t, ws.Objects[KindPlacements]), ","); got != "team-a/p" {
+		t.Fatalf("first snapshot: placements %q, want team-a/p", got)
+	}
+	authz.mu.Lock()
+	authz.allow["alice|list|"+pl.String()+"|team-b"] = true
+	authz.mu.Unlock()
+	_ = json.Unmarshal([]byte(r.next("snapshot").data), &ws)
+	if got := strings.Join(keysOf(t, ws.Objects[KindPlacements]), ","); got != "team-a/p,team-b/p" {
+		t.Fatalf("snapshot after alice was granted team-b: placements %q, want team-a/p,team-b/p", got)
+	}
+	if a := ws.Access[KindPlacements]; len(a.Denied) != 0 {
+		t.Fatalf("access after the grant %+v: nothing should be denied", a)
+	}
+}
+
+// TestSlowStreamGetsSnapshot: a stream whose reader stops reading while more than
+// subscriberQueue batches are sent gets a fresh snapshot with the latest state, not every
+// batch it missed.
+func TestSlowStreamGetsSnapshot(t *testing.T) {
+	s := newTestServer(t, Options{})
+	gr := kindGR(KindClusters)
+	pr, pw := io.Pipe()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go func() {
+		_ = s.stream(ctx, sseWriter{w: pw}, hello{Mode: "local"}, nil)
+		pw.Close()
+	}()
+	br := bufio.NewReader(pr)
+	r := readSSE(t, br)
+	r.next("snapshot")
+	// readSSE's goroutine buffers up to 100 events; block the writer by not consuming them:
+	// flush enough batches that the writer stalls on the pipe and the queue overflows.
+	const n = 100 + subscriberQueue + 20
+	for i := range n {
+		s.st.set(KindClusters, "c1", "", gr, Cluster{Key: "c1", Version: fmt.Sprint(i)})
+		s.st.flush()
+	}
+	// The client's state: a fresh snapshot, then the deltas after it, reach the latest version.
+	deadline := time.After(10 * time.Second)
+	fresh, version := false, ""
+	for !fresh || version != fmt.Sprint(n-1) {
+		select {
+		case ev := <-r.events:
+			var objs []json.RawMessage
+			switch ev.name {
+			case "snapshot":
+				var ws wireSnapshot
+				if err := json.Unmarshal([]byte(ev.data), &ws); err != nil {
+					t.Fatal(err)
+				}
+				fresh, objs = true, ws.Objects[KindClusters]
+			case "delta":
+				var d wireDelta
+				if err := json.Unmarshal([]byte(ev.data), &d); err != nil {
+					t.Fatal(err)
+				}
+				objs = d.Upsert[KindClusters]
+			}
+			for _, o := range objs {
+				var c Cluster
+				_ = json.Unmarshal(o, &c)
+				version = c.Version
+			}
+		case err := <-r.errs:
+			t.Fatalf("stream ended before a fresh snapshot and the latest version: %v", err)
+		case <-deadline:
+			t.Fatalf("within 10s: fresh snapshot %v, version %q; want a fresh snapshot and then version %d", fresh, version, n-1)
+		}
 	}
 }

@@ -235,7 +235,7 @@ func (s *Server) stream(ctx context.Context, sw sseWriter, h hello, v *viewer) e
 	defer ping.Stop()
 	var recheck <-chan time.Time
 	if v != nil {
-		t := time.NewTicker(accessRefresh)
+		t := time.NewTicker(s.recheckEvery)
 		defer t.Stop()
 		recheck = t.C
 	}

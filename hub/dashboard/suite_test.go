@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -21,8 +22,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
+	clusterv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1alpha1"
 	clusterv1beta1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta1"
 	clusterv1beta2 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta2"
+	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
+	workv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/core/environment"
 	"github.com/flotilla-dev/flotilla/core/environment/fleettest"
 )
@@ -186,6 +190,57 @@ var _ = Describe("the dashboard against a hub API server", func() {
 				break
 			}
 		}
+
+		By("a ManifestWorkReplicaSet appearing as a rollout")
+		create(ctx, &workv1alpha1.ManifestWorkReplicaSet{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "dash-apps", Name: "app"},
+			Spec: workv1alpha1.ManifestWorkReplicaSetSpec{
+				PlacementRefs: []workv1alpha1.LocalPlacementReference{{Name: "web", RolloutStrategy: clusterv1alpha1.RolloutStrategy{Type: clusterv1alpha1.All}}},
+				ManifestWorkTemplate: workv1.ManifestWorkSpec{Workload: workv1.ManifestsTemplate{Manifests: []workv1.Manifest{
+					{RawExtension: rawJSON(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"namespace":"default","name":"app"}}`)},
+				}}},
+			},
+		})
+		deadline = time.Now().Add(30 * time.Second)
+		for {
+			Expect(time.Now().Before(deadline)).To(BeTrue(), "a delta with rollout dash-apps/app within 30s")
+			var d wireDelta
+			Expect(json.Unmarshal([]byte(stream.nextWithin("delta", time.Until(deadline)).data), &d)).To(Succeed())
+			if slices.Contains(keysOf(GinkgoT(), d.Upsert[KindRollouts]), "dash-apps/app") {
+				break
+			}
+		}
+
+		By("a ManifestWork's detail")
+		mw := &workv1.ManifestWork{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "dash-c1", Name: "app"},
+			Spec: workv1.ManifestWorkSpec{Workload: workv1.ManifestsTemplate{Manifests: []workv1.Manifest{
+				{RawExtension: rawJSON(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"namespace":"default","name":"app"}}`)},
+			}}},
+		}
+		create(ctx, mw)
+		mw.Status.Conditions = []metav1.Condition{{Type: workv1.WorkApplied, Status: metav1.ConditionFalse, Reason: "AppliedManifestWorkFailed", Message: "namespace default not found", LastTransitionTime: metav1.Now()}}
+		Expect(hubClient.Status().Update(ctx, mw)).To(Succeed())
+		get := func(path string) (int, []byte) {
+			GinkgoHelper()
+			resp, err := http.Get(url + path)
+			Expect(err).NotTo(HaveOccurred())
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			Expect(err).NotTo(HaveOccurred())
+			return resp.StatusCode, b
+		}
+		code, body := get("/api/works/dash-c1/app")
+		Expect(code).To(Equal(http.StatusOK), "api/works/dash-c1/app: %s", body)
+		var wd WorkDetail
+		Expect(json.Unmarshal(body, &wd)).To(Succeed())
+		Expect(wd.Conditions).To(ContainElement(HaveField("Type", workv1.WorkApplied)))
+		Expect(wd.Conditions[0].Status).To(Equal("False"))
+		Expect(wd.Manifests).To(HaveLen(1))
+		Expect(wd.Manifests[0].Kind).To(Equal("ConfigMap"))
+		code, body = get("/api/works/dash-c1/missing")
+		Expect(code).To(Equal(http.StatusNotFound), "a missing work: %s", body)
+		Expect(string(body)).To(ContainSubstring(`"error"`))
 	}, SpecTimeout(3*time.Minute))
 
 	It("shows a restricted user only what they may list, and says what is denied", func(ctx SpecContext) {
@@ -213,7 +268,7 @@ var _ = Describe("the dashboard against a hub API server", func() {
 		a := ws.Access[KindPlacements]
 		Expect(a.AllNamespaces).To(BeFalse())
 		Expect(a.Namespaces).To(Equal([]string{"team-a"}))
-		Expect(a.Denied).To(ContainElement("team-b"))
+		Expect(a.Denied).To(Equal([]string{"team-b"}), "the namespaces tried and denied")
 		Expect(ws.Access[KindClusters].Error).To(ContainSubstring("forbidden"), "alice may not list clusters")
 		Expect(ws.Objects[KindClusters]).To(BeEmpty())
 		Expect(slices.Contains(a.Notes, "no access to "+auxNote[resDecisions])).To(BeTrue(), "notes %v name the unreadable decisions", a.Notes)

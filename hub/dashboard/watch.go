@@ -216,14 +216,14 @@ func key(o client.Object) string {
 	return o.GetNamespace() + "/" + o.GetName()
 }
 
-// workRollout is the rollout a ManifestWork belongs to ("" = do not know: all).
+// workRollout is the rollout mark of a ManifestWork: its replica set's label
+// ("<namespace>.<name>", resolved against the replica sets when recomputing, since names
+// may contain dots), or none for other works (add-on rollouts follow their MCAs).
 func workRollout(o client.Object) string {
 	if v := o.GetLabels()[workv1alpha1.ManifestWorkReplicaSetControllerNameLabelKey]; v != "" {
-		// The label is "<namespace>.<name>" of the replica set; names may contain dots, so
-		// the label does not say where one ends: recompute all.
-		return ""
+		return "label:" + v
 	}
-	return "-" // not a replica set's work: an add-on's; add-on rollouts follow their MCAs
+	return "-"
 }
 
 // dirtySet is what the next model pass recomputes, per kind: keys, or all.
@@ -253,7 +253,8 @@ func (s *Server) markAll(kind string) {
 	s.dirty.all[kind] = true
 }
 
-// markRollouts marks one rollout, "mwrs:ns/name" or "cma:name" ("" = all, "-" = none), for the debounced rollout pass.
+// markRollouts marks one rollout, "mwrs:ns/name", "cma:name" or "label:<replica set label>"
+// ("" = all, "-" = none), for the debounced rollout pass.
 func (s *Server) markRollouts(k string) {
 	if k == "-" {
 		return
@@ -564,7 +565,22 @@ func (s *Server) recomputeRollouts(ctx context.Context, all bool) {
 		}
 		return
 	}
+	if labelled := labelMarks(keys); len(labelled) > 0 && !s.resAccess[resMWRS].none() {
+		// Works name their replica set by "<namespace>.<name>": find which.
+		list := &workv1alpha1.ManifestWorkReplicaSetList{}
+		if err := s.cache.List(ctx, list); err != nil {
+			s.log.Error(err, "listing ManifestWorkReplicaSets")
+		}
+		for i := range list.Items {
+			if labelled[list.Items[i].Namespace+"."+list.Items[i].Name] {
+				keys["mwrs:"+key(&list.Items[i])] = true
+			}
+		}
+	}
 	for mark := range keys {
+		if strings.HasPrefix(mark, "label:") {
+			continue
+		}
 		if name, isCMA := strings.CutPrefix(mark, "cma:"); isCMA {
 			if s.resAccess[resAddonDefs].none() {
 				continue
@@ -597,6 +613,17 @@ func (s *Server) recomputeRollouts(ctx context.Context, all bool) {
 			s.st.set(KindRollouts, k, rs.Namespace, mwrsGR, MWRSRollout(ctx, s.reader(), rs, now))
 		}
 	}
+}
+
+// labelMarks are the replica-set labels among rollout marks.
+func labelMarks(keys map[string]bool) map[string]bool {
+	out := map[string]bool{}
+	for k := range keys {
+		if v, ok := strings.CutPrefix(k, "label:"); ok {
+			out[v] = true
+		}
+	}
+	return out
 }
 
 // addonRollout says whether an add-on rolls out by placements (the others have no rollout to show).
