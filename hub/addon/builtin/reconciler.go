@@ -112,7 +112,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 func (r *Reconciler) ensureAddon(ctx context.Context, a Addon) error {
 	if r.InstallAll && !r.installAllDone.Load() {
 		for _, o := range InstallAllObjects() {
-			if err := r.Client.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+			err := r.Client.Create(ctx, o)
+			// The API server authorizes a create before it looks for the object: an identity
+			// without create on a kind (the split add-on manager on ManagedClusterSets, whose
+			// global set the registration controller creates) is refused even when the object
+			// exists, so a refusal is an error only if the object is missing.
+			if apierrors.IsForbidden(err) {
+				if getErr := r.Client.Get(ctx, client.ObjectKeyFromObject(o), o.DeepCopyObject().(client.Object)); getErr == nil {
+					err = nil
+				} else if apierrors.IsNotFound(getErr) {
+					err = fmt.Errorf("%w (it does not exist yet: with feature gate DefaultClusterSet the registration controller creates the global ManagedClusterSet)", err)
+				}
+			}
+			if err != nil && !apierrors.IsAlreadyExists(err) {
 				return fmt.Errorf("built-in add-on %s: creating %T %s for install-all: %w", a.Name, o, client.ObjectKeyFromObject(o), err)
 			}
 		}
