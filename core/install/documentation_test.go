@@ -15,7 +15,7 @@ import (
 )
 
 // groups are values.yaml keys that only group documented keys.
-var groups = []string{"image", "leaderElection", "metrics", "health", "webhook", "clusterManager", "klusterlet", "rbac", "builtinAddons", "addons", "flags"}
+var groups = []string{"image", "leaderElection", "metrics", "health", "webhook", "clusterManager", "klusterlet", "rbac", "builtinAddons", "addons", "dashboard", "flags"}
 
 // TestValuesAreDocumented checks that every value of values.yaml (top-level keys and the keys
 // of the groups) has a comment right above it that states its default.

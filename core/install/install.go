@@ -54,12 +54,13 @@ const (
 // (kubeconfig: in-cluster; webhook-host: the Service replaces it; components: its one
 // Deployment runs them all; webhook-configuration-name, webhook-secret-name: named per
 // component in topology Split; cluster-manager-name: deprecated and ignored, the operator
-// follows the ClusterManager). Every other flag is a key of the values' flags.
+// follows the ClusterManager; dashboard: from dashboard.enabled). Every other flag is a key of
+// the values' flags.
 var HubChartOwnedFlags = []string{
 	"kubeconfig", "leader-elect", "metrics-bind-address", "health-probe-bind-address",
 	"webhook-bind-address", "webhook-service", "webhook-host", "cluster-manager-name",
 	"addons", "addons-install-all", "cluster-proxy-server-count", "cluster-proxy-bind-address", "components",
-	"webhook-configuration-name", "webhook-secret-name",
+	"webhook-configuration-name", "webhook-secret-name", "dashboard",
 }
 
 // KlusterletChartOwnedFlags are the `flotilla klusterlet` flags the klusterlet chart sets

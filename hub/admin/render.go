@@ -146,6 +146,13 @@ func RenderMWRS(ctx context.Context, c client.Reader, o RenderOptions) (*Rendere
 	return out, nil
 }
 
+// LocalTransformer loads, as `flotilla rollout status` does, the transform plugins the
+// overrides of rs name (localTransformer, not strict): a plugin that does not load fails only
+// its transforms, with why. Call the returned func when done.
+func LocalTransformer(ctx context.Context, c client.Reader, rs *workv1alpha1.ManifestWorkReplicaSet) (override.Transformer, func(), error) {
+	return localTransformer(ctx, c, rs, nil, nil, false)
+}
+
 // localTransformer loads the ManifestTransformer plugins the overrides of rs name into a
 // local registry, each refused unless its ConfigMap's module is the one the hub serves
 // (status.digest). No transform: a nil transformer and no engine. strict makes a plugin that

@@ -33,7 +33,7 @@ const (
 	// PlacementController: placement decisions (Wasm Prioritizer plugins), the debug server.
 	PlacementController = "placement-controller"
 	// AddonManager: the add-on manager (Wasm AddOnTemplate plugins), the built-in add-ons'
-	// servers, and the add-on kinds' v1alpha1↔v1beta1 conversion.
+	// servers, the add-on kinds' v1alpha1↔v1beta1 conversion and the dashboard (Options.Dashboard).
 	AddonManager = "addon-manager"
 )
 
@@ -85,6 +85,13 @@ func (o *Options) validateRun() error {
 	}
 	if len(o.Addons) > 0 && !o.runs(AddonManager) {
 		return fmt.Errorf("hub: the built-in add-ons %v run in component %s, which Options.Run leaves out", o.Addons, AddonManager)
+	}
+	// The add-on manager's process already serves aggregated APIs on its webhook server.
+	if o.Dashboard && !o.runs(AddonManager) {
+		return fmt.Errorf("hub: the dashboard (Options.Dashboard) runs in component %s, which Options.Run leaves out", AddonManager)
+	}
+	if o.Dashboard && o.Webhook.Disabled {
+		return errors.New("hub: the dashboard (Options.Dashboard) is an aggregated API served on the webhook server, which is disabled")
 	}
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/flotilla-dev/flotilla/core/environment"
 	"github.com/flotilla-dev/flotilla/core/wasm"
 	"github.com/flotilla-dev/flotilla/hub/addon/builtin"
+	"github.com/flotilla-dev/flotilla/hub/webhook"
 )
 
 func TestParseComponents(t *testing.T) {
@@ -147,6 +148,8 @@ func TestRunRefusesWhatItLeavesOut(t *testing.T) {
 		{Options{Run: sets.New("placement")}, `unknown component "placement" in Options.Run`},
 		{Options{Run: sets.New(RegistrationController), PlacementDebugBindAddress: ":8443"}, "runs in component placement-controller, which Options.Run leaves out"},
 		{Options{Run: sets.New(PlacementController), Addons: []string{builtin.ManagedServiceAccount}}, "run in component addon-manager, which Options.Run leaves out"},
+		{Options{Run: sets.New(RegistrationWebhook), Dashboard: true}, "the dashboard (Options.Dashboard) runs in component addon-manager, which Options.Run leaves out"},
+		{Options{Dashboard: true, Webhook: webhook.Options{Disabled: true}}, "served on the webhook server, which is disabled"},
 	} {
 		tc.opts.Config, tc.opts.SkipWasmPluginController = cfg, true
 		if _, err := New(tc.opts); err == nil || !strings.Contains(err.Error(), tc.want) {

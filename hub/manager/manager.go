@@ -125,6 +125,12 @@ type Options struct {
 	// OCM's proxy server's port 8090) with mutual TLS: clients present the proxy-client
 	// certificate (clusterproxy.FrontendTLS). Empty or "0": off. Needs add-on cluster-proxy.
 	ClusterProxyBindAddress string
+	// Dashboard serves the fleet dashboard (hub/dashboard) as the aggregated API
+	// dashboard.flotilla.dev/v1alpha1 on the webhook server (DashboardPath), in the
+	// add-on manager's process: viewers authenticate to the hub API server, need get on
+	// dashboards/proxy (DashboardViewerClusterRole) and see what their own RBAC lets them list.
+	// The hub's identity then needs list and watch of everything the page shows.
+	Dashboard bool
 	// Components are further controllers added to the same manager (the WasmPlugin
 	// controller, the plugin installer, later issues' hub controllers), in every process
 	// whatever Run says.
@@ -193,6 +199,8 @@ type Hub struct {
 	clusterProxy *clusterproxy.Server
 	// clusterProxyFrontendAddr is where the ProxyService frontend listens, if it does.
 	clusterProxyFrontendAddr net.Addr
+	// dashboard are the dashboard's components when Options.Dashboard is set.
+	dashboard []Component
 	// parts are what setup added, with the component each belongs to.
 	parts []part
 }
@@ -384,6 +392,7 @@ func (h *Hub) setup() error {
 		components = append(components, h.policyLoader, h.policyRBAC)
 	}
 	components = append(components, h.addons...)
+	components = append(components, h.dashboard...)
 	components = append(components, h.opts.Components...)
 	for _, comp := range components {
 		if err := comp.SetupWithManager(mgr); err != nil {
@@ -520,7 +529,8 @@ func (h *Hub) Run(ctx context.Context) error {
 // setupWebhooks creates the admission webhook server with the handlers of the process's
 // webhook components (registration-webhook: ManagedCluster defaults and the policy admission;
 // work-webhook: ManifestWork validation and the policy admission; addon-manager: the add-on
-// conversion and the built-in add-ons' APIs), unless disabled or none of them runs.
+// conversion, the built-in add-ons' APIs and the dashboard), unless disabled or none of them
+// runs.
 func (h *Hub) setupWebhooks(kube kubernetes.Interface) error {
 	o := &h.opts
 	if o.Webhook.Disabled || !(o.runs(RegistrationWebhook) || o.runs(WorkWebhook) || o.runs(AddonManager)) {
@@ -584,6 +594,14 @@ func (h *Hub) setupWebhooks(kube kubernetes.Interface) error {
 	}
 	for _, a := range h.addons {
 		h.parts = append(h.parts, part{AddonManager, a})
+	}
+	if o.Dashboard {
+		if h.dashboard, err = h.setupDashboard(kube, srv); err != nil {
+			return err
+		}
+		for _, d := range h.dashboard {
+			h.parts = append(h.parts, part{AddonManager, d})
+		}
 	}
 	h.webhooks = srv
 	return nil

@@ -40,6 +40,7 @@ func newHubCommand() *cobra.Command {
 		proxyServerCount                        int
 		proxyBindAddr                           string
 		components                              []string
+		dashboard                               bool
 	)
 	gate, gateErr := manager.NewFeatureGate()
 	cmd := &cobra.Command{
@@ -77,7 +78,8 @@ Deployments, so each can run, scale and fail on its own (default all: the single
     running both registers the policies of every group.
   work-controller: ManifestWork availability and completion, ManifestWorkReplicaSets.
   placement-controller: placement decisions (--placement-debug-bind-address).
-  addon-manager: add-ons (--addons), the add-on kinds' v1alpha1/v1beta1 conversion.
+  addon-manager: add-ons (--addons), the add-on kinds' v1alpha1/v1beta1 conversion, the
+    dashboard (--dashboard).
 A process serves webhooks only with registration-webhook, work-webhook or addon-manager, and
 elects no leader when it runs webhook components only; give each process its own
 --leader-elect-name, and each process serving webhooks its own --webhook-configuration-name
@@ -123,6 +125,19 @@ proxy-client there and verify the name proxy-entrypoint.open-cluster-management-
 (the hub creates these Secrets and renews the certificates when a fifth of their lifetime
 remains, keeping the old CA in ca.crt until it expires: clients should re-read both Secrets
 at least daily); whoever can read proxy-client can reach every connected cluster.
+
+--dashboard (off by default) serves the fleet dashboard ('flotilla dashboard --help' shows
+what it shows) from the hub itself, as the aggregated API dashboard.flotilla.dev/v1alpha1 on
+the webhook server, in the addon-manager process. Viewers reach it through the hub API
+server, which authenticates them:
+  kubectl proxy
+  open http://127.0.0.1:8001` + manager.DashboardPath + `
+The API server lets in whoever may get dashboards/proxy in dashboard.flotilla.dev (the
+chart's ClusterRole ` + manager.DashboardViewerClusterRole + `, bound to
+nobody: bind it to your viewers); the page then shows each viewer only the kinds and
+namespaces their own RBAC lets them list (SubjectAccessReviews, cached for seconds and
+dropped when RBAC changes). The hub watches everything the page shows with its own identity,
+on every replica.
 
 --work-max-size caps the total size of a ManifestWork's manifests (OCM's --manifestLimit).
 
@@ -229,6 +244,7 @@ is in Flotilla
 				GatewaySecretNamespace:    gatewaySecretNamespace,
 				ClusterProxyServerCount:   proxyServerCount,
 				ClusterProxyBindAddress:   proxyBindAddr,
+				Dashboard:                 dashboard,
 				Logger:                    logger,
 			}
 			// A process without the registration controller runs once another has installed the CRDs.
@@ -279,6 +295,8 @@ is in Flotilla
 		"hub replicas serving cluster-proxy tunnels: each agent keeps a tunnel to that many replicas (set it to the replica count)")
 	f.StringVar(&proxyBindAddr, "cluster-proxy-bind-address", "0",
 		"address serving cluster-proxy's ProxyService to konnectivity clients with mutual TLS (Secrets proxy-server-ca and proxy-client in open-cluster-management-cluster-proxy), e.g. :8090 (0 disables)")
+	f.BoolVar(&dashboard, "dashboard", false,
+		"serve the fleet dashboard as the aggregated API dashboard.flotilla.dev (kubectl proxy, then "+manager.DashboardPath+"), each viewer seeing what their RBAC allows")
 	f.IntVar(&workMaxSize, "work-max-size", manifestwork.DefaultMaxSize,
 		"cap in bytes on the total size of a ManifestWork's manifests (OCM's --manifestLimit)")
 	f.DurationVar(&policyTimeout, "policy-eval-timeout", admission.DefaultEvalTimeout,

@@ -51,13 +51,16 @@ cluster by cluster, see 'flotilla rollout status'.`,
 }
 
 func newRolloutCommand() *cobra.Command {
-	var kubeconfig string
+	var (
+		kubeconfig string
+		timeout    time.Duration
+	)
 	cmd := &cobra.Command{
 		Use:   "rollout",
 		Short: "Follow rollouts of ManifestWorkReplicaSets",
 	}
 	cmd.PersistentFlags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the hub API server (default: $KUBECONFIG or ~/.kube/config)")
-	cmd.AddCommand(&cobra.Command{
+	status := &cobra.Command{
 		Use:   "status NAMESPACE/NAME",
 		Short: "Show a ManifestWorkReplicaSet's rollout per placement, decision group and cluster",
 		Long: `Show where the rollout of a ManifestWorkReplicaSet stands, computed as the hub's controller
@@ -76,17 +79,21 @@ render (see 'flotilla render mwrs').`,
 			if !ok || ns == "" || name == "" {
 				return fmt.Errorf("ManifestWorkReplicaSet %q: want NAMESPACE/NAME", args[0])
 			}
-			c, _, err := hubClients(kubeconfig)
+			c, err := boundedHubClient(kubeconfig, timeout)
 			if err != nil {
 				return err
 			}
+			ctx, cancel := withTimeout(cmd.Context(), timeout)
+			defer cancel()
 			now := time.Now()
-			rs, prs, err := admin.RolloutStatus(cmd.Context(), c, ns, name, now)
+			rs, prs, err := admin.RolloutStatus(ctx, c, ns, name, now)
 			if err != nil {
-				return err
+				return timedOut(ctx, timeout, err)
 			}
 			return admin.WriteRolloutStatus(cmd.OutOrStdout(), rs, prs, now)
 		},
-	})
+	}
+	status.Flags().DurationVar(&timeout, "timeout", defaultReadTimeout, "how long reading the hub and rendering may take (0: no limit)")
+	cmd.AddCommand(status)
 	return cmd
 }

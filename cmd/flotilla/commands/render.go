@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/core/wasm"
 	"github.com/flotilla-dev/flotilla/hub/admin"
@@ -30,6 +32,7 @@ func newRenderMWRSCommand() *cobra.Command {
 		kubeconfig, cluster, output, cacheDir string
 		files                                 []string
 		diff                                  bool
+		timeout                               time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:     "mwrs NAMESPACE/NAME --cluster CLUSTER",
@@ -66,7 +69,10 @@ leaves that cluster's work as it is and counts it Failed.`,
 			if cluster == "" {
 				return withStatus(exitError, errors.New("--cluster is required: the ManagedCluster to render for"))
 			}
-			return withStatus(exitError, runRenderMWRS(cmd, args[0], kubeconfig, cluster, output, cacheDir, files, diff))
+			ctx, cancel := withTimeout(cmd.Context(), timeout)
+			defer cancel()
+			cmd.SetContext(ctx)
+			return withStatus(exitError, timedOut(ctx, timeout, runRenderMWRS(cmd, args[0], kubeconfig, cluster, output, cacheDir, files, diff, timeout)))
 		},
 	}
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withStatus(exitError, err) })
@@ -77,10 +83,11 @@ leaves that cluster's work as it is and counts it Failed.`,
 	f.StringVarP(&output, "output", "o", "yaml", "output format of the ManifestWork: yaml or json")
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the hub API server (default: $KUBECONFIG or ~/.kube/config)")
 	f.StringVar(&cacheDir, "cache-dir", defaultWasmCacheDir(), "directory caching compiled transform plugins")
+	f.DurationVar(&timeout, "timeout", defaultReadTimeout, "how long reading the hub and rendering may take (0: no limit)")
 	return cmd
 }
 
-func runRenderMWRS(cmd *cobra.Command, arg, kubeconfig, cluster, output, cacheDir string, files []string, diff bool) error {
+func runRenderMWRS(cmd *cobra.Command, arg, kubeconfig, cluster, output, cacheDir string, files []string, diff bool, timeout time.Duration) error {
 	ns, name, ok := strings.Cut(arg, "/")
 	if !ok || ns == "" || name == "" {
 		return fmt.Errorf("ManifestWorkReplicaSet %q: want NAMESPACE/NAME", arg)
@@ -99,7 +106,7 @@ func runRenderMWRS(cmd *cobra.Command, arg, kubeconfig, cluster, output, cacheDi
 		}
 		o.Overrides = append(o.Overrides, ovs...)
 	}
-	c, _, err := hubClients(kubeconfig)
+	c, err := boundedHubClient(kubeconfig, timeout)
 	if err != nil {
 		return err
 	}
@@ -118,4 +125,40 @@ func runRenderMWRS(cmd *cobra.Command, arg, kubeconfig, cluster, output, cacheDi
 		return withStatus(exitDiffers, fmt.Errorf("the ManifestWork of cluster %s differs from its render", cluster))
 	}
 	return nil
+}
+
+// defaultReadTimeout bounds the commands that read the hub and compute a view from it
+// (render mwrs, rollout status): a hub that does not answer fails them instead of hanging.
+const defaultReadTimeout = time.Minute
+
+// boundedHubClient is a hub client whose every request, discovery included (which takes no
+// context), gives up after timeout (0: never).
+func boundedHubClient(kubeconfig string, timeout time.Duration) (client.Client, error) {
+	cfg, err := loadRESTConfig(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	if timeout > 0 {
+		cfg.Timeout = timeout
+	}
+	c, _, err := hubClientsForConfig(cfg)
+	return c, err
+}
+
+// withTimeout bounds ctx by timeout; 0 leaves it unbounded.
+func withTimeout(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	if timeout <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, timeout)
+}
+
+// timedOut names --timeout in err when the command failed once its time was up: the context's
+// deadline or a request's own timeout (discovery's errors do not wrap it) ended it.
+func timedOut(ctx context.Context, timeout time.Duration, err error) error {
+	deadline, ok := ctx.Deadline()
+	if err != nil && ok && timeout > 0 && (errors.Is(ctx.Err(), context.DeadlineExceeded) || !time.Now().Before(deadline.Add(-timeout/10))) {
+		return fmt.Errorf("gave up after %s (--timeout): %w", timeout, err)
+	}
+	return err
 }

@@ -38,6 +38,7 @@ prioritizers, CSR approval, status feedback, add-on templates) are sandboxed Was
 		newSimCommand(),
 		newKubeconfigCommand(),
 		newProxyCommand(),
+		newDashboardCommand(),
 		newOperatorCommand(),
 	)
 	return root
