@@ -12,6 +12,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -236,7 +237,7 @@ spec: {numberOfClusters: 1}
 			return err
 		}).Should(Succeed(), "add-on %s enabled on cluster1 and cluster2", builtin.ManagedServiceAccount)
 		// The silent one: a template add-on whose health is its agent's Lease, which no agent
-		// renews (its Deployment never runs: the clusters have no Nodes).
+		// renews (its Deployment's Pod runs a pause container).
 		create(ctx, `
 apiVersion: addon.open-cluster-management.io/v1alpha1
 kind: AddOnTemplate
@@ -308,8 +309,8 @@ spec: {}
 		}
 		Expect(os.MkdirAll(dir, 0o755)).To(Succeed())
 
-		// The plugins view gets a loaded plugin (a built-in prioritizer's module) and one whose
-		// module is missing.
+		// Besides the hub's default plugins, the plugins view gets one pushed as a user would (a
+		// built-in prioritizer's module with a config) and one whose module is missing.
 		p, err := dist.Get("prioritizer-affinity")
 		Expect(err).NotTo(HaveOccurred())
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: policy.DefaultNamespace, Name: "dash-affinity-module"},
@@ -318,6 +319,7 @@ spec: {}
 		Expect(hubClient.Create(ctx, cm)).To(Succeed())
 		for _, wp := range []*flotillav1alpha1.WasmPlugin{
 			{ObjectMeta: metav1.ObjectMeta{Name: "dash-affinity"}, Spec: flotillav1alpha1.WasmPluginSpec{Type: flotillav1alpha1.PluginTypePrioritizer, SHA256: p.SHA256,
+				PluginConfig: &apiextensionsv1.JSON{Raw: []byte(`{"labels": [{"key": "dashboard-e2e/order", "value": "first", "score": 100}]}`)},
 				Source: flotillav1alpha1.WasmPluginSource{ConfigMap: &flotillav1alpha1.ConfigMapSource{Namespace: cm.Namespace, Name: cm.Name, Key: flotillav1alpha1.SourceKeyWasmZstd}}}},
 			{ObjectMeta: metav1.ObjectMeta{Name: "dash-missing"}, Spec: flotillav1alpha1.WasmPluginSpec{Type: flotillav1alpha1.PluginTypePrioritizer,
 				Source: flotillav1alpha1.WasmPluginSource{ConfigMap: &flotillav1alpha1.ConfigMapSource{Namespace: cm.Namespace, Name: "dash-no-such-module", Key: flotillav1alpha1.SourceKeyWasmZstd}}}},
@@ -330,11 +332,19 @@ spec: {}
 		admin.waitFor("both clusters in the fleet table", `document.querySelector('tr[data-cluster="cluster1"]') !== null && document.querySelector('tr[data-cluster="cluster2"]') !== null`, time.Minute)
 		shots["fleet"] = admin.screenshot(dir, "fleet")
 
+		// A placement that picks one of the two clusters: its detail explains the other.
+		create(ctx, `
+apiVersion: cluster.open-cluster-management.io/v1beta1
+kind: Placement
+metadata: {name: pick-one, namespace: dash-progressive}
+spec: {numberOfClusters: 1}
+`)
 		admin.view("placements")
-		row := `[data-placement="dash-progressive/ordered"]`
-		admin.waitFor("placement dash-progressive/ordered listed", fmt.Sprintf(`document.querySelector(%s) !== null`, js(row)), time.Minute)
+		row := `[data-placement="dash-progressive/pick-one"]`
+		admin.waitFor("placement dash-progressive/pick-one listed", fmt.Sprintf(`document.querySelector(%s) !== null`, js(row)), time.Minute)
 		admin.click(row)
-		admin.waitFor("#placement-detail of dash-progressive/ordered with its decisions", `document.querySelector('#placement-detail [data-decision="cluster1"]') !== null && document.querySelector('#placement-detail [data-decision="cluster2"]') !== null`, time.Minute)
+		admin.waitFor("#placement-detail of dash-progressive/pick-one: one decision and the scheduler's explanation of the cluster not chosen",
+			`document.querySelectorAll('#placement-detail [data-decision]').length === 1 && document.querySelectorAll('#placement-detail [data-not-chosen]').length === 1`, time.Minute)
 		shots["placements"] = admin.screenshot(dir, "placements")
 
 		admin.view("rollouts")

@@ -87,7 +87,8 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 
 	logger := funcr.New(func(prefix, args string) { fmt.Fprintln(GinkgoWriter, prefix, args) }, funcr.Options{})
 	env = fleettest.Start(suiteCtx, fleettest.Options{
-		Environment: environment.Options{ManagedClusters: 2},
+		// A KWOK Node per cluster: the fleet view has capacity to show, Deployments get Pods.
+		Environment: environment.Options{ManagedClusters: 2, SimulatedNodes: 1},
 		// managed-serviceaccount is the add-ons view's healthy built-in (Lease health, its agent
 		// runs in the klusterlet).
 		Hub: manager.Options{Addons: []string{builtin.ManagedServiceAccount},
