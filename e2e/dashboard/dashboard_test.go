@@ -320,7 +320,7 @@ spec: {}
 		for _, wp := range []*flotillav1alpha1.WasmPlugin{
 			{ObjectMeta: metav1.ObjectMeta{Name: "dash-affinity"}, Spec: flotillav1alpha1.WasmPluginSpec{Type: flotillav1alpha1.PluginTypePrioritizer, SHA256: p.SHA256,
 				PluginConfig: &apiextensionsv1.JSON{Raw: []byte(`{"labels": [{"key": "dashboard-e2e/order", "value": "first", "score": 100}]}`)},
-				Source: flotillav1alpha1.WasmPluginSource{ConfigMap: &flotillav1alpha1.ConfigMapSource{Namespace: cm.Namespace, Name: cm.Name, Key: flotillav1alpha1.SourceKeyWasmZstd}}}},
+				Source:       flotillav1alpha1.WasmPluginSource{ConfigMap: &flotillav1alpha1.ConfigMapSource{Namespace: cm.Namespace, Name: cm.Name, Key: flotillav1alpha1.SourceKeyWasmZstd}}}},
 			{ObjectMeta: metav1.ObjectMeta{Name: "dash-missing"}, Spec: flotillav1alpha1.WasmPluginSpec{Type: flotillav1alpha1.PluginTypePrioritizer,
 				Source: flotillav1alpha1.WasmPluginSource{ConfigMap: &flotillav1alpha1.ConfigMapSource{Namespace: cm.Namespace, Name: "dash-no-such-module", Key: flotillav1alpha1.SourceKeyWasmZstd}}}},
 		} {
