@@ -118,8 +118,16 @@ func run(ctx context.Context, n, loads, changes int, verbose bool) (line string,
 	go func() { served <- srv.Start(sctx) }()
 	syncCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	if err := srv.WaitForSync(syncCtx); err != nil {
-		return "", fmt.Errorf("waiting for the dashboard server's watches to sync: %w", err)
+	synced := make(chan error, 1)
+	go func() { synced <- srv.WaitForSync(syncCtx) }()
+	select {
+	case err := <-synced:
+		if err != nil {
+			return "", fmt.Errorf("waiting for the dashboard server's watches to sync: %w", err)
+		}
+	case err := <-served:
+		// Start ended before the watches synced (an unreachable hub, say).
+		return "", fmt.Errorf("dashboard server stopped before its watches synced: %v", err)
 	}
 	hs := httptest.NewServer(srv.Handler())
 	defer hs.Close()
