@@ -109,6 +109,12 @@ chromium:
 	echo "installing Debian's chromium package (the dashboard's browser tests drive it)"; \
 	$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends chromium
 
+## dashboard-screenshots: the dashboard's browser suite (e2e/dashboard), writing a PNG of each
+## view to docs/dashboard (the README's images)
+.PHONY: dashboard-screenshots
+dashboard-screenshots: $(CONTROLPLANE) chromium
+	FLOTILLA_SCREENSHOTS_DIR=$(CURDIR)/docs/dashboard $(GO) test -count=1 -timeout 30m ./e2e/dashboard/
+
 ## test: every unit and API-server-backed suite (the dashboard's in a real Chromium: make chromium)
 test: $(CONTROLPLANE) $(CONTROLLER_GEN) plugins-examples chromium
 	$(GO) test -count=1 -timeout 40m ./...
@@ -251,3 +257,13 @@ bench-fleet-curve: build $(CONTROLPLANE)
 ## line is `work-apply p50_ms=… p99_ms=… fanout_1000_s=… agent_rss_mib=…`
 bench-work: build $(CONTROLPLANE)
 	$(GO) run ./e2e/work/bench -flotilla $(BIN)/flotilla
+
+.PHONY: bench-dashboard
+## bench-dashboard: the dashboard in headless Chromium on 5,000 simulated clusters (plain
+## ManagedClusters with status and leases on a hub API server, no hub needed; the dashboard
+## server in-process): the page's fleet-first-paint mark, median of 3 fresh loads, and the time
+## from a cluster's status patch to the page's #fleet-summary showing it, median of 10; last
+## line `dashboard-5000 first_paint_ms=… update_ms=…` (BENCH_DASHBOARD_ARGS='-clusters 200' for
+## a smoke run)
+bench-dashboard: $(CONTROLPLANE) chromium
+	$(GO) run ./e2e/dashboard/bench $(BENCH_DASHBOARD_ARGS)
