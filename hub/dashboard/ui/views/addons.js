@@ -186,7 +186,8 @@ function cell(cluster, addon, a) {
     const sync = c.applied && c.desired && c.applied !== c.desired ? " (applying)" : "";
     return `${configText(c)}${sync}`;
   });
-  const secondary = [a.version ? `v${a.version.replace(/^v/, "")}` : "", configs.join(", ")].filter(Boolean).join(" · ");
+  // version is the AddOnTemplate or WasmPlugin the add-on runs (what flotilla get addons shows).
+  const secondary = [a.version ? `version ${a.version}` : "", configs.join(", ")].filter(Boolean).join(" · ");
   const why = [a.reason, a.message].filter(Boolean).join(": ");
   return h(
     `td.cell-health`,
