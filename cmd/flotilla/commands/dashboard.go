@@ -92,6 +92,11 @@ token.`,
 				return err
 			}
 			logger := newLogger(cmd.ErrOrStderr(), verbosity)
+			// Access is checked with one SelfSubjectAccessReview per kind and namespace at start:
+			// client-go's default 5 requests a second would hold the first page for seconds.
+			if cfg.QPS == 0 {
+				cfg.QPS, cfg.Burst = 50, 100
+			}
 			srv, err := dashboard.New(dashboard.Options{Config: cfg, Namespaces: namespaces, Token: token, Logger: logger.WithName("dashboard")})
 			if err != nil {
 				return err

@@ -70,6 +70,7 @@ func newDevCommand(components ...DevComponent) *cobra.Command {
 		addons          []string
 		noAddons        bool
 		topology        string
+		hubDashboard    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -160,7 +161,7 @@ The control-plane binaries come from $FLOTILLA_BIN_DIR or the checkout's bin/ di
 			if bare {
 				components = []DevComponent{bareDevComponent()}
 			} else {
-				components = append([]DevComponent{hubDevComponent(topology)}, components...)
+				components = append([]DevComponent{hubDevComponent(topology, hubDashboard)}, components...)
 			}
 			if noAddons || bare {
 				addons = nil
@@ -190,6 +191,8 @@ The control-plane binaries come from $FLOTILLA_BIN_DIR or the checkout's bin/ di
 		"built-in add-ons the hub serves and installs on every cluster (cluster-proxy, managed-serviceaccount, cluster-gateway)")
 	f.StringVar(&topology, "hub-topology", topologySplit,
 		"the hub as flotilla init installs it: Split runs OCM's six hub components as processes of their own (clusteradm get hub-info lists them), Single one process (for small machines)")
+	f.BoolVar(&hubDashboard, "hub-dashboard", false,
+		"the hub also serves the fleet dashboard itself (chart value dashboard.enabled): kubectl proxy, then /apis/dashboard.flotilla.dev/v1alpha1/dashboards/fleet/proxy/; flotilla dashboard serves it locally either way")
 	f.BoolVar(&noAddons, "no-addons", false, "serve and enable no built-in add-on (overrides --addons)")
 	f.BoolVarP(&verbose, "verbose", "v", false,
 		"also stream the component logs and the control planes' start-up progress to standard error")
@@ -315,15 +318,15 @@ func bareDevComponent() DevComponent {
 // operator, a Singleton Klusterlet), runs their Deployments as processes of this binary
 // (environment.RunDeployments, as --bare does), accepts every cluster as the hub admin would,
 // and prints the cluster table once all are Joined and Available.
-func hubDevComponent(topology string) DevComponent {
+func hubDevComponent(topology string, dashboard bool) DevComponent {
 	return DevComponent{Name: "hub (operator, " + topology + ") + klusterlets", Run: func(ctx context.Context, s *DevSession) error {
-		return runHubAndKlusterlets(ctx, s, topology)
+		return runHubAndKlusterlets(ctx, s, topology, dashboard)
 	}}
 }
 
 // devHubValues are the hub chart's values for flotilla dev: the built-in add-ons served and
-// installed on every cluster, the Wasm cache shared by runs.
-func devHubValues(addons []string, topology string) (map[string]any, error) {
+// installed on every cluster, the Wasm cache shared by runs, the hub-served dashboard.
+func devHubValues(addons []string, topology string, dashboard bool) (map[string]any, error) {
 	keys := map[string]string{"cluster-proxy": "clusterProxy", "managed-serviceaccount": "managedServiceAccount", "cluster-gateway": "clusterGateway"}
 	a := map[string]any{"installAll": len(addons) > 0}
 	for _, name := range addons {
@@ -334,6 +337,9 @@ func devHubValues(addons []string, topology string) (map[string]any, error) {
 		a[k] = map[string]any{"enabled": true}
 	}
 	user := map[string]any{"addons": a}
+	if dashboard {
+		user["dashboard"] = map[string]any{"enabled": true}
+	}
 	if dir := defaultWasmCacheDir(); dir != "" {
 		user["flags"] = map[string]any{"plugin-cache-dir": dir}
 	}
@@ -343,9 +349,9 @@ func devHubValues(addons []string, topology string) (map[string]any, error) {
 // devBinary is the flotilla binary dev runs the Deployments with: this one.
 var devBinary = os.Executable
 
-func runHubAndKlusterlets(ctx context.Context, s *DevSession, topology string) error {
+func runHubAndKlusterlets(ctx context.Context, s *DevSession, topology string, dashboard bool) error {
 	fleet := s.Fleet
-	values, err := devHubValues(s.Addons, topology)
+	values, err := devHubValues(s.Addons, topology, dashboard)
 	if err != nil {
 		return err
 	}

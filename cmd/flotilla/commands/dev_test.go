@@ -174,7 +174,7 @@ func TestRunDev(t *testing.T) {
 		return nil
 	}}
 	err := runDev(ctx, out, errw, environment.Options{ManagedClusters: 1, Dir: dir, SimulatedNodes: 1}, false, builtin.Names(),
-		[]DevComponent{hubDevComponent(topologySingle), probe})
+		[]DevComponent{hubDevComponent(topologySingle, false), probe})
 	stdout, stderr := string(out.Contents()), string(errw.Contents())
 	if err != nil {
 		t.Fatalf("runDev: %v\noutput:\n%s\nstandard error:\n%s", err, stdout, stderr)
