@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -18,8 +19,8 @@ import (
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
 	clusterv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1alpha1"
 	clusterv1beta1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta1"
+	apischeme "github.com/flotilla-dev/flotilla/core/apis/scheme"
 	"github.com/flotilla-dev/flotilla/hub/addon"
-	"github.com/flotilla-dev/flotilla/hub/manager"
 )
 
 var adcGR = addonv1alpha1.ConfigGroupResource{Group: "addon.open-cluster-management.io", Resource: "addondeploymentconfigs"}
@@ -159,8 +160,8 @@ func TestAddonTable(t *testing.T) {
 // AddOnDeploymentConfigs) and the self-managed add-on self, and the Placement default/all.
 func fakeHub(t *testing.T, objs ...client.Object) client.Client {
 	t.Helper()
-	scheme, err := manager.NewScheme()
-	if err != nil {
+	scheme := runtime.NewScheme()
+	if err := apischeme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
 	mapper := meta.NewDefaultRESTMapper(nil)

@@ -38,7 +38,7 @@ func (s *Server) serveTunnelAPI(w http.ResponseWriter, r *http.Request) {
 	rest, _ := strings.CutPrefix(r.URL.Path, tunnelAPIPrefix)
 	if rest == "" || rest == "/" {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			writeStatus(w, http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed, "only GET is served at "+tunnelAPIPrefix)
+			webhook.WriteStatus(w, http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed, "only GET is served at "+tunnelAPIPrefix)
 			return
 		}
 		writeJSON(w, &metav1.APIResourceList{
@@ -52,31 +52,31 @@ func (s *Server) serveTunnelAPI(w http.ResponseWriter, r *http.Request) {
 	}
 	parts := strings.Split(strings.Trim(rest, "/"), "/")
 	if len(parts) != 5 || parts[0] != "namespaces" || parts[2] != clusterproxy.TunnelResource || parts[3] != clusterproxy.TunnelName || parts[4] != "proxy" {
-		writeStatus(w, http.StatusNotFound, metav1.StatusReasonNotFound, fmt.Sprintf("%s: not found (the tunnel API serves namespaces/<cluster>/tunnels/%s/proxy)", r.URL.Path, clusterproxy.TunnelName))
+		webhook.WriteStatus(w, http.StatusNotFound, metav1.StatusReasonNotFound, fmt.Sprintf("%s: not found (the tunnel API serves namespaces/<cluster>/tunnels/%s/proxy)", r.URL.Path, clusterproxy.TunnelName))
 		return
 	}
 	cluster := parts[1]
 	if errs := validation.IsDNS1123Label(cluster); len(errs) > 0 {
-		writeStatus(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, fmt.Sprintf("namespace %q is not a cluster name: %s", cluster, strings.Join(errs, "; ")))
+		webhook.WriteStatus(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, fmt.Sprintf("namespace %q is not a cluster name: %s", cluster, strings.Join(errs, "; ")))
 		return
 	}
 	u, ok := request.UserFrom(r.Context())
 	if !ok {
-		writeStatus(w, http.StatusUnauthorized, metav1.StatusReasonUnauthorized, "Unauthorized")
+		webhook.WriteStatus(w, http.StatusUnauthorized, metav1.StatusReasonUnauthorized, "Unauthorized")
 		return
 	}
 	if group := clusterproxy.AgentGroup(cluster); !slices.Contains(u.GetGroups(), group) {
 		s.log.Info("Refused a tunnel for a user outside the cluster's agent group", "cluster", cluster, "user", u.GetName())
-		writeStatus(w, http.StatusForbidden, metav1.StatusReasonForbidden, fmt.Sprintf("user %q may not open the cluster-proxy tunnel of cluster %s: not in group %s", u.GetName(), cluster, group))
+		webhook.WriteStatus(w, http.StatusForbidden, metav1.StatusReasonForbidden, fmt.Sprintf("user %q may not open the cluster-proxy tunnel of cluster %s: not in group %s", u.GetName(), cluster, group))
 		return
 	}
 	if !strings.EqualFold(r.Header.Get("Upgrade"), tunnel.UpgradeProtocol) {
-		writeStatus(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, "the tunnel needs Connection: Upgrade and Upgrade: "+tunnel.UpgradeProtocol)
+		webhook.WriteStatus(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, "the tunnel needs Connection: Upgrade and Upgrade: "+tunnel.UpgradeProtocol)
 		return
 	}
 	conn, rw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
-		writeStatus(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, "upgrading the tunnel: "+err.Error())
+		webhook.WriteStatus(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, "upgrading the tunnel: "+err.Error())
 		return
 	}
 	if _, err := rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: " + tunnel.UpgradeProtocol + "\r\n\r\n"); err != nil || rw.Flush() != nil {
@@ -94,17 +94,5 @@ func (s *Server) serveTunnelAPI(w http.ResponseWriter, r *http.Request) {
 func writeJSON(w http.ResponseWriter, v any) {
 	data, _ := json.Marshal(v)
 	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(data)
-}
-
-// writeStatus answers with a metav1.Status, as an API server does.
-func writeStatus(w http.ResponseWriter, code int, reason metav1.StatusReason, message string) {
-	data, _ := json.Marshal(&metav1.Status{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Status"},
-		Status:   metav1.StatusFailure, Message: message, Reason: reason, Code: int32(code),
-	})
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(code)
 	_, _ = w.Write(data)
 }

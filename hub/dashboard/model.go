@@ -218,21 +218,6 @@ func condStatus(cs []metav1.Condition, t string) string {
 	return ""
 }
 
-// eventTime is when an Event last happened, whichever API recorded it.
-func eventTime(e *corev1.Event) time.Time {
-	t := e.LastTimestamp.Time
-	if e.Series != nil && e.Series.LastObservedTime.After(t) {
-		t = e.Series.LastObservedTime.Time
-	}
-	if e.EventTime.After(t) {
-		t = e.EventTime.Time
-	}
-	if t.IsZero() {
-		t = e.CreationTimestamp.Time
-	}
-	return t
-}
-
 func eventCount(e *corev1.Event) int32 {
 	if e.Series != nil && e.Series.Count > e.Count {
 		return e.Series.Count
@@ -249,13 +234,13 @@ func Events(evs []corev1.Event) []Event {
 	for i := range evs {
 		sorted[i] = &evs[i]
 	}
-	sort.SliceStable(sorted, func(i, j int) bool { return eventTime(sorted[i]).After(eventTime(sorted[j])) })
+	sort.SliceStable(sorted, func(i, j int) bool { return admin.EventTime(sorted[i]).After(admin.EventTime(sorted[j])) })
 	if len(sorted) > maxEvents {
 		sorted = sorted[:maxEvents]
 	}
 	out := make([]Event, 0, len(sorted))
 	for _, e := range sorted {
-		out = append(out, Event{Type: e.Type, Reason: e.Reason, Message: e.Message, Time: eventTime(e).UTC().Format(time.RFC3339), Count: eventCount(e)})
+		out = append(out, Event{Type: e.Type, Reason: e.Reason, Message: e.Message, Time: admin.EventTime(e).UTC().Format(time.RFC3339), Count: eventCount(e)})
 	}
 	return out
 }
@@ -435,7 +420,7 @@ func PolicyOf(cm *corev1.ConfigMap, evs []corev1.Event) Policy {
 			verdicts = append(verdicts, &evs[i])
 		}
 	}
-	sort.SliceStable(verdicts, func(i, j int) bool { return eventTime(verdicts[i]).After(eventTime(verdicts[j])) })
+	sort.SliceStable(verdicts, func(i, j int) bool { return admin.EventTime(verdicts[i]).After(admin.EventTime(verdicts[j])) })
 	for _, e := range verdicts {
 		rv := eventRV(e)
 		if out.LastGood == "" && e.Reason == policy.EventReasonLoaded {

@@ -92,7 +92,7 @@ func dashboardAPI(page http.Handler) http.Handler {
 		switch p := r.URL.Path; {
 		case p == version || p == version+"/":
 			if r.Method != http.MethodGet && r.Method != http.MethodHead {
-				writeAPIStatus(w, http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed, "only GET is served at "+version)
+				webhook.WriteStatus(w, http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed, "only GET is served at "+version)
 				return
 			}
 			w.Header().Set("Content-Type", "application/json")
@@ -107,7 +107,7 @@ func dashboardAPI(page http.Handler) http.Handler {
 		case strings.HasPrefix(p, proxy+"/"):
 			strip.ServeHTTP(w, r)
 		default:
-			writeAPIStatus(w, http.StatusNotFound, metav1.StatusReasonNotFound,
+			webhook.WriteStatus(w, http.StatusNotFound, metav1.StatusReasonNotFound,
 				fmt.Sprintf("%s is not served: the dashboard is at %s", p, DashboardPath))
 		}
 	})
@@ -117,15 +117,3 @@ func dashboardAPI(page http.Handler) http.Handler {
 const toPage = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Flotilla dashboard</title>` +
 	`<meta http-equiv="refresh" content="0; url=` + DashboardSubresource + `/"></head>` +
 	`<body><p><a href="` + DashboardSubresource + `/">Open the dashboard</a></p></body></html>`
-
-// writeAPIStatus answers with a metav1.Status, as an API server does.
-func writeAPIStatus(w http.ResponseWriter, code int, reason metav1.StatusReason, message string) {
-	data, _ := json.Marshal(&metav1.Status{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Status"},
-		Status:   metav1.StatusFailure, Message: message, Reason: reason, Code: int32(code),
-	})
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(code)
-	_, _ = w.Write(data)
-}

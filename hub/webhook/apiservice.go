@@ -163,14 +163,15 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, h http.Handler
 			reason = err.Error()
 		}
 		s.log.V(1).Info("Refused an unauthenticated request for an aggregated API", "path", r.URL.Path, "remote", r.RemoteAddr, "reason", reason)
-		writeStatus(w, http.StatusUnauthorized, metav1.StatusReasonUnauthorized, "Unauthorized")
+		WriteStatus(w, http.StatusUnauthorized, metav1.StatusReasonUnauthorized, "Unauthorized")
 		return
 	}
 	h.ServeHTTP(w, r.WithContext(request.WithUser(r.Context(), resp.User)))
 }
 
-// writeStatus answers with a metav1.Status, as an API server does.
-func writeStatus(w http.ResponseWriter, code int, reason metav1.StatusReason, message string) {
+// WriteStatus answers with a metav1.Status, as an API server does: what the aggregated APIs
+// served here (and their clients, kubectl among them) expect of an error.
+func WriteStatus(w http.ResponseWriter, code int, reason metav1.StatusReason, message string) {
 	data, _ := json.Marshal(&metav1.Status{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Status"},
 		Status:   metav1.StatusFailure, Message: message, Reason: reason, Code: int32(code),
@@ -193,7 +194,7 @@ func groupDiscovery(group string, versions []string) http.Handler {
 	data, _ := json.Marshal(&g)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			writeStatus(w, http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed, "only GET is served at /apis/"+group)
+			WriteStatus(w, http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed, "only GET is served at /apis/"+group)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")

@@ -35,6 +35,7 @@ import (
 
 	clusterv1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1"
 	"github.com/flotilla-dev/flotilla/core/policy"
+	"github.com/flotilla-dev/flotilla/hub/admin"
 	"github.com/flotilla-dev/flotilla/hub/admission"
 	"github.com/flotilla-dev/flotilla/hub/manager"
 )
@@ -1148,7 +1149,7 @@ func pushPolicyConfigMap(ctx context.Context, kube kubernetes.Interface, stdout,
 		for i := range before.Items {
 			e := &before.Items[i]
 			if isPolicyVerdict(e, ns, name) && (e.InvolvedObject.ResourceVersion == rv || e.InvolvedObject.ResourceVersion == "") &&
-				(verdict == nil || eventTime(e).After(eventTime(verdict))) {
+				(verdict == nil || admin.EventTime(e).After(admin.EventTime(verdict))) {
 				verdict = e
 			}
 		}
@@ -1199,21 +1200,6 @@ func isPolicyVerdict(e *corev1.Event, namespace, name string) bool {
 	o := e.InvolvedObject
 	return o.Kind == "ConfigMap" && o.Name == name && (o.Namespace == "" || o.Namespace == namespace) &&
 		(e.Reason == policy.EventReasonLoaded || e.Reason == policy.EventReasonRejected)
-}
-
-// eventTime is when an Event last happened, whichever API recorded it.
-func eventTime(e *corev1.Event) time.Time {
-	t := e.LastTimestamp.Time
-	if e.Series != nil && e.Series.LastObservedTime.After(t) {
-		t = e.Series.LastObservedTime.Time
-	}
-	if e.EventTime.After(t) {
-		t = e.EventTime.Time
-	}
-	if t.IsZero() {
-		t = e.CreationTimestamp.Time
-	}
-	return t
 }
 
 // eventWatcher watches a namespace's Events of one object, for a RetryWatcher.
