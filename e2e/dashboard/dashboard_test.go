@@ -10,6 +10,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -17,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -28,6 +30,7 @@ import (
 	"github.com/flotilla-dev/flotilla/hub/addon/builtin"
 	hubadmin "github.com/flotilla-dev/flotilla/hub/admin"
 	"github.com/flotilla-dev/flotilla/hub/dashboard"
+	klusterletaddon "github.com/flotilla-dev/flotilla/klusterlet/addon"
 	"github.com/flotilla-dev/flotilla/plugins/dist"
 )
 
@@ -229,7 +232,7 @@ spec: {numberOfClusters: 1}
 		admin.waitFor("placements of team-a and team-b listed", `document.querySelector('[data-placement="team-a/placement-team-a"]') !== null && document.querySelector('[data-placement="team-b/placement-team-b"]') !== null`, time.Minute)
 	}, SpecTimeout(5*time.Minute))
 
-	It("shows an add-on whose agent never reports as not healthy, with why, beside a healthy built-in", func(ctx SpecContext) {
+	It("shows an add-on whose agent never reports as Unknown and one whose agent stopped as Unhealthy, with why, beside a healthy built-in", func(ctx SpecContext) {
 		const silent = "dash-silent"
 		// The healthy one: managed-serviceaccount, built into the klusterlet, renews its Lease.
 		Eventually(func() error {
@@ -271,7 +274,27 @@ apiVersion: addon.open-cluster-management.io/v1alpha1
 kind: ManagedClusterAddOn
 metadata: {name: dash-silent, namespace: cluster2}
 spec: {}
+`, `
+apiVersion: addon.open-cluster-management.io/v1alpha1
+kind: ManagedClusterAddOn
+metadata: {name: dash-silent, namespace: cluster1}
+spec: {}
 `)
+		// On cluster1 the agent ran once and stopped: its Lease is in the install namespace,
+		// last renewed an hour ago, well past the klusterlet's grace (klusterlet/addon
+		// LeaseGraceTimes lease durations), so the klusterlet reports Available=False
+		// (ManagedClusterAddOnLeaseUpdateStopped). On cluster2 there is no Lease at all: Unknown.
+		stopped := &addonv1alpha1.ManagedClusterAddOn{}
+		Eventually(func() error {
+			return hubClient.Get(ctx, client.ObjectKey{Namespace: cluster1, Name: silent}, stopped)
+		}).Should(Succeed(), "reading ManagedClusterAddOn %s/%s", cluster1, silent)
+		installNS := klusterletaddon.InstallNamespace(stopped)
+		Expect(client.IgnoreAlreadyExists(managed[cluster1].Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: installNS}}))).
+			To(Succeed(), "creating namespace %s on %s", installNS, cluster1)
+		renewed := metav1.NewMicroTime(time.Now().Add(-time.Hour))
+		Expect(managed[cluster1].Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: installNS, Name: silent},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("dash-silent-agent"), LeaseDurationSeconds: ptr.To[int32](60), RenewTime: &renewed}})).
+			To(Succeed(), "creating the stale Lease %s/%s on %s", installNS, silent, cluster1)
 		available := func(cluster, name string) func(g Gomega) metav1.Condition {
 			return func(g Gomega) metav1.Condition {
 				m := &addonv1alpha1.ManagedClusterAddOn{}
@@ -283,12 +306,12 @@ spec: {}
 		}
 		Eventually(available(cluster1, builtin.ManagedServiceAccount)).WithTimeout(2*time.Minute).
 			Should(HaveField("Status", metav1.ConditionTrue), "ManagedClusterAddOn cluster1/%s Available on the hub", builtin.ManagedServiceAccount)
-		var why metav1.Condition
-		Eventually(func(g Gomega) {
-			why = available(cluster2, silent)(g)
-			g.Expect(why.Status).NotTo(Equal(metav1.ConditionTrue))
-			g.Expect(why.Reason).NotTo(BeEmpty())
-		}).WithTimeout(2*time.Minute).Should(Succeed(), "ManagedClusterAddOn cluster2/%s not Available, with a reason, on the hub", silent)
+		Eventually(available(cluster2, silent)).WithTimeout(2*time.Minute).Should(And(
+			HaveField("Status", metav1.ConditionUnknown), HaveField("Reason", addonv1alpha1.AddonAvailableReasonLeaseLeaseNotFound)),
+			"ManagedClusterAddOn cluster2/%s Available Unknown (%s) on the hub", silent, addonv1alpha1.AddonAvailableReasonLeaseLeaseNotFound)
+		Eventually(available(cluster1, silent)).WithTimeout(2*time.Minute).Should(And(
+			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", addonv1alpha1.AddonAvailableReasonLeaseUpdateStopped)),
+			"ManagedClusterAddOn cluster1/%s Available False (%s) on the hub", silent, addonv1alpha1.AddonAvailableReasonLeaseUpdateStopped)
 
 		admin.view("addons")
 		cell := func(key string) string {
@@ -296,10 +319,16 @@ spec: {}
 		}
 		admin.waitFor("cluster1/managed-serviceaccount Healthy", fmt.Sprintf(`(() => { const c = %s; return !!c && c.dataset.health === "Healthy" && c.textContent.includes("Healthy") })()`,
 			cell(cluster1+"/"+builtin.ManagedServiceAccount)), time.Minute)
-		admin.waitFor(fmt.Sprintf("cluster2/%s Unhealthy or Unknown, saying so in words and naming reason %s", silent, why.Reason), fmt.Sprintf(`(() => {
+		// Each not-healthy cell says its health and the reason in its text, not only in a tooltip.
+		healthWhy := func(key, health, reason string) {
+			GinkgoHelper()
+			admin.waitFor(fmt.Sprintf("%s %s, saying so in words and naming reason %s in its text", key, health, reason), fmt.Sprintf(`(() => {
   const c = %s;
-  if (!c || !["Unhealthy", "Unknown"].includes(c.dataset.health) || !c.textContent.includes(c.dataset.health)) return false;
-  return (c.textContent + ' ' + (c.title || '') + ' ' + (c.getAttribute('aria-label') || '')).includes(%s) })()`, cell(cluster2+"/"+silent), js(why.Reason)), time.Minute)
+  return !!c && c.dataset.health === %s && c.textContent.includes(%s) && c.textContent.includes(%s) })()`,
+				cell(key), js(health), js(health), js(reason)), time.Minute)
+		}
+		healthWhy(cluster2+"/"+silent, dashboard.HealthUnknown, addonv1alpha1.AddonAvailableReasonLeaseLeaseNotFound)
+		healthWhy(cluster1+"/"+silent, dashboard.HealthUnhealthy, addonv1alpha1.AddonAvailableReasonLeaseUpdateStopped)
 	}, SpecTimeout(5*time.Minute))
 
 	It("renders each view for screenshots (PNG)", func(ctx SpecContext) {
@@ -352,7 +381,9 @@ spec: {numberOfClusters: 1}
 		shots["rollouts"] = admin.screenshot(dir, "rollouts")
 
 		admin.view("addons")
-		admin.waitFor("the add-on matrix", `document.querySelectorAll('table#addon-matrix td[data-addon-cell]').length > 0`, time.Minute)
+		// The add-ons spec's cells: Healthy, Unhealthy and Unknown side by side.
+		admin.waitFor("the add-on matrix with a Healthy, an Unhealthy and an Unknown cell", `["Healthy", "Unhealthy", "Unknown"].every(h =>
+  document.querySelector('table#addon-matrix td[data-addon-cell][data-health="' + h + '"]') !== null)`, time.Minute)
 		shots["addons"] = admin.screenshot(dir, "addons")
 
 		admin.view("plugins")

@@ -232,11 +232,16 @@ func (p *page) escape() {
 	p.do("pressing Escape", chromedp.KeyEvent(kb.Escape))
 }
 
-// screenshot writes a PNG of the viewport to dir/name.png.
+// screenshot writes a PNG of the viewport, scrolled to the top of the view, to dir/name.png
+// (the page keeps the window's scroll across views: a click lower on an earlier view would
+// otherwise hide the next view's heading).
 func (p *page) screenshot(dir, name string) string {
 	GinkgoHelper()
 	ctx, cancel := context.WithTimeout(p.tab, 30*time.Second)
 	defer cancel()
+	top, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.scrollTo({top: 0, behavior: "instant"}), window.scrollY === 0`))
+	Expect(err).NotTo(HaveOccurred(), "page %s: scrolling to the top for screenshot %s", p.name, name)
+	Expect(top).To(BeTrue(), "page %s: window at the top (scrollY 0) for screenshot %s", p.name, name)
 	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
 	Expect(err).NotTo(HaveOccurred(), "page %s: screenshot %s", p.name, name)
 	path := filepath.Join(dir, name+".png")
