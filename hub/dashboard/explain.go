@@ -128,25 +128,26 @@ func Explain(ctx context.Context, r client.Reader, namespace, name string, now t
 }
 
 // explainSnapshotInput reads the fleet a scheduling pass sees. Scores are optional: without
-// them (no access) the AddOn prioritizers score 0, and a note says so.
+// them (no access) the AddOn prioritizers score 0, and a note says so. The objects are the
+// cache's own (not copied): the scheduler only reads a snapshot, as it does the hub's shared one.
 func explainSnapshotInput(ctx context.Context, r client.Reader, namespace string, now time.Time) (scheduler.SnapshotInput, []string, error) {
 	in := scheduler.SnapshotInput{Now: now, Decisions: map[string][]string{}}
 	clusters := &clusterv1.ManagedClusterList{}
-	if err := r.List(ctx, clusters); err != nil {
+	if err := r.List(ctx, clusters, client.UnsafeDisableDeepCopy); err != nil {
 		return in, nil, fmt.Errorf("listing ManagedClusters: %w", err)
 	}
 	for i := range clusters.Items {
 		in.Clusters = append(in.Clusters, &clusters.Items[i])
 	}
 	sets := &clusterv1beta2.ManagedClusterSetList{}
-	if err := r.List(ctx, sets); err != nil {
+	if err := r.List(ctx, sets, client.UnsafeDisableDeepCopy); err != nil {
 		return in, nil, fmt.Errorf("listing ManagedClusterSets: %w", err)
 	}
 	for i := range sets.Items {
 		in.Sets = append(in.Sets, &sets.Items[i])
 	}
 	bindings := &clusterv1beta2.ManagedClusterSetBindingList{}
-	if err := r.List(ctx, bindings, client.InNamespace(namespace)); err != nil {
+	if err := r.List(ctx, bindings, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return in, nil, fmt.Errorf("listing the ManagedClusterSetBindings of namespace %s: %w", namespace, err)
 	}
 	for i := range bindings.Items {
@@ -154,7 +155,7 @@ func explainSnapshotInput(ctx context.Context, r client.Reader, namespace string
 	}
 	// Balance and Steady read every placement's decisions.
 	decs := &clusterv1beta1.PlacementDecisionList{}
-	if err := r.List(ctx, decs); err != nil {
+	if err := r.List(ctx, decs, client.UnsafeDisableDeepCopy); err != nil {
 		return in, nil, fmt.Errorf("listing PlacementDecisions: %w", err)
 	}
 	for _, d := range decs.Items {
@@ -169,7 +170,7 @@ func explainSnapshotInput(ctx context.Context, r client.Reader, namespace string
 	}
 	var notes []string
 	scores := &clusterv1alpha1.AddOnPlacementScoreList{}
-	if err := r.List(ctx, scores); err != nil {
+	if err := r.List(ctx, scores, client.UnsafeDisableDeepCopy); err != nil {
 		notes = append(notes, fmt.Sprintf("AddOnPlacementScores not read (%v): add-on scores count as 0 here", err))
 	} else {
 		for i := range scores.Items {

@@ -12,6 +12,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	addonv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/addon/v1alpha1"
@@ -19,6 +22,7 @@ import (
 	workv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/work/v1alpha1"
 	"github.com/flotilla-dev/flotilla/core/rollout"
 	"github.com/flotilla-dev/flotilla/hub/addon"
+	"github.com/flotilla-dev/flotilla/hub/addon/render"
 	"github.com/flotilla-dev/flotilla/hub/admin"
 	"github.com/flotilla-dev/flotilla/hub/mwrs"
 	"github.com/flotilla-dev/flotilla/hub/mwrs/override"
@@ -177,7 +181,7 @@ func MWRSRollout(ctx context.Context, r client.Reader, rs *workv1alpha1.Manifest
 // "<namespace>.<name>").
 func rolloutWorksOf(ctx context.Context, r client.Reader, rs *workv1alpha1.ManifestWorkReplicaSet) (map[string]bool, error) {
 	list := &workv1.ManifestWorkList{}
-	if err := r.List(ctx, list, client.MatchingLabels{workv1alpha1.ManifestWorkReplicaSetControllerNameLabelKey: rs.Namespace + "." + rs.Name}); err != nil {
+	if err := r.List(ctx, list, client.MatchingLabels{workv1alpha1.ManifestWorkReplicaSetControllerNameLabelKey: rs.Namespace + "." + rs.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing the ManifestWorks of ManifestWorkReplicaSet %s/%s: %w", rs.Namespace, rs.Name, err)
 	}
 	out := make(map[string]bool, len(list.Items))
@@ -202,22 +206,102 @@ func (t rolloutFailingTransformer) Transform(context.Context, override.Transform
 // controller reports in status.installProgressions), evaluated with the placement's rollout
 // strategy at now.
 func AddonRollout(ctx context.Context, r client.Reader, cma *addonv1alpha1.ClusterManagementAddOn, now time.Time) Rollout {
+	return AddonRollouts(ctx, r, []*addonv1alpha1.ClusterManagementAddOn{cma}, now)[0]
+}
+
+// AddonRollouts are the rollouts of cmas (AddonRollout), in order, from one list of the
+// ManagedClusterAddOns and one of the add-ons' deploy ManifestWorks (a pass over every add-on
+// reads the fleet once, not once per add-on).
+func AddonRollouts(ctx context.Context, r client.Reader, cmas []*addonv1alpha1.ClusterManagementAddOn, now time.Time) []Rollout {
+	names := make([]string, 0, len(cmas))
+	for _, cma := range cmas {
+		names = append(names, cma.Name)
+	}
+	idx, err := rolloutAddonIndex(ctx, r, names)
+	works := rolloutAddonWorks(ctx, r, names)
+	out := make([]Rollout, 0, len(cmas))
+	for _, cma := range cmas {
+		out = append(out, addonRolloutOf(ctx, r, cma, idx[cma.Name], err, works[cma.Name], now))
+	}
+	return out
+}
+
+// rolloutAddonIndex are the ManagedClusterAddOns of the add-ons names, by add-on then cluster,
+// from one list. The objects are the reader's own (not copied): read only.
+func rolloutAddonIndex(ctx context.Context, r client.Reader, names []string) (map[string]map[string]*addonv1alpha1.ManagedClusterAddOn, error) {
+	want := make(map[string]map[string]*addonv1alpha1.ManagedClusterAddOn, len(names))
+	for _, n := range names {
+		want[n] = map[string]*addonv1alpha1.ManagedClusterAddOn{}
+	}
+	list := &addonv1alpha1.ManagedClusterAddOnList{}
+	if err := r.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+		return want, fmt.Errorf("listing ManagedClusterAddOns: %w", err)
+	}
+	for i := range list.Items {
+		if byCluster, ok := want[list.Items[i].Name]; ok {
+			byCluster[list.Items[i].Namespace] = &list.Items[i]
+		}
+	}
+	return want, nil
+}
+
+// rolloutAddonWorks are the clusters that have the deploy ManifestWork (work 0) of each add-on
+// of names, from one list of the works labelled with those add-ons, read only where works are
+// watched: without (a dashboard that may not list works, or a reader that is not a cache) or
+// when the list fails, no cluster links its work, rather than one GET per cluster to the API
+// server.
+func rolloutAddonWorks(ctx context.Context, r client.Reader, names []string) map[string]map[string]bool {
+	out := map[string]map[string]bool{}
+	if len(names) == 0 {
+		return out
+	}
+	if f, ok := r.(explainFallback); ok {
+		r = f.cached
+	}
+	var values []string
+	for _, n := range names {
+		if len(validation.IsValidLabelValue(n)) == 0 {
+			values = append(values, n) // the others cannot label a work
+		}
+	}
+	if len(values) == 0 {
+		return out
+	}
+	sel, err := labels.NewRequirement(addonv1alpha1.AddonLabelKey, selection.In, values)
+	if err != nil {
+		return out
+	}
+	list := &workv1.ManifestWorkList{}
+	if err := r.List(ctx, list, client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*sel)}, client.UnsafeDisableDeepCopy); err != nil {
+		// Not watched, forbidden, or failing: the dialog could not open the work either.
+		return out
+	}
+	for i := range list.Items {
+		w := &list.Items[i]
+		name := w.Labels[addonv1alpha1.AddonLabelKey]
+		if w.Name != render.DeployWorkName(name, 0) {
+			continue
+		}
+		if out[name] == nil {
+			out[name] = map[string]bool{}
+		}
+		out[name][w.Namespace] = true
+	}
+	return out
+}
+
+// addonRolloutOf is AddonRollout from the add-on's ManagedClusterAddOns by cluster (mcas; listErr
+// if they could not be listed) and the clusters that have its deploy work.
+func addonRolloutOf(ctx context.Context, r client.Reader, cma *addonv1alpha1.ClusterManagementAddOn, mcas map[string]*addonv1alpha1.ManagedClusterAddOn, listErr error, works map[string]bool, now time.Time) Rollout {
 	out := Rollout{
 		Key: "addon/" + cma.Name, Kind: RolloutKindAddOn, Name: cma.Name,
 		Conditions: []RolloutCondition{}, Placements: []RolloutPlacement{},
 	}
-	list := &addonv1alpha1.ManagedClusterAddOnList{}
-	if err := r.List(ctx, list); err != nil {
-		out.Phase, out.Message = RolloutPhaseUnknown, fmt.Sprintf("ClusterManagementAddOn %s: listing ManagedClusterAddOns: %v", cma.Name, err)
+	if listErr != nil {
+		out.Phase, out.Message = RolloutPhaseUnknown, fmt.Sprintf("ClusterManagementAddOn %s: %v", cma.Name, listErr)
 		return out
 	}
-	mcas := map[string]*addonv1alpha1.ManagedClusterAddOn{}
-	for i := range list.Items {
-		m := &list.Items[i]
-		if m.Name != cma.Name {
-			continue
-		}
-		mcas[m.Namespace] = m
+	for _, m := range mcas {
 		out.Summary.Total++
 		cond := func(t string) bool {
 			c := meta.FindStatusCondition(m.Status.Conditions, t)
@@ -309,7 +393,9 @@ func AddonRollout(ctx context.Context, r client.Reader, cma *addonv1alpha1.Clust
 				if st.Status != rollout.ToApply {
 					rc.Since = rolloutTime(st.LastTransitionTime)
 				}
-				rc.Work = rolloutAddonWork(ctx, r, c, cma.Name)
+				if works[c] {
+					rc.Work = c + "/" + render.DeployWorkName(cma.Name, 0)
+				}
 				rg.Clusters = append(rg.Clusters, rc)
 			}
 			rg.State = rolloutGroupState(rg.Clusters)
@@ -322,8 +408,9 @@ func AddonRollout(ctx context.Context, r client.Reader, cma *addonv1alpha1.Clust
 }
 
 // rolloutAddonState is a cluster's state in a placement's rollout of an add-on, and why.
-// A cluster another placement rolls out, or without ManagedClusterAddOn, holds no slot (Skip),
-// as the controller has it. An add-on with its own configurations (spec.configs) has its own
+// A cluster another placement rolls out holds no slot here (Skip), as the controller has it;
+// one without ManagedClusterAddOn yet has nothing installed: ToApply (not Skip, which would
+// count toward a Complete rollout before anything is installed). An add-on with its own configurations (spec.configs) has its own
 // desired set, which only the controller resolves: it is judged against what it was last
 // given (it cannot show ToApply for a change it has not been given yet).
 func rolloutAddonState(mca *addonv1alpha1.ManagedClusterAddOn, mine bool, desired []addonv1alpha1.InstallConfigReference, placement string) (rollout.ClusterState, string) {
@@ -331,7 +418,7 @@ func rolloutAddonState(mca *addonv1alpha1.ManagedClusterAddOn, mine bool, desire
 	case !mine:
 		return rollout.ClusterState{Status: rollout.Skip}, "rolled out by another placement"
 	case mca == nil:
-		return rollout.ClusterState{Status: rollout.Skip}, "no ManagedClusterAddOn yet"
+		return rollout.ClusterState{Status: rollout.ToApply}, "ManagedClusterAddOn not created yet"
 	}
 	own := len(mca.Spec.Configs) > 0
 	if own {
@@ -372,17 +459,6 @@ func rolloutAddonState(mca *addonv1alpha1.ManagedClusterAddOn, mine bool, desire
 		why += " (its own spec.configs)"
 	}
 	return st, why
-}
-
-// rolloutAddonWork is the add-on's deploy ManifestWork on cluster ("" if none or unreadable).
-func rolloutAddonWork(ctx context.Context, r client.Reader, cluster, name string) string {
-	wn := "addon-" + name + "-deploy-0"
-	w := &workv1.ManifestWork{}
-	if err := r.Get(ctx, client.ObjectKey{Namespace: cluster, Name: wn}, w); err != nil {
-		// NotFound: none; another error (no access): the dialog could not open it either.
-		return ""
-	}
-	return cluster + "/" + wn
 }
 
 // rolloutProgression is cma's reported progression of placement ref, nil if none.

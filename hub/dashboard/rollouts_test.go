@@ -1,7 +1,9 @@
 package dashboard
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -10,6 +12,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/yaml"
@@ -21,6 +24,7 @@ import (
 	apischeme "github.com/flotilla-dev/flotilla/core/apis/scheme"
 	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
 	workv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/work/v1alpha1"
+	"github.com/flotilla-dev/flotilla/core/rollout"
 	"github.com/flotilla-dev/flotilla/hub/mwrs"
 )
 
@@ -247,7 +251,7 @@ func TestAddonRollout(t *testing.T) {
 		mca("old", "old", "old", metav1.Condition{Type: addonv1alpha1.ManagedClusterAddOnConditionAvailable, Status: metav1.ConditionTrue, Reason: "Ready", LastTransitionTime: t0}),
 		// busy: given the new one, upgrading.
 		mca("busy", "new", "old", metav1.Condition{Type: addonv1alpha1.ManagedClusterAddOnConditionProgressing, Status: metav1.ConditionTrue, Reason: addonv1alpha1.ProgressingReasonUpgrading, Message: "upgrading", LastTransitionTime: t0}),
-		&workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Namespace: "done", Name: "addon-hello-deploy-0"}},
+		&workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Namespace: "done", Name: "addon-hello-deploy-0", Labels: map[string]string{addonv1alpha1.AddonLabelKey: "hello"}}},
 	}
 	c := fake.NewClientBuilder().WithScheme(rolloutScheme(t)).WithObjects(objs...).Build()
 
@@ -271,7 +275,7 @@ func TestAddonRollout(t *testing.T) {
 		"done":   {"Succeeded", "configurations applied; Available=True", "done/addon-hello-deploy-0"},
 		"old":    {"ToApply", "the configurations of placement default/all are not rolled out to it yet", ""},
 		"busy":   {"Progressing", "Progressing: Upgrading: upgrading", ""},
-		"absent": {"Skip", "no ManagedClusterAddOn yet", ""},
+		"absent": {"ToApply", "ManagedClusterAddOn not created yet", ""},
 	}
 	for cl, w := range want {
 		_, got := rolloutFind(t, r, "default/all", cl)
@@ -310,6 +314,150 @@ func TestAddonRollout(t *testing.T) {
 			t.Errorf("manual: placements %+v phase %q message %q, want none, Complete, naming Manual", r.Placements, r.Phase, r.Message)
 		}
 	})
+}
+
+// A new add-on: the placement selects clusters, the add-on manager has not created their
+// ManagedClusterAddOns yet. Nothing is installed, so the rollout is not Complete; a cluster two
+// placements select is rolled out by the last one and Skip in the other.
+func TestAddonRolloutBeforeManagedClusterAddOns(t *testing.T) {
+	ctx := t.Context()
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	cma := &addonv1alpha1.ClusterManagementAddOn{ObjectMeta: metav1.ObjectMeta{Name: "fresh"}}
+	cma.Spec.InstallStrategy.Type = addonv1alpha1.AddonInstallStrategyPlacements
+	for _, name := range []string{"first", "second"} {
+		ps := addonv1alpha1.PlacementStrategy{PlacementRef: addonv1alpha1.PlacementRef{Namespace: "default", Name: name}}
+		ps.RolloutStrategy.Type = "All"
+		cma.Spec.InstallStrategy.Placements = append(cma.Spec.InstallStrategy.Placements, ps)
+		cma.Status.InstallProgressions = append(cma.Status.InstallProgressions, addonv1alpha1.InstallProgression{PlacementRef: ps.PlacementRef})
+	}
+	c := fake.NewClientBuilder().WithScheme(rolloutScheme(t)).WithObjects(
+		&clusterv1beta1.Placement{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "first"}},
+		&clusterv1beta1.Placement{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "second"}},
+		rolloutDecision("default", "first", "0", "", "c1", "shared"),
+		rolloutDecision("default", "second", "0", "", "shared"),
+	).Build()
+
+	r := AddonRollout(ctx, c, cma, now)
+	if r.Phase == string(rollout.PhaseComplete) {
+		t.Errorf("phase Complete (%q) with no ManagedClusterAddOn created: want the rollout still to do", r.Message)
+	}
+	for _, tc := range []struct{ placement, cluster, state, why string }{
+		{"default/first", "c1", "ToApply", "ManagedClusterAddOn not created yet"},
+		{"default/first", "shared", "Skip", "rolled out by another placement"},
+		{"default/second", "shared", "ToApply", "ManagedClusterAddOn not created yet"},
+	} {
+		g, got := rolloutFind(t, r, tc.placement, tc.cluster)
+		if got.State != tc.state || got.Why != tc.why || got.Since != "" {
+			t.Errorf("%s in %s: %+v, want state %s why %q and no since", tc.cluster, tc.placement, got, tc.state, tc.why)
+		}
+		if g.State != "ToApply" {
+			t.Errorf("%s's group in %s: state %s, want ToApply (nothing installed)", tc.cluster, tc.placement, g.State)
+		}
+	}
+	if r.Summary != (RolloutSummary{}) {
+		t.Errorf("summary %+v, want zero: no ManagedClusterAddOn", r.Summary)
+	}
+}
+
+// countingReader counts a reader's calls by list type (and Gets by object type).
+type countingReader struct {
+	client.Reader
+	calls map[string]int
+}
+
+func (r *countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	r.calls[fmt.Sprintf("get %T", obj)]++
+	return r.Reader.Get(ctx, key, obj, opts...)
+}
+
+func (r *countingReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	r.calls[fmt.Sprintf("list %T", list)]++
+	return r.Reader.List(ctx, list, opts...)
+}
+
+// A pass over every add-on lists the ManagedClusterAddOns and the deploy works once, not once
+// per add-on or cluster; where works are not watched it asks the API server for none.
+func TestAddonRolloutsReadOnce(t *testing.T) {
+	ctx := t.Context()
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	objs := []client.Object{&clusterv1beta1.Placement{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "all"}},
+		rolloutDecision("default", "all", "0", "", "c1", "c2", "c3")}
+	var cmas []*addonv1alpha1.ClusterManagementAddOn
+	for _, name := range []string{"a", "b"} {
+		cma := &addonv1alpha1.ClusterManagementAddOn{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		cma.Spec.InstallStrategy.Type = addonv1alpha1.AddonInstallStrategyPlacements
+		cma.Spec.InstallStrategy.Placements = []addonv1alpha1.PlacementStrategy{{PlacementRef: addonv1alpha1.PlacementRef{Namespace: "default", Name: "all"}}}
+		cmas = append(cmas, cma)
+		for _, cl := range []string{"c1", "c2", "c3"} {
+			objs = append(objs, &addonv1alpha1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: cl, Name: name}})
+		}
+	}
+	// a's deploy work on c1 and c2; b's on c3; a work of a that is not its deploy work 0.
+	work := func(ns, name, addonName string) *workv1.ManifestWork {
+		return &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{addonv1alpha1.AddonLabelKey: addonName}}}
+	}
+	objs = append(objs, work("c1", "addon-a-deploy-0", "a"), work("c2", "addon-a-deploy-0", "a"), work("c3", "addon-b-deploy-0", "b"), work("c3", "addon-a-deploy-1", "a"))
+	scheme := rolloutScheme(t)
+	cached := &countingReader{Reader: fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build(), calls: map[string]int{}}
+
+	rs := AddonRollouts(ctx, cached, cmas, now)
+	if len(rs) != 2 || rs[0].Name != "a" || rs[1].Name != "b" {
+		t.Fatalf("rollouts %+v, want a and b in order", rs)
+	}
+	for _, k := range []string{"list *v1alpha1.ManagedClusterAddOnList", "list *v1.ManifestWorkList"} {
+		if cached.calls[k] != 1 {
+			t.Errorf("%s: %d calls for 2 add-ons on 3 clusters, want 1 (calls %v)", k, cached.calls[k], cached.calls)
+		}
+	}
+	if n := cached.calls["get *v1.ManifestWork"]; n != 0 {
+		t.Errorf("%d ManifestWork GETs, want none (one list)", n)
+	}
+	wantWork := map[string]string{"a/c1": "c1/addon-a-deploy-0", "a/c2": "c2/addon-a-deploy-0", "a/c3": "", "b/c1": "", "b/c2": "", "b/c3": "c3/addon-b-deploy-0"}
+	for _, r := range rs {
+		if r.Summary.Total != 3 {
+			t.Errorf("%s: summary %+v, want 3 add-ons (its own only)", r.Name, r.Summary)
+		}
+		for _, cl := range []string{"c1", "c2", "c3"} {
+			if _, got := rolloutFind(t, r, "default/all", cl); got.Work != wantWork[r.Name+"/"+cl] {
+				t.Errorf("%s on %s: work %q, want %q", r.Name, cl, got.Work, wantWork[r.Name+"/"+cl])
+			}
+		}
+	}
+
+	t.Run("works not watched", func(t *testing.T) {
+		direct := &countingReader{Reader: fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build(), calls: map[string]int{}}
+		r := ExplainReader(worksNotCachedReader{cached}, direct)
+		rs := AddonRollouts(ctx, r, cmas, now)
+		for k, n := range direct.calls {
+			if strings.Contains(k, "ManifestWork") {
+				t.Errorf("%s: %d calls to the API server, want none when works are not watched", k, n)
+			}
+		}
+		for _, r := range rs {
+			for _, cl := range []string{"c1", "c2", "c3"} {
+				if _, got := rolloutFind(t, r, "default/all", cl); got.Work != "" || got.State == "" {
+					t.Errorf("%s on %s: %+v, want a state and no work", r.Name, cl, got)
+				}
+			}
+		}
+	})
+}
+
+// worksNotCachedReader answers like a cache that does not watch ManifestWorks.
+type worksNotCachedReader struct{ client.Reader }
+
+func (r worksNotCachedReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, ok := obj.(*workv1.ManifestWork); ok {
+		return &cache.ErrResourceNotCached{}
+	}
+	return r.Reader.Get(ctx, key, obj, opts...)
+}
+
+func (r worksNotCachedReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if _, ok := list.(*workv1.ManifestWorkList); ok {
+		return &cache.ErrResourceNotCached{}
+	}
+	return r.Reader.List(ctx, list, opts...)
 }
 
 func TestRolloutGroupState(t *testing.T) {

@@ -42,6 +42,22 @@ type fixtureStream struct {
 	snapshot []byte
 	subs     map[chan []byte]struct{}
 	done     chan struct{}
+	// The fixture's api/placements/.../explain: requests by placement, and whether it answers
+	// 429 (the server's limit on explanations at once).
+	explains    map[string]int
+	explainBusy bool
+}
+
+func (s *fixtureStream) explainCount(key string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.explains[key]
+}
+
+func (s *fixtureStream) setExplainBusy(busy bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.explainBusy = busy
 }
 
 func (s *fixtureStream) setSnapshot(b []byte) {
@@ -123,7 +139,7 @@ func (s *fixtureStream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func newUIServer(t *testing.T, fx *uiFixture) (*httptest.Server, *fixtureStream) {
 	t.Helper()
 	ui := os.DirFS("ui")
-	stream := &fixtureStream{hello: compact(t, fx.Hello), snapshot: compact(t, fx.Snapshot), subs: map[chan []byte]struct{}{}, done: make(chan struct{})}
+	stream := &fixtureStream{hello: compact(t, fx.Hello), snapshot: compact(t, fx.Snapshot), subs: map[chan []byte]struct{}{}, done: make(chan struct{}), explains: map[string]int{}}
 	writeJSON := func(w http.ResponseWriter, code int, body []byte) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(code)
@@ -156,6 +172,14 @@ func newUIServer(t *testing.T, fx *uiFixture) (*httptest.Server, *fixtureStream)
 	})
 	mux.HandleFunc("GET /api/placements/{ns}/{name}/explain", func(w http.ResponseWriter, r *http.Request) {
 		key := r.PathValue("ns") + "/" + r.PathValue("name")
+		stream.mu.Lock()
+		stream.explains[key]++
+		busy := stream.explainBusy
+		stream.mu.Unlock()
+		if busy {
+			writeJSON(w, http.StatusTooManyRequests, []byte(`{"error":"too many placement explanations at once"}`))
+			return
+		}
 		if b, ok := fx.Explain[key]; ok {
 			writeJSON(w, http.StatusOK, b)
 			return
@@ -433,6 +457,20 @@ func TestUIFixtures(t *testing.T) {
 		p.screenshot("fleet")
 	})
 
+	t.Run("fleet chips are cut inside their cell, with an ellipsis", func(t *testing.T) {
+		p := &page{t: t, ctx: p.ctx, console: p.console}
+		bad := evalJS[[]string](p, `Array.from(document.querySelectorAll("#fleet-table .cell-line > .chip")).flatMap(c => {
+			const line = c.parentElement.getBoundingClientRect(), r = c.getBoundingClientRect(), s = getComputedStyle(c);
+			const out = [];
+			if (r.right > line.right + 0.5) out.push(c.textContent + ": past its cell by " + (r.right - line.right) + "px");
+			if (c.scrollWidth > c.clientWidth && s.textOverflow !== "ellipsis") out.push(c.textContent + ": cut without an ellipsis");
+			return out;
+		})`)
+		if len(bad) > 0 {
+			t.Errorf("fleet chips cut at the cell's edge:\n%s", strings.Join(bad, "\n"))
+		}
+	})
+
 	t.Run("fleet filters by label selector, name and set", func(t *testing.T) {
 		p := &page{t: t, ctx: p.ctx, console: p.console}
 		for _, tc := range []struct{ filter, set, want string }{
@@ -522,12 +560,45 @@ func TestUIFixtures(t *testing.T) {
 		p.wait("team-a/web's decisions", `#placement-detail [data-decision="cluster-east-1"]`)
 		p.wait("team-a/web's explanation", `#placement-detail [data-not-chosen="cluster-eu-1"]`)
 		detail := p.text("#placement-detail")
-		for _, want := range []string{"cluster-east-2", "canary", "TaintToleration", "not tolerated", "DecisionUpdate", "ResourceAllocatableMemory", "300"} {
+		for _, want := range []string{"cluster-east-2", "canary", "TaintToleration", "not tolerated", "DecisionUpdate", "ResourceAllocatableMemory", "300",
+			"Predicate: 3 pass", "Predicate → TaintToleration: 2 pass"} {
 			if !strings.Contains(detail, want) {
 				t.Errorf("#placement-detail of team-a/web lacks %q", want)
 			}
 		}
+		// The list fits its panel: no column pushed out of view.
+		if w := evalJS[[]int](p, `(() => { const t = document.querySelector("#placements-table"); return [t.scrollWidth, t.parentElement.clientWidth]; })()`); w[0] > w[1] {
+			t.Errorf("#placements-table is %dpx wide in a %dpx panel: columns are cut", w[0], w[1])
+		}
 		p.screenshot("placements")
+
+		// The explanation is computed per request on the hub: changes to the selected placement
+		// do not refetch it at once (at most every 15 s), a click on Refresh does.
+		if n := stream.explainCount("team-a/web"); n != 1 {
+			t.Errorf("%d explain requests for team-a/web after selecting it, want 1", n)
+		}
+		web := placementFixture(t, fx, "team-a/web")
+		for i := range 3 {
+			web["message"] = fmt.Sprintf("changed %d", i)
+			stream.push(t, map[string]any{"rev": 60 + i, "upsert": map[string]any{"placements": []any{web}}, "delete": nil})
+			p.waitJS("team-a/web's detail showing change "+fmt.Sprint(i), fmt.Sprintf(`document.querySelector("#placement-detail").textContent.includes("changed %d")`, i))
+		}
+		// The dashboard used to refetch 1 s after each change: give it 1.5 s to do so.
+		time.Sleep(1500 * time.Millisecond)
+		if n := stream.explainCount("team-a/web"); n != 1 {
+			t.Errorf("%d explain requests for team-a/web after 3 changes within 15 s of selecting it, want 1", n)
+		}
+		// A busy hub (429) keeps the explanation shown and says to try again.
+		stream.setExplainBusy(true)
+		p.do("clicking Refresh explanation", chromedp.Click(chromedp.CSS(`#placement-detail .detail-head button`)))
+		p.waitJS("the busy notice", `(document.querySelector("#explain-busy") || {}).textContent?.includes("busy, try again")`)
+		if n := stream.explainCount("team-a/web"); n != 2 {
+			t.Errorf("%d explain requests for team-a/web after Refresh, want 2", n)
+		}
+		p.wait("team-a/web's last explanation, still shown while busy", `#placement-detail [data-not-chosen="cluster-eu-1"]`)
+		stream.setExplainBusy(false)
+		p.do("clicking Refresh explanation again", chromedp.Click(chromedp.CSS(`#placement-detail .detail-head button`)))
+		p.waitJS("the busy notice to go", `!document.querySelector("#explain-busy") && !!document.querySelector('#placement-detail [data-not-chosen="cluster-eu-1"]')`)
 		p.do("clicking team-a/all-prod", chromedp.Click(chromedp.CSS(`tr[data-placement="team-a/all-prod"]`)))
 		p.wait("team-a/all-prod's decision for cluster-eu-1", `#placement-detail [data-decision="cluster-eu-1"]`)
 		p.wait("team-a/all-prod's not-chosen cluster-west-1", `#placement-detail [data-not-chosen="cluster-west-1"]`)
@@ -535,7 +606,14 @@ func TestUIFixtures(t *testing.T) {
 
 	t.Run("rollouts: groups, chips and the work dialog by keyboard", func(t *testing.T) {
 		p := &page{t: t, ctx: p.ctx, console: p.console}
+		// Leave the placements view scrolled down: the next view starts at its top.
+		if y := evalJS[float64](p, `(window.scrollTo(0, 400), window.scrollY)`); y <= 0 {
+			t.Fatalf("the placements view scrolled to %v: the page is too short to test the scroll reset", y)
+		}
 		p.show("rollouts")
+		if y := evalJS[float64](p, `window.scrollY`); y != 0 {
+			t.Errorf("the rollouts view opened scrolled to %v, want its top (0)", y)
+		}
 		for sel, what := range map[string]string{
 			`section[data-rollout="team-a/web-rs"][data-phase="Progressing"]`:                                                                         "the MWRS rollout",
 			`section[data-rollout="addon/observability"][data-phase="Succeeded"]`:                                                                     "the add-on rollout",
@@ -661,6 +739,11 @@ func TestUIFixtures(t *testing.T) {
 		if got := p.attr(`td[data-addon-cell="cluster-west-1/observability"]`, "title"); !strings.Contains(got, "ManagedClusterAddOnLeaseUpdateStopped") {
 			t.Errorf("cluster-west-1/observability title %q lacks the reason", got)
 		}
+		// The whole reason is in the cell (wrapped), not cut off with an ellipsis.
+		why := evalJS[[]any](p, `(() => { const e = document.querySelector('td[data-addon-cell="cluster-west-1/observability"] .cell-why'); return [e.textContent, e.scrollWidth <= e.clientWidth]; })()`)
+		if !strings.Contains(why[0].(string), "12 minutes ago.") || why[1] != true {
+			t.Errorf("cluster-west-1/observability reason %q (fits: %v), want the whole message visible", why[0], why[1])
+		}
 		p.screenshot("addons")
 		p.setFilter("#addon-filter", "east")
 		rows := evalJS[[]string](p, `Array.from(document.querySelectorAll("#addon-matrix tbody tr")).map(tr => tr.dataset.addonRow)`)
@@ -731,7 +814,11 @@ func TestUIFixtures(t *testing.T) {
 		}
 	})
 
-	if errs := p.console.errorLines(); len(errs) > 0 {
+	// Chromium logs every failed request itself, among them the 429 explain the test provokes.
+	errs := slices.DeleteFunc(p.console.errorLines(), func(l string) bool {
+		return strings.Contains(l, "status of 429") && strings.Contains(l, "/api/placements/team-a/web/explain")
+	})
+	if len(errs) > 0 {
 		t.Errorf("the page logged errors:\n%s", strings.Join(errs, "\n"))
 	}
 }
@@ -915,4 +1002,22 @@ func TestUIFleet5000(t *testing.T) {
 	if stream.subscribers() != 1 {
 		t.Errorf("%d streams open, want the page's one", stream.subscribers())
 	}
+}
+
+// placementFixture is a copy of the fixture snapshot's placement key, to send changed in a delta.
+func placementFixture(t *testing.T, fx *uiFixture, key string) map[string]any {
+	t.Helper()
+	var snap struct {
+		Objects map[string][]map[string]any `json:"objects"`
+	}
+	if err := json.Unmarshal(fx.Snapshot, &snap); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range snap.Objects["placements"] {
+		if p["key"] == key {
+			return p
+		}
+	}
+	t.Fatalf("no placement %s in the fixture snapshot", key)
+	return nil
 }

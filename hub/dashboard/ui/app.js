@@ -47,8 +47,10 @@ function show(name, focus) {
     if (a.dataset.viewLink === name) a.setAttribute("aria-current", "page");
     else a.removeAttribute("aria-current");
   }
+  // A new view starts at its top, not at the scroll position of the one before.
+  window.scrollTo(0, 0);
   // After a navigation by the person, move focus to the view so a screen reader starts there.
-  if (focus) main.focus({ preventScroll: false });
+  if (focus) main.focus({ preventScroll: true });
 }
 
 window.addEventListener("hashchange", () => {

@@ -181,7 +181,8 @@ export function conditionsTable(conds, caption) {
   );
 }
 
-// fetchJSON GETs a relative URL; a JSON {"error"} body becomes the thrown message.
+// fetchJSON GETs a relative URL; a JSON {"error"} body becomes the thrown message, the HTTP
+// status its status.
 export async function fetchJSON(url, signal) {
   const res = await fetch(url, { signal, headers: { Accept: "application/json" } });
   let body = null;
@@ -190,7 +191,11 @@ export async function fetchJSON(url, signal) {
   } catch {
     /* not JSON */
   }
-  if (!res.ok) throw new Error((body && body.error) || `${res.status} ${res.statusText}`);
+  if (!res.ok) {
+    const err = new Error((body && body.error) || `${res.status} ${res.statusText}`);
+    err.status = res.status;
+    throw err;
+  }
   return body;
 }
 

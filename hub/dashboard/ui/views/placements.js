@@ -5,11 +5,17 @@ import { touches } from "../store.js";
 
 const prefs = { selected: "" };
 
+// The explanation is computed on the hub per request (a scheduling pass, Wasm prioritizers): it is
+// fetched when the person selects a placement or asks for a refresh, and otherwise, while the
+// placement changes, at most this often.
+export const EXPLAIN_REFRESH_MS = 15000;
+
 export function placementsView(store) {
   const placements = store.map("placements");
   const explains = new Map(); // key -> {state:"loading"|"ok"|"error", data, error, for: obj}
   let aborter = null;
   let refetchTimer = 0;
+  let lastFetch = -Infinity; // performance.now() of the last explanation request
 
   const access = h("p#placements-access.notice", { role: "note", hidden: true });
   const tbody = h("tbody");
@@ -107,10 +113,13 @@ export function placementsView(store) {
   function loadExplain(key) {
     const p = placements.get(key);
     if (!p) return;
+    clearTimeout(refetchTimer);
+    refetchTimer = 0;
     if (aborter) aborter.abort();
     const ac = (aborter = new AbortController());
     const prev = explains.get(key);
     explains.set(key, { state: "loading", data: prev && prev.data, for: p });
+    lastFetch = performance.now();
     fetchJSON(`api/placements/${enc(p.namespace)}/${enc(p.name)}/explain`, ac.signal)
       .then((data) => {
         explains.set(key, { state: "ok", data, for: p });
@@ -118,7 +127,9 @@ export function placementsView(store) {
       })
       .catch((err) => {
         if (ac.signal.aborted) return;
-        explains.set(key, { state: "error", error: err.message, for: p });
+        // 429: the hub is explaining other placements; keep what was shown and say so.
+        if (err.status === 429) explains.set(key, { state: "busy", data: prev && prev.data, for: p });
+        else explains.set(key, { state: "error", error: err.message, for: p });
         if (prefs.selected === key) renderDetail();
       });
   }
@@ -184,6 +195,13 @@ export function placementsView(store) {
     let explain;
     if (ex.state === "loading" && !ex.data) explain = h("p.muted", null, "Loading the scheduler’s explanation…");
     else if (ex.state === "error") explain = h("p.notice.tone-bad", { role: "note" }, `Cannot explain: ${ex.error}`);
+    else if (ex.state === "busy")
+      explain = h(
+        "div",
+        null,
+        h("p#explain-busy.notice", { role: "note" }, "The hub is busy explaining other placements: busy, try again in a moment (Refresh explanation)."),
+        ex.data ? explainBlock(data) : null,
+      );
     else explain = explainBlock(data);
 
     fill(
@@ -246,16 +264,18 @@ export function placementsView(store) {
         ? h(
             "div",
             null,
-            h("h4", null, "Filters"),
+            h("h4", null, "Filters (cumulative)"),
             h(
               "ul.filters",
               null,
+              // Each stage is cumulative (OCM names it "Predicate,TaintToleration"): the clusters
+              // that passed it and every stage before.
               filters.map((f) =>
                 h(
                   "li",
                   { "data-filter": f.name },
-                  h("strong", null, f.name),
-                  ` — ${(f.clusters || []).length} pass: `,
+                  h("strong", null, String(f.name || "").split(",").join(" → ")),
+                  `: ${(f.clusters || []).length} pass `,
                   (f.clusters || []).map((c) => h("span.chip", null, c)),
                 ),
               ),
@@ -297,11 +317,15 @@ export function placementsView(store) {
     );
   }
 
+  // scheduleRefetch refreshes the selected placement's explanation after it changed, at most once
+  // per EXPLAIN_REFRESH_MS since the last request (changes in between share one refresh).
   function scheduleRefetch() {
-    clearTimeout(refetchTimer);
+    if (refetchTimer) return;
+    const wait = Math.max(0, lastFetch + EXPLAIN_REFRESH_MS - performance.now());
     refetchTimer = setTimeout(() => {
-      if (prefs.selected) loadExplain(prefs.selected);
-    }, 1000);
+      refetchTimer = 0;
+      if (prefs.selected && placements.has(prefs.selected)) loadExplain(prefs.selected);
+    }, wait);
   }
 
   return {
@@ -327,6 +351,7 @@ export function placementsView(store) {
     },
     unmount() {
       clearTimeout(refetchTimer);
+      refetchTimer = 0;
       if (aborter) aborter.abort();
     },
   };
