@@ -355,8 +355,9 @@ func TestHubModeFiltersByViewer(t *testing.T) {
 		t.Fatalf("alice, who may not list wasmplugins, sees %s", ws.Objects[KindPlugins])
 	}
 	a := ws.Access[KindPlacements]
-	if a.AllNamespaces || strings.Join(a.Namespaces, ",") != "team-a" || strings.Join(a.Denied, ",") != "team-b" {
-		t.Fatalf("placements access %+v, want team-a allowed and team-b denied", a)
+	// alice may not list namespaces: she is told the view is partial, not which namespaces.
+	if a.AllNamespaces || strings.Join(a.Namespaces, ",") != "team-a" || len(a.Denied) != 0 || !a.Partial {
+		t.Fatalf("placements access %+v, want team-a allowed, partial, and no denied namespace named", a)
 	}
 	if ws.Access[KindPlugins].Error == "" || !ws.Access[KindClusters].AllNamespaces {
 		t.Fatalf("access %+v: want plugins denied with a reason, clusters all", ws.Access)
@@ -385,6 +386,46 @@ func TestStreamCap(t *testing.T) {
 	s.Handler().ServeHTTP(rec, r)
 	if rec.Code != http.StatusServiceUnavailable {
 		t.Fatalf("a stream beyond the cap got %d, want 503", rec.Code)
+	}
+}
+
+// viewerSnapshot is the first snapshot a hub-mode stream sends the viewer u.
+func viewerSnapshot(t *testing.T, s *Server, authz Authorizer, u string) wireSnapshot {
+	t.Helper()
+	pr, pw := io.Pipe()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go func() {
+		_ = s.stream(ctx, sseWriter{w: pw}, hello{Mode: "hub"}, newViewer(authz, &user.DefaultInfo{Name: u}))
+		pw.Close()
+	}()
+	var ws wireSnapshot
+	if err := json.Unmarshal([]byte(readSSE(t, bufio.NewReader(pr)).next("snapshot").data), &ws); err != nil {
+		t.Fatalf("%s's snapshot: %v", u, err)
+	}
+	return ws
+}
+
+// TestHubModeNamesDeniedNamespacesOnlyToNamespaceListers: a viewer who may list namespaces
+// learns nothing new from the denied names, so they are given; one who may not is told
+// "partial" only (the names would enumerate the hub's namespaces).
+func TestHubModeNamesDeniedNamespacesOnlyToNamespaceListers(t *testing.T) {
+	pl := kindGR(KindPlacements)
+	authz := &fakeAuthorizer{allow: map[string]bool{
+		"alice|list|" + pl.String() + "|team-a":   true,
+		"bob|list|" + pl.String() + "|team-a":     true,
+		"bob|list|" + namespacesGR.String() + "|": true,
+	}}
+	s := newTestServer(t, Options{Authorizer: authz})
+	s.st.set(KindPlacements, "team-a/p", "team-a", pl, Placement{Key: "team-a/p"})
+	s.st.set(KindPlacements, "team-b/p", "team-b", pl, Placement{Key: "team-b/p"})
+	s.st.set(KindPlacements, "team-c/p", "team-c", pl, Placement{Key: "team-c/p"})
+	s.st.flush()
+	if a := viewerSnapshot(t, s, authz, "bob").Access[KindPlacements]; strings.Join(a.Denied, ",") != "team-b,team-c" || a.Partial {
+		t.Fatalf("bob (lists namespaces): placements access %+v, want denied team-b,team-c", a)
+	}
+	if a := viewerSnapshot(t, s, authz, "alice").Access[KindPlacements]; len(a.Denied) != 0 || !a.Partial || strings.Join(a.Namespaces, ",") != "team-a" {
+		t.Fatalf("alice (may not list namespaces): placements access %+v, want team-a, partial, no denied names", a)
 	}
 }
 
