@@ -149,7 +149,11 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, verb string, 
 		return false
 	}
 	if !allowed {
-		writeError(w, http.StatusForbidden, fmt.Sprintf("%s may not %s %s in namespace %s", u.GetName(), verb, gr, namespace))
+		where := "in namespace " + namespace
+		if namespace == "" {
+			where = "cluster-wide"
+		}
+		writeError(w, http.StatusForbidden, fmt.Sprintf("%s may not %s %s %s", u.GetName(), verb, gr, where))
 		return false
 	}
 	return true
@@ -251,7 +255,9 @@ func (s *Server) serveExplain(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if !s.authorize(w, r, "get", resources[resPlacements].gr, ns) {
+	// The explanation covers the whole fleet (every cluster's taints and scores): in hub mode
+	// the viewer must list managed clusters cluster-wide, besides get the placement.
+	if !s.authorize(w, r, "get", resources[resPlacements].gr, ns) || !s.authorize(w, r, "list", resources[resClusters].gr, "") {
 		return
 	}
 	if !s.ready(w) {
@@ -261,7 +267,17 @@ func (s *Server) serveExplain(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusForbidden, fmt.Sprintf("no access to placements in namespace %s", ns))
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
+	// Each explanation builds a Wasm engine and reads the fleet: a few at once, the rest
+	// are told to retry.
+	select {
+	case s.explains <- struct{}{}:
+		defer func() { <-s.explains }()
+	default:
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("too many placement explanations at once (at most %d): retry shortly", maxExplains))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), explainTimeout)
 	defer cancel()
 	e, err := Explain(ctx, s.reader(), ns, name, s.opts.Clock.Now())
 	if err != nil {

@@ -70,6 +70,10 @@ const (
 	// subscriberQueue bounds the batches queued for one stream; one that falls further
 	// behind is sent a fresh snapshot instead.
 	subscriberQueue = 32
+	// maxExplains bounds the placement explanations computed at once (server-wide).
+	maxExplains = 2
+	// explainTimeout bounds one explanation.
+	explainTimeout = 30 * time.Second
 	// requestTimeout bounds reads the endpoints make on a viewer's behalf.
 	requestTimeout = 30 * time.Second
 )
@@ -103,7 +107,8 @@ type Server struct {
 
 	st *store
 
-	streams chan struct{} // semaphore of MaxStreams
+	streams  chan struct{} // semaphore of MaxStreams
+	explains chan struct{} // semaphore of maxExplains
 	// recheckEvery is accessRefresh (shorter in tests).
 	recheckEvery time.Duration
 	handler      http.Handler
@@ -143,7 +148,7 @@ func New(opts Options) (*Server, error) {
 		opts: opts, log: opts.Logger, scheme: scheme, kube: kube, direct: direct,
 		synced: make(chan struct{}), failed: make(chan struct{}),
 		dirty: newDirtySet(), rollDirty: map[string]bool{}, rollKick: make(chan struct{}, 1),
-		st: newStore(), streams: make(chan struct{}, opts.MaxStreams), recheckEvery: accessRefresh,
+		st: newStore(), streams: make(chan struct{}, opts.MaxStreams), explains: make(chan struct{}, maxExplains), recheckEvery: accessRefresh,
 	}
 	s.handler = s.routes()
 	return s, nil

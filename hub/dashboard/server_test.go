@@ -536,3 +536,46 @@ func TestStartFailsOnUnreachableHub(t *testing.T) {
 		t.Fatalf("WaitForSync with an unreachable hub: %v; want Start's error naming the hub, before the 30s deadline", err)
 	}
 }
+
+// hubRequest serves one request through s as user u (as the hub API server would pass it on).
+func hubRequest(s *Server, u, path string) *httptest.ResponseRecorder {
+	r := httptest.NewRequest("GET", path, nil)
+	r = r.WithContext(request.WithUser(r.Context(), &user.DefaultInfo{Name: u}))
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, r)
+	return rec
+}
+
+// TestHubModeEndpointsRefuseWithoutRights: api/works needs get manifestworks in the work's
+// namespace; explain needs get placements in its namespace and list managedclusters
+// cluster-wide (it covers the whole fleet).
+func TestHubModeEndpointsRefuseWithoutRights(t *testing.T) {
+	works, pl, mc := resources[resWorks].gr, resources[resPlacements].gr, resources[resClusters].gr
+	authz := &fakeAuthorizer{allow: map[string]bool{
+		"alice|get|" + works.String() + "|other": true,
+		"alice|get|" + pl.String() + "|team-a":   true,
+		"carol|get|" + pl.String() + "|team-a":   true,
+		"carol|list|" + mc.String() + "|":        true,
+		"dave|list|" + mc.String() + "|":         true,
+	}}
+	s := newTestServer(t, Options{Authorizer: authz})
+	for _, c := range []struct{ user, path, want string }{
+		{"alice", "/api/works/c1/w", "alice may not get manifestworks.work.open-cluster-management.io in namespace c1"},
+		{"alice", "/api/placements/team-a/p/explain", "alice may not list managedclusters.cluster.open-cluster-management.io cluster-wide"},
+		{"dave", "/api/placements/team-a/p/explain", "dave may not get placements.cluster.open-cluster-management.io in namespace team-a"},
+	} {
+		rec := hubRequest(s, c.user, c.path)
+		var body map[string]string
+		if rec.Code != http.StatusForbidden || json.Unmarshal(rec.Body.Bytes(), &body) != nil || body["error"] != c.want {
+			t.Errorf("GET %s as %s: %d %s, want 403 {\"error\":%q}", c.path, c.user, rec.Code, rec.Body, c.want)
+		}
+	}
+	// carol has both rights: she passes the checks, and while two explanations run she is
+	// told to retry (429), not queued.
+	s.explains <- struct{}{}
+	s.explains <- struct{}{}
+	rec := hubRequest(s, "carol", "/api/placements/team-a/p/explain")
+	if rec.Code != http.StatusTooManyRequests || !strings.Contains(rec.Body.String(), `"error"`) || rec.Header().Get("Retry-After") == "" {
+		t.Fatalf("explain while %d run: %d %s (Retry-After %q), want 429 JSON with Retry-After", maxExplains, rec.Code, rec.Body, rec.Header().Get("Retry-After"))
+	}
+}
