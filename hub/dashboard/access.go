@@ -201,6 +201,15 @@ func (v *viewer) access(ctx context.Context, namespaces map[string]map[string]bo
 				a.Denied, a.Partial = []string{}, true
 			}
 		}
+		if kind == KindRollouts {
+			// Rollouts are gated beyond their own resource (recomputeRollouts): say so.
+			if !v.allowed(ctx, resources[resWorks].gr, "") {
+				a.Notes = append(a.Notes, "no access to manifestworks in all namespaces: replica set rollouts are not shown")
+			}
+			if !v.allowed(ctx, resources[resAddons].gr, "") {
+				a.Notes = append(a.Notes, "no access to managedclusteraddons in all namespaces: add-on rollouts are not shown")
+			}
+		}
 		v.mu.Lock()
 		if e := v.errs[gr.String()]; e != "" {
 			a.Error = e

@@ -203,7 +203,7 @@ func (t rolloutFailingTransformer) Transform(context.Context, override.Transform
 // strategy at now.
 func AddonRollout(ctx context.Context, r client.Reader, cma *addonv1alpha1.ClusterManagementAddOn, now time.Time) Rollout {
 	out := Rollout{
-		Key: "addon/" + cma.Name, Kind: RolloutKindAddOn, Name: cma.Name,
+		Key: AddonRolloutKey(cma.Name), Kind: RolloutKindAddOn, Name: cma.Name,
 		Conditions: []RolloutCondition{}, Placements: []RolloutPlacement{},
 	}
 	list := &addonv1alpha1.ManagedClusterAddOnList{}

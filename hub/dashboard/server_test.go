@@ -13,10 +13,13 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/client-go/rest"
+
+	workv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/work/v1alpha1"
 )
 
 // sseEvent is one parsed Server-Sent Event.
@@ -577,5 +580,59 @@ func TestHubModeEndpointsRefuseWithoutRights(t *testing.T) {
 	rec := hubRequest(s, "carol", "/api/placements/team-a/p/explain")
 	if rec.Code != http.StatusTooManyRequests || !strings.Contains(rec.Body.String(), `"error"`) || rec.Header().Get("Retry-After") == "" {
 		t.Fatalf("explain while %d run: %d %s (Retry-After %q), want 429 JSON with Retry-After", maxExplains, rec.Code, rec.Body, rec.Header().Get("Retry-After"))
+	}
+}
+
+// TestHubModeGatesRollouts: a replica set's rollout (works and conditions from cluster
+// namespaces) is shown to who may list it in its namespace and ManifestWorks cluster-wide;
+// an add-on's (every cluster's add-on state) to who may list ManagedClusterAddOns
+// cluster-wide — listing ClusterManagementAddOns is not enough. Deletions follow the same rule.
+func TestHubModeGatesRollouts(t *testing.T) {
+	mwrs, works, mca, cma := resources[resMWRS].gr, resources[resWorks].gr, resources[resAddons].gr, resources[resAddonDefs].gr
+	authz := &fakeAuthorizer{allow: map[string]bool{
+		"alice|list|" + mwrs.String() + "|apps": true,
+		"alice|list|" + cma.String() + "|":      true,
+		"carol|list|" + mwrs.String() + "|apps": true,
+		"carol|list|" + works.String() + "|":    true,
+		"carol|list|" + mca.String() + "|":      true,
+	}}
+	s := newTestServer(t, Options{Authorizer: authz})
+	s.st.setGated(KindRollouts, "apps/web", "apps", mwrs, works, Rollout{Key: "apps/web", Kind: RolloutKindMWRS, Namespace: "apps", Name: "web"})
+	s.st.set(KindRollouts, AddonRolloutKey("foo"), "", mca, Rollout{Key: AddonRolloutKey("foo"), Kind: RolloutKindAddOn, Name: "foo"})
+	s.st.flush()
+	if got := keysOf(t, viewerSnapshot(t, s, authz, "alice").Objects[KindRollouts]); len(got) != 0 {
+		t.Fatalf("alice (replica sets in apps, CMAs; no works, no MCAs cluster-wide) sees rollouts %q, want none", got)
+	}
+	ws := viewerSnapshot(t, s, authz, "carol")
+	if got := strings.Join(keysOf(t, ws.Objects[KindRollouts]), ","); got != "ClusterManagementAddOn:foo,apps/web" {
+		t.Fatalf("carol sees rollouts %q, want ClusterManagementAddOn:foo,apps/web", got)
+	}
+	see := func(u string) filter {
+		v := newViewer(authz, &user.DefaultInfo{Name: u})
+		return func(e *entry) bool {
+			return v.sees(t.Context(), e.gr, e.namespace) && (e.also.Empty() || v.allowed(t.Context(), e.also, ""))
+		}
+	}
+	sub, _ := s.st.subscribe()
+	defer s.st.unsubscribe(sub)
+	s.st.del(KindRollouts, "apps/web")
+	s.st.flush()
+	b := <-sub.ch
+	if _, ok := encodeDelta(b, see("alice")); ok {
+		t.Fatalf("alice was sent the deletion of a rollout she may not see")
+	}
+	if d, ok := encodeDelta(b, see("carol")); !ok || !strings.Contains(string(d), `"apps/web"`) {
+		t.Fatalf("carol's delta %s (%v): want the deletion of apps/web", d, ok)
+	}
+}
+
+// TestRolloutKeysDoNotCollide: the replica set addon/foo and the add-on foo are two rollouts.
+func TestRolloutKeysDoNotCollide(t *testing.T) {
+	s := newTestServer(t, Options{})
+	rs := &workv1alpha1.ManifestWorkReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "addon", Name: "foo"}}
+	s.st.set(KindRollouts, key(rs), "addon", resources[resMWRS].gr, Rollout{Key: key(rs), Kind: RolloutKindMWRS})
+	s.st.set(KindRollouts, AddonRolloutKey("foo"), "", resources[resAddons].gr, Rollout{Key: AddonRolloutKey("foo"), Kind: RolloutKindAddOn})
+	if got := s.st.keys(KindRollouts); len(got) != 2 {
+		t.Fatalf("rollout keys %q: the replica set addon/foo and the add-on foo must not share one", got)
 	}
 }

@@ -215,7 +215,9 @@ func (s *Server) stream(ctx context.Context, sw sseWriter, h hello, v *viewer) e
 	}
 	var see filter
 	if v != nil {
-		see = func(e *entry) bool { return v.sees(ctx, e.gr, e.namespace) }
+		see = func(e *entry) bool {
+			return v.sees(ctx, e.gr, e.namespace) && (e.also.Empty() || v.allowed(ctx, e.also, ""))
+		}
 	}
 	var lastAccess []byte
 	sendSnapshot := func(snap snapshot) error {

@@ -528,7 +528,11 @@ func (s *Server) recomputeRollouts(ctx context.Context, all bool) {
 	s.rollDirty, s.rollAll = map[string]bool{}, false
 	s.rollMu.Unlock()
 	now := s.opts.Clock.Now()
-	mwrsGR, cmaGR := resources[resMWRS].gr, resources[resAddonDefs].gr
+	// Who sees a rollout (hub mode): an add-on's shows every cluster's add-on state, so
+	// those who may list ManagedClusterAddOns cluster-wide; a replica set's shows works and
+	// their conditions from cluster namespaces, so those who may list it in its namespace
+	// and ManifestWorks cluster-wide.
+	mwrsGR, mcaGR, worksGR := resources[resMWRS].gr, resources[resAddons].gr, resources[resWorks].gr
 	if everything {
 		seen := map[string]bool{}
 		if !s.resAccess[resMWRS].none() {
@@ -540,7 +544,7 @@ func (s *Server) recomputeRollouts(ctx context.Context, all bool) {
 			for i := range list.Items {
 				rs := &list.Items[i]
 				seen[key(rs)] = true
-				s.st.set(KindRollouts, key(rs), rs.Namespace, mwrsGR, MWRSRollout(ctx, s.reader(), rs, now))
+				s.st.setGated(KindRollouts, key(rs), rs.Namespace, mwrsGR, worksGR, MWRSRollout(ctx, s.reader(), rs, now))
 			}
 		}
 		if !s.resAccess[resAddonDefs].none() {
@@ -554,8 +558,8 @@ func (s *Server) recomputeRollouts(ctx context.Context, all bool) {
 				if !addonRollout(cma) {
 					continue
 				}
-				seen["addon/"+cma.Name] = true
-				s.st.set(KindRollouts, "addon/"+cma.Name, "", cmaGR, AddonRollout(ctx, s.reader(), cma, now))
+				seen[AddonRolloutKey(cma.Name)] = true
+				s.st.set(KindRollouts, AddonRolloutKey(cma.Name), "", mcaGR, AddonRollout(ctx, s.reader(), cma, now))
 			}
 		}
 		for _, k := range s.st.keys(KindRollouts) {
@@ -585,7 +589,7 @@ func (s *Server) recomputeRollouts(ctx context.Context, all bool) {
 			if s.resAccess[resAddonDefs].none() {
 				continue
 			}
-			k := "addon/" + name
+			k := AddonRolloutKey(name)
 			cma := &addonv1alpha1.ClusterManagementAddOn{}
 			err := s.cache.Get(ctx, client.ObjectKey{Name: name}, cma)
 			switch {
@@ -594,7 +598,7 @@ func (s *Server) recomputeRollouts(ctx context.Context, all bool) {
 			case err != nil:
 				s.log.Error(err, "reading ClusterManagementAddOn", "name", name)
 			default:
-				s.st.set(KindRollouts, k, "", cmaGR, AddonRollout(ctx, s.reader(), cma, now))
+				s.st.set(KindRollouts, k, "", mcaGR, AddonRollout(ctx, s.reader(), cma, now))
 			}
 			continue
 		}
@@ -610,7 +614,7 @@ func (s *Server) recomputeRollouts(ctx context.Context, all bool) {
 		case err != nil:
 			s.log.Error(err, "reading ManifestWorkReplicaSet", "key", k)
 		default:
-			s.st.set(KindRollouts, k, rs.Namespace, mwrsGR, MWRSRollout(ctx, s.reader(), rs, now))
+			s.st.setGated(KindRollouts, k, rs.Namespace, mwrsGR, worksGR, MWRSRollout(ctx, s.reader(), rs, now))
 		}
 	}
 }
@@ -625,6 +629,11 @@ func labelMarks(keys map[string]bool) map[string]bool {
 	}
 	return out
 }
+
+// AddonRolloutKey is the rollouts key of add-on name's rollout: "ClusterManagementAddOn:" +
+// name, which no replica set's "namespace/name" can be (':' is not valid in a namespace).
+// The page builds its data-rollout attribute from kind and name, not from the key.
+func AddonRolloutKey(name string) string { return RolloutKindAddOn + ":" + name }
 
 // addonRollout says whether an add-on rolls out by placements (the others have no rollout to show).
 func addonRollout(cma *addonv1alpha1.ClusterManagementAddOn) bool {
