@@ -70,6 +70,8 @@ const (
 	// subscriberQueue bounds the batches queued for one stream; one that falls further
 	// behind is sent a fresh snapshot instead.
 	subscriberQueue = 32
+	// maxUserStreams caps one hub-mode viewer's concurrent streams, within MaxStreams.
+	maxUserStreams = 8
 	// maxExplains bounds the placement explanations computed at once (server-wide).
 	maxExplains = 2
 	// explainTimeout bounds one explanation.
@@ -109,6 +111,9 @@ type Server struct {
 
 	streams  chan struct{} // semaphore of MaxStreams
 	explains chan struct{} // semaphore of maxExplains
+	// userStreams counts each hub-mode viewer's open streams (at most maxUserStreams).
+	userStreamsMu sync.Mutex
+	userStreams   map[string]int
 	// recheckEvery is accessRefresh (shorter in tests).
 	recheckEvery time.Duration
 	handler      http.Handler
@@ -148,7 +153,7 @@ func New(opts Options) (*Server, error) {
 		opts: opts, log: opts.Logger, scheme: scheme, kube: kube, direct: direct,
 		synced: make(chan struct{}), failed: make(chan struct{}),
 		dirty: newDirtySet(), rollDirty: map[string]bool{}, rollKick: make(chan struct{}, 1),
-		st: newStore(), streams: make(chan struct{}, opts.MaxStreams), explains: make(chan struct{}, maxExplains), recheckEvery: accessRefresh,
+		st: newStore(), streams: make(chan struct{}, opts.MaxStreams), explains: make(chan struct{}, maxExplains), userStreams: map[string]int{}, recheckEvery: accessRefresh,
 	}
 	s.handler = s.routes()
 	return s, nil

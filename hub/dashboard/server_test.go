@@ -636,3 +636,41 @@ func TestRolloutKeysDoNotCollide(t *testing.T) {
 		t.Fatalf("rollout keys %q: the replica set addon/foo and the add-on foo must not share one", got)
 	}
 }
+
+// TestUserStreamCap: in hub mode one viewer may hold at most maxUserStreams streams; others
+// are still served, and a closed stream frees its slot. HEAD api/stream is refused.
+func TestUserStreamCap(t *testing.T) {
+	authz := &fakeAuthorizer{allow: map[string]bool{}}
+	s := newTestServer(t, Options{Authorizer: authz})
+	for range maxUserStreams {
+		if !s.takeUserStream("alice") {
+			t.Fatalf("alice could not open %d streams", maxUserStreams)
+		}
+	}
+	if rec := hubRequest(s, "alice", "/api/stream"); rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "per user") {
+		t.Fatalf("alice's stream %d: %d %s, want 503 naming the per-user cap", maxUserStreams+1, rec.Code, rec.Body)
+	}
+	// bob is served; his stream ends with its request.
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	r := httptest.NewRequestWithContext(ctx, "GET", "/api/stream", nil)
+	r = r.WithContext(request.WithUser(r.Context(), &user.DefaultInfo{Name: "bob"}))
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, r)
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "event: snapshot") {
+		t.Fatalf("bob's stream while alice is at her cap: %d %s", rec.Code, rec.Body)
+	}
+	s.userStreamsMu.Lock()
+	left := s.userStreams["bob"]
+	s.userStreamsMu.Unlock()
+	if left != 0 || len(s.streams) != 0 {
+		t.Fatalf("after bob's stream ended: he holds %d streams, the pool %d; want 0", left, len(s.streams))
+	}
+	head := httptest.NewRequest("HEAD", "/api/stream", nil)
+	head = head.WithContext(request.WithUser(head.Context(), &user.DefaultInfo{Name: "bob"}))
+	rec = httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, head)
+	if rec.Code != http.StatusMethodNotAllowed || rec.Header().Get("Allow") != "GET" {
+		t.Fatalf("HEAD api/stream: %d (Allow %q), want 405 Allow: GET", rec.Code, rec.Header().Get("Allow"))
+	}
+}

@@ -171,11 +171,10 @@ func namespacesByKind(snap snapshot) map[string]map[string]bool {
 
 // serveStream is GET api/stream: hello, a snapshot, then batched deltas, with pings.
 func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
-	select {
-	case s.streams <- struct{}{}:
-		defer func() { <-s.streams }()
-	default:
-		writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("too many dashboard streams (at most %d)", s.opts.MaxStreams))
+	if r.Method != http.MethodGet {
+		// HEAD would hold a stream slot for nothing.
+		w.Header().Set("Allow", "GET")
+		writeError(w, http.StatusMethodNotAllowed, "api/stream only serves GET")
 		return
 	}
 	ctx := r.Context()
@@ -187,8 +186,21 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusUnauthorized, "no authenticated user")
 			return
 		}
+		// One viewer may not take the whole pool.
+		if !s.takeUserStream(u.GetName()) {
+			writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("too many dashboard streams for %s (at most %d per user)", u.GetName(), maxUserStreams))
+			return
+		}
+		defer s.releaseUserStream(u.GetName())
 		v = newViewer(s.opts.Authorizer, u)
 		h.Mode, h.User = "hub", u.GetName()
+	}
+	select {
+	case s.streams <- struct{}{}:
+		defer func() { <-s.streams }()
+	default:
+		writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("too many dashboard streams (at most %d)", s.opts.MaxStreams))
+		return
 	}
 	select {
 	case <-s.synced:
@@ -205,6 +217,25 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
 	sw := sseWriter{w: w, rc: http.NewResponseController(w)}
 	if err := s.stream(ctx, sw, h, v); err != nil && ctx.Err() == nil {
 		s.log.V(1).Info("dashboard stream ended", "user", h.User, "error", err.Error())
+	}
+}
+
+// takeUserStream counts one more stream of user, unless they have maxUserStreams open.
+func (s *Server) takeUserStream(user string) bool {
+	s.userStreamsMu.Lock()
+	defer s.userStreamsMu.Unlock()
+	if s.userStreams[user] >= maxUserStreams {
+		return false
+	}
+	s.userStreams[user]++
+	return true
+}
+
+func (s *Server) releaseUserStream(user string) {
+	s.userStreamsMu.Lock()
+	defer s.userStreamsMu.Unlock()
+	if s.userStreams[user]--; s.userStreams[user] <= 0 {
+		delete(s.userStreams, user)
 	}
 }
 
