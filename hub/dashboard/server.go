@@ -41,8 +41,12 @@ type Options struct {
 	// mode: each viewer sees what the Authorizer lets them list.
 	Authorizer Authorizer
 	// Token is, in local mode, the access token required on first visit ("" = none).
-	Token  string
-	Logger logr.Logger
+	Token string
+	// HostIPs are, in local mode, IP addresses accepted as Host besides loopback: the
+	// non-loopback IP the server is bound to (the token still guards). Not in design-26's
+	// Options; an addition.
+	HostIPs []string
+	Logger  logr.Logger
 	// Clock tells the time rollout states are computed at. Default real.
 	Clock clock.PassiveClock
 	// BatchInterval: deltas are sent at most this often. Default 100ms.

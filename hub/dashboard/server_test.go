@@ -244,6 +244,32 @@ func TestSSEFraming(t *testing.T) {
 	}
 }
 
+// TestLocalGuardBoundIP: a server bound to a non-loopback IP accepts that IP as Host (the
+// token still guards), and no other name.
+func TestLocalGuardBoundIP(t *testing.T) {
+	s := newTestServer(t, Options{Token: "s3cret", HostIPs: []string{"192.0.2.7"}})
+	for host, want := range map[string]int{
+		"192.0.2.7:8001": http.StatusUnauthorized, // served, but no token yet
+		"192.0.2.8:8001": http.StatusForbidden,
+		"evil.example":   http.StatusForbidden,
+	} {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.Host = host
+		rec := httptest.NewRecorder()
+		s.Handler().ServeHTTP(rec, r)
+		if rec.Code != want {
+			t.Errorf("Host %s: %d, want %d", host, rec.Code, want)
+		}
+	}
+	r := httptest.NewRequest("GET", "/?token=s3cret", nil)
+	r.Host = "192.0.2.7:8001"
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, r)
+	if rec.Code != http.StatusFound {
+		t.Fatalf("the token at the bound IP: %d, want 302", rec.Code)
+	}
+}
+
 func TestLocalGuard(t *testing.T) {
 	s := newTestServer(t, Options{Token: "s3cret"})
 	h := s.Handler()
@@ -263,7 +289,7 @@ func TestLocalGuard(t *testing.T) {
 	if rec := do("GET", "/", "127.0.0.1:8001", nil); rec.Code != http.StatusUnauthorized {
 		t.Fatalf("no token, no cookie: %d, want 401", rec.Code)
 	}
-	if rec := do("GET", "/api/stream", "localhost:8001", &http.Cookie{Name: cookieName, Value: "guess"}); rec.Code != http.StatusUnauthorized {
+	if rec := do("GET", "/api/stream", "localhost:8001", &http.Cookie{Name: s.cookieName(), Value: "guess"}); rec.Code != http.StatusUnauthorized {
 		t.Fatalf("a wrong cookie: %d, want 401", rec.Code)
 	}
 	if rec := do("GET", "/?token=wrong", "127.0.0.1:8001", nil); rec.Code != http.StatusUnauthorized {
@@ -276,6 +302,19 @@ func TestLocalGuard(t *testing.T) {
 	cookies := rec.Result().Cookies()
 	if len(cookies) != 1 || !cookies[0].HttpOnly || cookies[0].SameSite != http.SameSiteStrictMode || cookies[0].Value != "s3cret" {
 		t.Fatalf("cookie set: %+v, want one HttpOnly SameSite=Strict token cookie", cookies)
+	}
+	// Per instance: named after the token, not the host-wide fixed name; and no Path, so it
+	// covers the directory the page is served from, not every path of the host.
+	if c := cookies[0]; !strings.HasPrefix(c.Name, cookiePrefix) || c.Name == cookiePrefix+"token" || c.Path != "" || strings.Contains(rec.Header().Get("Set-Cookie"), "Path=") {
+		t.Fatalf("cookie %q (Path %q): want %s<hash of the token> without a Path", c.Name, c.Path, cookiePrefix)
+	}
+	other := newTestServer(t, Options{Token: "another"})
+	if other.cookieName() == s.cookieName() {
+		t.Fatalf("two dashboards with different tokens share the cookie name %q", s.cookieName())
+	}
+	// Another instance's cookie (same host, other port) does not open this one.
+	if rec := do("GET", "/", "127.0.0.1:8001", &http.Cookie{Name: other.cookieName(), Value: "another"}); rec.Code != http.StatusUnauthorized {
+		t.Fatalf("another dashboard's cookie: %d, want 401", rec.Code)
 	}
 	rec = do("GET", "/", "127.0.0.1:8001", cookies[0])
 	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "<html") || rec.Header().Get("Cache-Control") != "no-cache" {
