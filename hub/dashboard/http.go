@@ -311,10 +311,14 @@ func (s *Server) serveExplain(w http.ResponseWriter, r *http.Request) {
 // answers 503.
 func (s *Server) ready(w http.ResponseWriter) bool {
 	select {
+	case <-s.failed: // first: a failure after the sync closes both
+		writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("the dashboard's watches failed: %v", s.startErr))
+		return false
+	default:
+	}
+	select {
 	case <-s.synced:
 		return true
-	case <-s.failed:
-		writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("the dashboard's watches failed: %v", s.startErr))
 	default:
 		writeError(w, http.StatusServiceUnavailable, "the dashboard's watches have not synced yet")
 	}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -53,6 +54,10 @@ type Options struct {
 	BatchInterval time.Duration
 	// MaxStreams caps concurrent event streams; more get 503. Default 100.
 	MaxStreams int
+	// SyncTimeout bounds the first sync of the watches: after it Start fails naming the kinds
+	// that did not sync (e.g. a right the serving identity lacks: informers retry forever).
+	// Default 2 minutes. Not in design-26's Options; an addition.
+	SyncTimeout time.Duration
 }
 
 // Authorizer answers whether user may verb the resource gr in namespace ("" = cluster-wide).
@@ -63,6 +68,7 @@ type Authorizer interface {
 const (
 	defaultBatchInterval = 100 * time.Millisecond
 	defaultMaxStreams    = 100
+	defaultSyncTimeout   = 2 * time.Minute
 	// rolloutDebounce gathers the changes of one reconcile before rollouts are recomputed.
 	rolloutDebounce = 250 * time.Millisecond
 	// rolloutRefresh recomputes every rollout anyway: their states have clocks (minSuccessTime, timeouts).
@@ -98,6 +104,7 @@ type Server struct {
 	policies  cache.Cache            // policy ConfigMaps; nil when not watched
 	resAccess map[string]resAccess
 	access    map[string]Access
+	informers map[string]cache.Informer // what is watched (e.g. "placements.cluster...") → its informer
 	user      string
 
 	synced   chan struct{}
@@ -137,6 +144,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.MaxStreams <= 0 {
 		opts.MaxStreams = defaultMaxStreams
+	}
+	if opts.SyncTimeout <= 0 {
+		opts.SyncTimeout = defaultSyncTimeout
 	}
 	if opts.Logger.GetSink() == nil {
 		opts.Logger = logr.Discard()
@@ -232,14 +242,17 @@ func (s *Server) start(ctx context.Context) error {
 	for what, c := range side {
 		run(what, c)
 	}
-	if !s.cache.WaitForCacheSync(ctx) {
+	syncCtx, syncCancel := context.WithTimeout(ctx, s.opts.SyncTimeout)
+	defer syncCancel()
+	if !s.cache.WaitForCacheSync(syncCtx) {
 		return s.fail(s.syncErr(ctx, errs))
 	}
 	for _, c := range side {
-		if !c.WaitForCacheSync(ctx) {
+		if !c.WaitForCacheSync(syncCtx) {
 			return s.fail(s.syncErr(ctx, errs))
 		}
 	}
+	syncCancel()
 	// The informers' initial adds marked every object dirty: compute the whole model once
 	// before the first viewer can ask for it.
 	s.recompute(ctx)
@@ -254,8 +267,11 @@ func (s *Server) start(ctx context.Context) error {
 	select {
 	case <-ctx.Done():
 	case err := <-errs:
+		// The model is frozen from here: end the open streams (failed), so that clients
+		// reconnect and are told 503, rather than show a stale page as live.
 		cancel()
-		return err
+		s.log.Error(err, "dashboard watches failed; closing the event streams")
+		return s.fail(err)
 	}
 	return nil
 }
@@ -269,7 +285,15 @@ func (s *Server) syncErr(ctx context.Context, errs chan error) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("dashboard: watches of %s did not sync: %w", s.opts.Config.Host, ctx.Err())
 	}
-	return fmt.Errorf("dashboard: watches of %s did not sync", s.opts.Config.Host)
+	var unsynced []string
+	for what, inf := range s.informers {
+		if !inf.HasSynced() {
+			unsynced = append(unsynced, what)
+		}
+	}
+	slices.Sort(unsynced)
+	return fmt.Errorf("dashboard: watches of %s did not sync within %s: %s (may the serving identity list and watch them?)",
+		s.opts.Config.Host, s.opts.SyncTimeout, strings.Join(unsynced, ", "))
 }
 
 // WaitForSync returns once the first model is complete, or with Start's error, or ctx's.

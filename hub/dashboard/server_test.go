@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -711,5 +712,37 @@ func TestUserStreamCap(t *testing.T) {
 	s.Handler().ServeHTTP(rec, head)
 	if rec.Code != http.StatusMethodNotAllowed || rec.Header().Get("Allow") != "GET" {
 		t.Fatalf("HEAD api/stream: %d (Allow %q), want 405 Allow: GET", rec.Code, rec.Header().Get("Allow"))
+	}
+}
+
+// TestFailureAfterSyncEndsStreams: when the watches fail after the first sync, open streams
+// end (the page reconnects) and new ones, like the endpoints, are answered 503.
+func TestFailureAfterSyncEndsStreams(t *testing.T) {
+	s := newTestServer(t, Options{})
+	pr, pw := io.Pipe()
+	ended := make(chan error, 1)
+	go func() {
+		ended <- s.stream(t.Context(), sseWriter{w: pw}, hello{Mode: "local"}, nil)
+		pw.Close()
+	}()
+	r := readSSE(t, bufio.NewReader(pr))
+	r.next("snapshot")
+	_ = s.fail(errors.New("watch of managedclusters ended"))
+	select {
+	case err := <-ended:
+		if err == nil || !strings.Contains(err.Error(), "watch of managedclusters ended") {
+			t.Fatalf("the stream ended with %v, want the watches' failure", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the open stream did not end within 10s of the watches' failure")
+	}
+	for _, path := range []string{"/api/stream", "/api/works/c1/w"} {
+		req := httptest.NewRequest("GET", path, nil)
+		req.Host = "127.0.0.1"
+		rec := httptest.NewRecorder()
+		s.Handler().ServeHTTP(rec, req)
+		if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "watch of managedclusters ended") {
+			t.Fatalf("GET %s after the failure: %d %s, want 503 naming it", path, rec.Code, rec.Body)
+		}
 	}
 }

@@ -205,10 +205,14 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
 	select {
 	case <-s.synced:
 	case <-s.failed:
-		writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("the dashboard's watches failed: %v", s.startErr))
-		return
 	case <-ctx.Done():
 		return
+	}
+	select {
+	case <-s.failed: // also after a sync: the model is frozen
+		writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("the dashboard's watches failed: %v", s.startErr))
+		return
+	default:
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
@@ -276,6 +280,10 @@ func (s *Server) stream(ctx context.Context, sw sseWriter, h hello, v *viewer) e
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-s.failed:
+			// The watches stopped after the sync: end the stream; the page reconnects and is
+			// told why (503).
+			return fmt.Errorf("the dashboard's watches failed: %w", s.startErr)
 		case <-ping.C:
 			if err := sw.comment("ping"); err != nil {
 				return err

@@ -121,6 +121,7 @@ func handlerFor(onChange func(old, obj client.Object)) toolscache.ResourceEventH
 
 // watch registers the informers and what each change marks dirty.
 func (s *Server) watch(ctx context.Context) error {
+	s.informers = map[string]cache.Informer{}
 	on := map[string]func(old, o client.Object){
 		resClusters: func(old, o client.Object) {
 			s.mark(KindClusters, o.GetName())
@@ -177,6 +178,7 @@ func (s *Server) watch(ctx context.Context) error {
 		if _, err := inf.AddEventHandler(handlerFor(on[name])); err != nil {
 			return fmt.Errorf("dashboard: watching %s: %w", resources[name].gr, err)
 		}
+		s.informers[resources[name].gr.String()] = inf
 	}
 	if s.policies != nil {
 		inf, err := s.policies.GetInformer(ctx, &corev1.ConfigMap{}, cache.BlockUntilSynced(false))
@@ -186,6 +188,7 @@ func (s *Server) watch(ctx context.Context) error {
 		if _, err := inf.AddEventHandler(handlerFor(on[resPolicies])); err != nil {
 			return fmt.Errorf("dashboard: watching policy ConfigMaps: %w", err)
 		}
+		s.informers["configmaps (policies)"] = inf
 	}
 	for kind, ec := range s.events {
 		inf, err := ec.GetInformer(ctx, &corev1.Event{}, cache.BlockUntilSynced(false))
@@ -205,6 +208,7 @@ func (s *Server) watch(ctx context.Context) error {
 		})); err != nil {
 			return fmt.Errorf("dashboard: watching %s Events: %w", kind, err)
 		}
+		s.informers["events (about "+kind+"s)"] = inf
 	}
 	return nil
 }
