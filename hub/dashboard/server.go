@@ -71,6 +71,11 @@ const (
 	defaultSyncTimeout   = 2 * time.Minute
 	// rolloutDebounce gathers the changes of one reconcile before rollouts are recomputed.
 	rolloutDebounce = 250 * time.Millisecond
+	// rolloutMinInterval is the least time between two computations of one rollout (more
+	// when it is slow: twice its last computation).
+	rolloutMinInterval = 2 * time.Second
+	// rolloutTimeout bounds one rollout's computation.
+	rolloutTimeout = 30 * time.Second
 	// rolloutRefresh recomputes every rollout anyway: their states have clocks (minSuccessTime, timeouts).
 	rolloutRefresh = 30 * time.Second
 	// accessRefresh is how long a viewer's authorization answers are trusted (hub mode).
@@ -117,6 +122,12 @@ type Server struct {
 	rollDirty map[string]bool
 	rollAll   bool
 	rollKick  chan struct{}
+	// Under rollMu: placement "ns/name" → marks of the rollouts referencing it, and back;
+	// each rollout's last computation; each rollout's last good view (by key).
+	rollRefs   map[string]map[string]bool
+	rollRefsBy map[string][]string
+	rollLast   map[string]rolloutTiming
+	rollGood   map[string]Rollout
 
 	st *store
 
@@ -167,6 +178,7 @@ func New(opts Options) (*Server, error) {
 		opts: opts, log: opts.Logger, scheme: scheme, kube: kube, direct: direct,
 		synced: make(chan struct{}), failed: make(chan struct{}),
 		dirty: newDirtySet(), rollDirty: map[string]bool{}, rollKick: make(chan struct{}, 1),
+		rollRefs: map[string]map[string]bool{}, rollRefsBy: map[string][]string{}, rollLast: map[string]rolloutTiming{}, rollGood: map[string]Rollout{},
 		st: newStore(), streams: make(chan struct{}, opts.MaxStreams), explains: make(chan struct{}, maxExplains), userStreams: map[string]int{}, recheckEvery: accessRefresh,
 	}
 	s.handler = s.routes()

@@ -746,3 +746,81 @@ func TestFailureAfterSyncEndsStreams(t *testing.T) {
 		}
 	}
 }
+
+// TestRolloutsFollowTheirPlacements: a placement's change marks the rollouts that reference
+// it, not every rollout; a rollout that stops referencing it is no longer marked.
+func TestRolloutsFollowTheirPlacements(t *testing.T) {
+	s := newTestServer(t, Options{})
+	s.indexRollout("mwrs:apps/web", []string{"apps/p1"})
+	s.indexRollout("mwrs:apps/db", []string{"apps/p2"})
+	s.indexRollout("cma:foo", []string{"apps/p1", "ops/p3"})
+	s.markRolloutsOf("apps/p1")
+	s.rollMu.Lock()
+	got, all := s.rollDirty, s.rollAll
+	s.rollDirty = map[string]bool{}
+	s.rollMu.Unlock()
+	if all || len(got) != 2 || !got["mwrs:apps/web"] || !got["cma:foo"] {
+		t.Fatalf("placement apps/p1 changed: marked %v (all %v), want mwrs:apps/web and cma:foo only", got, all)
+	}
+	s.indexRollout("cma:foo", []string{"ops/p3"})
+	s.markRolloutsOf("apps/p1")
+	s.rollMu.Lock()
+	got = s.rollDirty
+	s.rollMu.Unlock()
+	if len(got) != 1 || !got["mwrs:apps/web"] {
+		t.Fatalf("after cma:foo dropped apps/p1: marked %v, want mwrs:apps/web only", got)
+	}
+}
+
+// TestRolloutMinInterval: a rollout is recomputed at most every max(2 s, 2 × its last
+// computation).
+func TestRolloutMinInterval(t *testing.T) {
+	s := newTestServer(t, Options{})
+	now := time.Now()
+	if d := s.rolloutWait("mwrs:a/never", now); d != 0 {
+		t.Fatalf("a rollout never computed waits %s, want 0", d)
+	}
+	for _, c := range []struct {
+		ago, took, want time.Duration
+	}{
+		{time.Second, 100 * time.Millisecond, time.Second}, // 2 s floor
+		{time.Second, 3 * time.Second, 5 * time.Second},    // twice a slow computation
+		{3 * time.Second, 100 * time.Millisecond, -time.Second},
+	} {
+		s.rollLast["mwrs:a/b"] = rolloutTiming{at: now.Add(-c.ago), took: c.took}
+		if d := s.rolloutWait("mwrs:a/b", now); d != c.want {
+			t.Errorf("computed %s ago in %s: waits %s, want %s", c.ago, c.took, d, c.want)
+		}
+	}
+}
+
+// TestRolloutKeepsLastGoodView: a computation that failed (deadline passed, or nothing of a
+// rollout with placements could be read) shows the last good view, saying why it is not current.
+func TestRolloutKeepsLastGoodView(t *testing.T) {
+	s := newTestServer(t, Options{})
+	mwrs, works := resources[resMWRS].gr, resources[resWorks].gr
+	stored := func() Rollout {
+		t.Helper()
+		var r Rollout
+		if err := json.Unmarshal(s.st.current().objects[KindRollouts]["apps/web"].raw, &r); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	good := Rollout{Key: "apps/web", Kind: RolloutKindMWRS, Phase: "Progressing", Placements: []RolloutPlacement{{Name: "p1"}}}
+	s.setRollout(t.Context(), "mwrs:apps/web", "apps/web", "apps", mwrs, works, []string{"apps/p1"}, good)
+	if r := stored(); r.Phase != "Progressing" || r.Message != "" {
+		t.Fatalf("a good computation stored %+v", r)
+	}
+	timedOut, cancel := context.WithCancel(t.Context())
+	cancel()
+	s.setRollout(timedOut, "mwrs:apps/web", "apps/web", "apps", mwrs, works, []string{"apps/p1"}, Rollout{Key: "apps/web", Phase: RolloutPhaseUnknown})
+	if r := stored(); r.Phase != "Progressing" || len(r.Placements) != 1 || !strings.Contains(r.Message, "longer than") {
+		t.Fatalf("after a computation past its deadline: %+v, want the last good view with why", r)
+	}
+	s.setRollout(t.Context(), "mwrs:apps/web", "apps/web", "apps", mwrs, works, []string{"apps/p1"},
+		Rollout{Key: "apps/web", Phase: RolloutPhaseUnknown, Message: "ManifestWorkReplicaSet apps/web: listing: boom"})
+	if r := stored(); r.Phase != "Progressing" || !strings.Contains(r.Message, "boom") {
+		t.Fatalf("after a failed read: %+v, want the last good view with the error", r)
+	}
+}
