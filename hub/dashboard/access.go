@@ -170,10 +170,16 @@ func (v *viewer) sees(ctx context.Context, gr schema.GroupResource, ns string) b
 	return ns != "" && v.allowed(ctx, gr, ns)
 }
 
+// namespacesGR is what a viewer must list cluster-wide to be told which namespaces it is
+// denied: otherwise the denied names would enumerate the hub's namespaces.
+var namespacesGR = schema.GroupResource{Resource: "namespaces"}
+
 // access reports per kind what the viewer may see, given the namespaces the model has
-// objects of that kind in.
+// objects of that kind in. Denied namespaces are named only to a viewer who may list
+// namespaces; others are told the view is partial.
 func (v *viewer) access(ctx context.Context, namespaces map[string]map[string]bool) map[string]Access {
 	out := map[string]Access{}
+	mayListNamespaces := v.allowed(ctx, namespacesGR, "")
 	for _, kind := range Kinds {
 		gr := kindGR(kind)
 		a := Access{Namespaces: []string{}, Denied: []string{}}
@@ -191,6 +197,18 @@ func (v *viewer) access(ctx context.Context, namespaces map[string]map[string]bo
 			}
 			sort.Strings(a.Namespaces)
 			sort.Strings(a.Denied)
+			if !mayListNamespaces && len(a.Denied) > 0 {
+				a.Denied, a.Partial = []string{}, true
+			}
+		}
+		if kind == KindRollouts {
+			// Rollouts are gated beyond their own resource (recomputeRollouts): say so.
+			if !v.allowed(ctx, resources[resWorks].gr, "") {
+				a.Notes = append(a.Notes, "no access to manifestworks in all namespaces: replica set rollouts are not shown")
+			}
+			if !v.allowed(ctx, resources[resAddons].gr, "") {
+				a.Notes = append(a.Notes, "no access to managedclusteraddons in all namespaces: add-on rollouts are not shown")
+			}
 		}
 		v.mu.Lock()
 		if e := v.errs[gr.String()]; e != "" {

@@ -16,11 +16,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
+	"github.com/flotilla-dev/flotilla/core/hash"
 	"github.com/flotilla-dev/flotilla/hub/admin"
 )
 
-// cookieName holds the local-mode access token once the first visit presented it.
-const cookieName = "flotilla-dashboard-token"
+// cookiePrefix begins the name of the cookie that holds the local-mode access token once the
+// first visit presented it. The name ends with a short hash of the token, so that two
+// dashboards on one host (browsers ignore ports) keep their own cookies.
+const cookiePrefix = "flotilla-dashboard-"
+
+// cookieName is this instance's token cookie.
+func (s *Server) cookieName() string {
+	return cookiePrefix + hash.Short(hash.Bytes([]byte(s.opts.Token)))
+}
 
 // Handler serves the UI and the API; every path is relative to where it is mounted.
 func (s *Server) Handler() http.Handler { return s.handler }
@@ -63,21 +71,31 @@ func onlyGet(h http.Handler) http.Handler {
 	})
 }
 
-// localHost says whether a Host header names this machine's loopback: anything else may be
-// a DNS-rebinding page reaching the local server through the browser.
-func localHost(host string) bool {
+// localHost says whether a Host header names this machine's loopback, or one of the extra
+// IPs the server was told it is bound to: anything else may be a DNS-rebinding page reaching
+// the local server through the browser (an IP literal cannot be rebound).
+func localHost(host string, extra []string) bool {
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
 	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	return host == "localhost" || host == "127.0.0.1" || host == "::1"
+	if host == "localhost" || host == "127.0.0.1" || host == "::1" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	for _, e := range extra {
+		if ip != nil && ip.Equal(net.ParseIP(e)) {
+			return true
+		}
+	}
+	return false
 }
 
 // localGuard is local mode's security: loopback Host only, and the token — presented once
 // as ?token= on the page's URL, then carried by an HttpOnly SameSite=Strict cookie.
 func (s *Server) localGuard(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !localHost(r.Host) {
+		if !localHost(r.Host, s.opts.HostIPs) {
 			writeError(w, http.StatusForbidden, fmt.Sprintf("host %q is not served: open the dashboard at 127.0.0.1 or localhost", r.Host))
 			return
 		}
@@ -90,14 +108,16 @@ func (s *Server) localGuard(h http.Handler) http.Handler {
 				writeError(w, http.StatusUnauthorized, "wrong token: open the URL flotilla dashboard printed")
 				return
 			}
-			http.SetCookie(w, &http.Cookie{Name: cookieName, Value: s.opts.Token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+			// No Path: it defaults to the directory of this URL, where the handler is mounted,
+			// not every path of the host.
+			http.SetCookie(w, &http.Cookie{Name: s.cookieName(), Value: s.opts.Token, HttpOnly: true, SameSite: http.SameSiteStrictMode})
 			// Relative, so it lands on the page wherever the handler is mounted, without the token.
 			// (http.Redirect would make it absolute.)
 			w.Header().Set("Location", "./")
 			w.WriteHeader(http.StatusFound)
 			return
 		}
-		c, err := r.Cookie(cookieName)
+		c, err := r.Cookie(s.cookieName())
 		if err != nil || !s.tokenOK(c.Value) {
 			writeError(w, http.StatusUnauthorized, "no dashboard token: open the URL flotilla dashboard printed (with ?token=)")
 			return
@@ -149,7 +169,11 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, verb string, 
 		return false
 	}
 	if !allowed {
-		writeError(w, http.StatusForbidden, fmt.Sprintf("%s may not %s %s in namespace %s", u.GetName(), verb, gr, namespace))
+		where := "in namespace " + namespace
+		if namespace == "" {
+			where = "cluster-wide"
+		}
+		writeError(w, http.StatusForbidden, fmt.Sprintf("%s may not %s %s %s", u.GetName(), verb, gr, where))
 		return false
 	}
 	return true
@@ -251,7 +275,9 @@ func (s *Server) serveExplain(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if !s.authorize(w, r, "get", resources[resPlacements].gr, ns) {
+	// The explanation covers the whole fleet (every cluster's taints and scores): in hub mode
+	// the viewer must list managed clusters cluster-wide, besides get the placement.
+	if !s.authorize(w, r, "get", resources[resPlacements].gr, ns) || !s.authorize(w, r, "list", resources[resClusters].gr, "") {
 		return
 	}
 	if !s.ready(w) {
@@ -261,7 +287,17 @@ func (s *Server) serveExplain(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusForbidden, fmt.Sprintf("no access to placements in namespace %s", ns))
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
+	// Each explanation builds a Wasm engine and reads the fleet: a few at once, the rest
+	// are told to retry.
+	select {
+	case s.explains <- struct{}{}:
+		defer func() { <-s.explains }()
+	default:
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("too many placement explanations at once (at most %d): retry shortly", maxExplains))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), explainTimeout)
 	defer cancel()
 	e, err := Explain(ctx, s.reader(), ns, name, s.opts.Clock.Now())
 	if err != nil {
@@ -275,10 +311,14 @@ func (s *Server) serveExplain(w http.ResponseWriter, r *http.Request) {
 // answers 503.
 func (s *Server) ready(w http.ResponseWriter) bool {
 	select {
+	case <-s.failed: // first: a failure after the sync closes both
+		writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("the dashboard's watches failed: %v", s.startErr))
+		return false
+	default:
+	}
+	select {
 	case <-s.synced:
 		return true
-	case <-s.failed:
-		writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("the dashboard's watches failed: %v", s.startErr))
 	default:
 		writeError(w, http.StatusServiceUnavailable, "the dashboard's watches have not synced yet")
 	}

@@ -193,6 +193,10 @@ type Access struct {
 	// Notes name related resources that could not be read, and what the page lacks for it
 	// (e.g. lease times without leases). Not in design-26's shape; an addition.
 	Notes []string `json:"notes,omitempty"`
+	// Partial (hub mode) says some namespaces hold objects of this kind the viewer may not
+	// see, when the viewer may not list namespaces: Denied is then empty, since naming them
+	// would tell the viewer the hub's namespaces. Not in design-26's shape; an addition.
+	Partial bool `json:"partial,omitempty"`
 }
 
 func rfc3339(t metav1.Time) string {

@@ -294,7 +294,7 @@ func rolloutAddonWorks(ctx context.Context, r client.Reader, names []string) map
 // if they could not be listed) and the clusters that have its deploy work.
 func addonRolloutOf(ctx context.Context, r client.Reader, cma *addonv1alpha1.ClusterManagementAddOn, mcas map[string]*addonv1alpha1.ManagedClusterAddOn, listErr error, works map[string]bool, now time.Time) Rollout {
 	out := Rollout{
-		Key: "addon/" + cma.Name, Kind: RolloutKindAddOn, Name: cma.Name,
+		Key: AddonRolloutKey(cma.Name), Kind: RolloutKindAddOn, Name: cma.Name,
 		Conditions: []RolloutCondition{}, Placements: []RolloutPlacement{},
 	}
 	if listErr != nil {

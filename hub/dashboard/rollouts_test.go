@@ -256,7 +256,7 @@ func TestAddonRollout(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(rolloutScheme(t)).WithObjects(objs...).Build()
 
 	r := AddonRollout(ctx, c, cma, now)
-	if r.Key != "addon/hello" || r.Kind != RolloutKindAddOn || r.Name != "hello" || r.Namespace != "" {
+	if r.Key != AddonRolloutKey("hello") || r.Kind != RolloutKindAddOn || r.Name != "hello" || r.Namespace != "" {
 		t.Errorf("identity %q %q %q %q, want addon/hello ClusterManagementAddOn hello", r.Key, r.Kind, r.Name, r.Namespace)
 	}
 	if r.Summary != (RolloutSummary{Total: 3, Applied: 2, Available: 2, Progressing: 1}) {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -41,14 +42,22 @@ type Options struct {
 	// mode: each viewer sees what the Authorizer lets them list.
 	Authorizer Authorizer
 	// Token is, in local mode, the access token required on first visit ("" = none).
-	Token  string
-	Logger logr.Logger
+	Token string
+	// HostIPs are, in local mode, IP addresses accepted as Host besides loopback: the
+	// non-loopback IP the server is bound to (the token still guards). Not in design-26's
+	// Options; an addition.
+	HostIPs []string
+	Logger  logr.Logger
 	// Clock tells the time rollout states are computed at. Default real.
 	Clock clock.PassiveClock
 	// BatchInterval: deltas are sent at most this often. Default 100ms.
 	BatchInterval time.Duration
 	// MaxStreams caps concurrent event streams; more get 503. Default 100.
 	MaxStreams int
+	// SyncTimeout bounds the first sync of the watches: after it Start fails naming the kinds
+	// that did not sync (e.g. a right the serving identity lacks: informers retry forever).
+	// Default 2 minutes. Not in design-26's Options; an addition.
+	SyncTimeout time.Duration
 }
 
 // Authorizer answers whether user may verb the resource gr in namespace ("" = cluster-wide).
@@ -59,8 +68,14 @@ type Authorizer interface {
 const (
 	defaultBatchInterval = 100 * time.Millisecond
 	defaultMaxStreams    = 100
+	defaultSyncTimeout   = 2 * time.Minute
 	// rolloutDebounce gathers the changes of one reconcile before rollouts are recomputed.
 	rolloutDebounce = 250 * time.Millisecond
+	// rolloutMinInterval is the least time between two computations of one rollout (more
+	// when it is slow: twice its last computation).
+	rolloutMinInterval = 2 * time.Second
+	// rolloutTimeout bounds one rollout's computation.
+	rolloutTimeout = 30 * time.Second
 	// rolloutRefresh recomputes every rollout anyway: their states have clocks (minSuccessTime, timeouts).
 	rolloutRefresh = 30 * time.Second
 	// accessRefresh is how long a viewer's authorization answers are trusted (hub mode).
@@ -70,6 +85,12 @@ const (
 	// subscriberQueue bounds the batches queued for one stream; one that falls further
 	// behind is sent a fresh snapshot instead.
 	subscriberQueue = 32
+	// maxUserStreams caps one hub-mode viewer's concurrent streams, within MaxStreams.
+	maxUserStreams = 8
+	// maxExplains bounds the placement explanations computed at once (server-wide).
+	maxExplains = 2
+	// explainTimeout bounds one explanation.
+	explainTimeout = 30 * time.Second
 	// requestTimeout bounds reads the endpoints make on a viewer's behalf.
 	requestTimeout = 30 * time.Second
 )
@@ -88,6 +109,7 @@ type Server struct {
 	policies  cache.Cache            // policy ConfigMaps; nil when not watched
 	resAccess map[string]resAccess
 	access    map[string]Access
+	informers map[string]cache.Informer // what is watched (e.g. "placements.cluster...") → its informer
 	user      string
 
 	synced   chan struct{}
@@ -100,10 +122,20 @@ type Server struct {
 	rollDirty map[string]bool
 	rollAll   bool
 	rollKick  chan struct{}
+	// Under rollMu: placement "ns/name" → marks of the rollouts referencing it, and back;
+	// each rollout's last computation; each rollout's last good view (by key).
+	rollRefs   map[string]map[string]bool
+	rollRefsBy map[string][]string
+	rollLast   map[string]rolloutTiming
+	rollGood   map[string]Rollout
 
 	st *store
 
-	streams chan struct{} // semaphore of MaxStreams
+	streams  chan struct{} // semaphore of MaxStreams
+	explains chan struct{} // semaphore of maxExplains
+	// userStreams counts each hub-mode viewer's open streams (at most maxUserStreams).
+	userStreamsMu sync.Mutex
+	userStreams   map[string]int
 	// recheckEvery is accessRefresh (shorter in tests).
 	recheckEvery time.Duration
 	handler      http.Handler
@@ -124,6 +156,9 @@ func New(opts Options) (*Server, error) {
 	if opts.MaxStreams <= 0 {
 		opts.MaxStreams = defaultMaxStreams
 	}
+	if opts.SyncTimeout <= 0 {
+		opts.SyncTimeout = defaultSyncTimeout
+	}
 	if opts.Logger.GetSink() == nil {
 		opts.Logger = logr.Discard()
 	}
@@ -143,7 +178,8 @@ func New(opts Options) (*Server, error) {
 		opts: opts, log: opts.Logger, scheme: scheme, kube: kube, direct: direct,
 		synced: make(chan struct{}), failed: make(chan struct{}),
 		dirty: newDirtySet(), rollDirty: map[string]bool{}, rollKick: make(chan struct{}, 1),
-		st: newStore(), streams: make(chan struct{}, opts.MaxStreams), recheckEvery: accessRefresh,
+		rollRefs: map[string]map[string]bool{}, rollRefsBy: map[string][]string{}, rollLast: map[string]rolloutTiming{}, rollGood: map[string]Rollout{},
+		st: newStore(), streams: make(chan struct{}, opts.MaxStreams), explains: make(chan struct{}, maxExplains), userStreams: map[string]int{}, recheckEvery: accessRefresh,
 	}
 	s.handler = s.routes()
 	return s, nil
@@ -218,14 +254,17 @@ func (s *Server) start(ctx context.Context) error {
 	for what, c := range side {
 		run(what, c)
 	}
-	if !s.cache.WaitForCacheSync(ctx) {
+	syncCtx, syncCancel := context.WithTimeout(ctx, s.opts.SyncTimeout)
+	defer syncCancel()
+	if !s.cache.WaitForCacheSync(syncCtx) {
 		return s.fail(s.syncErr(ctx, errs))
 	}
 	for _, c := range side {
-		if !c.WaitForCacheSync(ctx) {
+		if !c.WaitForCacheSync(syncCtx) {
 			return s.fail(s.syncErr(ctx, errs))
 		}
 	}
+	syncCancel()
 	// The informers' initial adds marked every object dirty: compute the whole model once
 	// before the first viewer can ask for it.
 	s.recompute(ctx)
@@ -240,8 +279,11 @@ func (s *Server) start(ctx context.Context) error {
 	select {
 	case <-ctx.Done():
 	case err := <-errs:
+		// The model is frozen from here: end the open streams (failed), so that clients
+		// reconnect and are told 503, rather than show a stale page as live.
 		cancel()
-		return err
+		s.log.Error(err, "dashboard watches failed; closing the event streams")
+		return s.fail(err)
 	}
 	return nil
 }
@@ -255,7 +297,15 @@ func (s *Server) syncErr(ctx context.Context, errs chan error) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("dashboard: watches of %s did not sync: %w", s.opts.Config.Host, ctx.Err())
 	}
-	return fmt.Errorf("dashboard: watches of %s did not sync", s.opts.Config.Host)
+	var unsynced []string
+	for what, inf := range s.informers {
+		if !inf.HasSynced() {
+			unsynced = append(unsynced, what)
+		}
+	}
+	slices.Sort(unsynced)
+	return fmt.Errorf("dashboard: watches of %s did not sync within %s: %s (may the serving identity list and watch them?)",
+		s.opts.Config.Host, s.opts.SyncTimeout, strings.Join(unsynced, ", "))
 }
 
 // WaitForSync returns once the first model is complete, or with Start's error, or ctx's.

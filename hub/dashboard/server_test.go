@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,10 +14,13 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/client-go/rest"
+
+	workv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/work/v1alpha1"
 )
 
 // sseEvent is one parsed Server-Sent Event.
@@ -241,6 +245,32 @@ func TestSSEFraming(t *testing.T) {
 	}
 }
 
+// TestLocalGuardBoundIP: a server bound to a non-loopback IP accepts that IP as Host (the
+// token still guards), and no other name.
+func TestLocalGuardBoundIP(t *testing.T) {
+	s := newTestServer(t, Options{Token: "s3cret", HostIPs: []string{"192.0.2.7"}})
+	for host, want := range map[string]int{
+		"192.0.2.7:8001": http.StatusUnauthorized, // served, but no token yet
+		"192.0.2.8:8001": http.StatusForbidden,
+		"evil.example":   http.StatusForbidden,
+	} {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.Host = host
+		rec := httptest.NewRecorder()
+		s.Handler().ServeHTTP(rec, r)
+		if rec.Code != want {
+			t.Errorf("Host %s: %d, want %d", host, rec.Code, want)
+		}
+	}
+	r := httptest.NewRequest("GET", "/?token=s3cret", nil)
+	r.Host = "192.0.2.7:8001"
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, r)
+	if rec.Code != http.StatusFound {
+		t.Fatalf("the token at the bound IP: %d, want 302", rec.Code)
+	}
+}
+
 func TestLocalGuard(t *testing.T) {
 	s := newTestServer(t, Options{Token: "s3cret"})
 	h := s.Handler()
@@ -260,7 +290,7 @@ func TestLocalGuard(t *testing.T) {
 	if rec := do("GET", "/", "127.0.0.1:8001", nil); rec.Code != http.StatusUnauthorized {
 		t.Fatalf("no token, no cookie: %d, want 401", rec.Code)
 	}
-	if rec := do("GET", "/api/stream", "localhost:8001", &http.Cookie{Name: cookieName, Value: "guess"}); rec.Code != http.StatusUnauthorized {
+	if rec := do("GET", "/api/stream", "localhost:8001", &http.Cookie{Name: s.cookieName(), Value: "guess"}); rec.Code != http.StatusUnauthorized {
 		t.Fatalf("a wrong cookie: %d, want 401", rec.Code)
 	}
 	if rec := do("GET", "/?token=wrong", "127.0.0.1:8001", nil); rec.Code != http.StatusUnauthorized {
@@ -273,6 +303,19 @@ func TestLocalGuard(t *testing.T) {
 	cookies := rec.Result().Cookies()
 	if len(cookies) != 1 || !cookies[0].HttpOnly || cookies[0].SameSite != http.SameSiteStrictMode || cookies[0].Value != "s3cret" {
 		t.Fatalf("cookie set: %+v, want one HttpOnly SameSite=Strict token cookie", cookies)
+	}
+	// Per instance: named after the token, not the host-wide fixed name; and no Path, so it
+	// covers the directory the page is served from, not every path of the host.
+	if c := cookies[0]; !strings.HasPrefix(c.Name, cookiePrefix) || c.Name == cookiePrefix+"token" || c.Path != "" || strings.Contains(rec.Header().Get("Set-Cookie"), "Path=") {
+		t.Fatalf("cookie %q (Path %q): want %s<hash of the token> without a Path", c.Name, c.Path, cookiePrefix)
+	}
+	other := newTestServer(t, Options{Token: "another"})
+	if other.cookieName() == s.cookieName() {
+		t.Fatalf("two dashboards with different tokens share the cookie name %q", s.cookieName())
+	}
+	// Another instance's cookie (same host, other port) does not open this one.
+	if rec := do("GET", "/", "127.0.0.1:8001", &http.Cookie{Name: other.cookieName(), Value: "another"}); rec.Code != http.StatusUnauthorized {
+		t.Fatalf("another dashboard's cookie: %d, want 401", rec.Code)
 	}
 	rec = do("GET", "/", "127.0.0.1:8001", cookies[0])
 	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "<html") || rec.Header().Get("Cache-Control") != "no-cache" {
@@ -355,8 +398,9 @@ func TestHubModeFiltersByViewer(t *testing.T) {
 		t.Fatalf("alice, who may not list wasmplugins, sees %s", ws.Objects[KindPlugins])
 	}
 	a := ws.Access[KindPlacements]
-	if a.AllNamespaces || strings.Join(a.Namespaces, ",") != "team-a" || strings.Join(a.Denied, ",") != "team-b" {
-		t.Fatalf("placements access %+v, want team-a allowed and team-b denied", a)
+	// alice may not list namespaces: she is told the view is partial, not which namespaces.
+	if a.AllNamespaces || strings.Join(a.Namespaces, ",") != "team-a" || len(a.Denied) != 0 || !a.Partial {
+		t.Fatalf("placements access %+v, want team-a allowed, partial, and no denied namespace named", a)
 	}
 	if ws.Access[KindPlugins].Error == "" || !ws.Access[KindClusters].AllNamespaces {
 		t.Fatalf("access %+v: want plugins denied with a reason, clusters all", ws.Access)
@@ -385,6 +429,46 @@ func TestStreamCap(t *testing.T) {
 	s.Handler().ServeHTTP(rec, r)
 	if rec.Code != http.StatusServiceUnavailable {
 		t.Fatalf("a stream beyond the cap got %d, want 503", rec.Code)
+	}
+}
+
+// viewerSnapshot is the first snapshot a hub-mode stream sends the viewer u.
+func viewerSnapshot(t *testing.T, s *Server, authz Authorizer, u string) wireSnapshot {
+	t.Helper()
+	pr, pw := io.Pipe()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go func() {
+		_ = s.stream(ctx, sseWriter{w: pw}, hello{Mode: "hub"}, newViewer(authz, &user.DefaultInfo{Name: u}))
+		pw.Close()
+	}()
+	var ws wireSnapshot
+	if err := json.Unmarshal([]byte(readSSE(t, bufio.NewReader(pr)).next("snapshot").data), &ws); err != nil {
+		t.Fatalf("%s's snapshot: %v", u, err)
+	}
+	return ws
+}
+
+// TestHubModeNamesDeniedNamespacesOnlyToNamespaceListers: a viewer who may list namespaces
+// learns nothing new from the denied names, so they are given; one who may not is told
+// "partial" only (the names would enumerate the hub's namespaces).
+func TestHubModeNamesDeniedNamespacesOnlyToNamespaceListers(t *testing.T) {
+	pl := kindGR(KindPlacements)
+	authz := &fakeAuthorizer{allow: map[string]bool{
+		"alice|list|" + pl.String() + "|team-a":   true,
+		"bob|list|" + pl.String() + "|team-a":     true,
+		"bob|list|" + namespacesGR.String() + "|": true,
+	}}
+	s := newTestServer(t, Options{Authorizer: authz})
+	s.st.set(KindPlacements, "team-a/p", "team-a", pl, Placement{Key: "team-a/p"})
+	s.st.set(KindPlacements, "team-b/p", "team-b", pl, Placement{Key: "team-b/p"})
+	s.st.set(KindPlacements, "team-c/p", "team-c", pl, Placement{Key: "team-c/p"})
+	s.st.flush()
+	if a := viewerSnapshot(t, s, authz, "bob").Access[KindPlacements]; strings.Join(a.Denied, ",") != "team-b,team-c" || a.Partial {
+		t.Fatalf("bob (lists namespaces): placements access %+v, want denied team-b,team-c", a)
+	}
+	if a := viewerSnapshot(t, s, authz, "alice").Access[KindPlacements]; len(a.Denied) != 0 || !a.Partial || strings.Join(a.Namespaces, ",") != "team-a" {
+		t.Fatalf("alice (may not list namespaces): placements access %+v, want team-a, partial, no denied names", a)
 	}
 }
 
@@ -493,5 +577,250 @@ func TestStartFailsOnUnreachableHub(t *testing.T) {
 	err = s.WaitForSync(ctx)
 	if err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") || ctx.Err() != nil {
 		t.Fatalf("WaitForSync with an unreachable hub: %v; want Start's error naming the hub, before the 30s deadline", err)
+	}
+}
+
+// hubRequest serves one request through s as user u (as the hub API server would pass it on).
+func hubRequest(s *Server, u, path string) *httptest.ResponseRecorder {
+	r := httptest.NewRequest("GET", path, nil)
+	r = r.WithContext(request.WithUser(r.Context(), &user.DefaultInfo{Name: u}))
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, r)
+	return rec
+}
+
+// TestHubModeEndpointsRefuseWithoutRights: api/works needs get manifestworks in the work's
+// namespace; explain needs get placements in its namespace and list managedclusters
+// cluster-wide (it covers the whole fleet).
+func TestHubModeEndpointsRefuseWithoutRights(t *testing.T) {
+	works, pl, mc := resources[resWorks].gr, resources[resPlacements].gr, resources[resClusters].gr
+	authz := &fakeAuthorizer{allow: map[string]bool{
+		"alice|get|" + works.String() + "|other": true,
+		"alice|get|" + pl.String() + "|team-a":   true,
+		"carol|get|" + pl.String() + "|team-a":   true,
+		"carol|list|" + mc.String() + "|":        true,
+		"dave|list|" + mc.String() + "|":         true,
+	}}
+	s := newTestServer(t, Options{Authorizer: authz})
+	for _, c := range []struct{ user, path, want string }{
+		{"alice", "/api/works/c1/w", "alice may not get manifestworks.work.open-cluster-management.io in namespace c1"},
+		{"alice", "/api/placements/team-a/p/explain", "alice may not list managedclusters.cluster.open-cluster-management.io cluster-wide"},
+		{"dave", "/api/placements/team-a/p/explain", "dave may not get placements.cluster.open-cluster-management.io in namespace team-a"},
+	} {
+		rec := hubRequest(s, c.user, c.path)
+		var body map[string]string
+		if rec.Code != http.StatusForbidden || json.Unmarshal(rec.Body.Bytes(), &body) != nil || body["error"] != c.want {
+			t.Errorf("GET %s as %s: %d %s, want 403 {\"error\":%q}", c.path, c.user, rec.Code, rec.Body, c.want)
+		}
+	}
+	// carol has both rights: she passes the checks, and while two explanations run she is
+	// told to retry (429), not queued.
+	s.explains <- struct{}{}
+	s.explains <- struct{}{}
+	rec := hubRequest(s, "carol", "/api/placements/team-a/p/explain")
+	if rec.Code != http.StatusTooManyRequests || !strings.Contains(rec.Body.String(), `"error"`) || rec.Header().Get("Retry-After") == "" {
+		t.Fatalf("explain while %d run: %d %s (Retry-After %q), want 429 JSON with Retry-After", maxExplains, rec.Code, rec.Body, rec.Header().Get("Retry-After"))
+	}
+}
+
+// TestHubModeGatesRollouts: a replica set's rollout (works and conditions from cluster
+// namespaces) is shown to who may list it in its namespace and ManifestWorks cluster-wide;
+// an add-on's (every cluster's add-on state) to who may list ManagedClusterAddOns
+// cluster-wide — listing ClusterManagementAddOns is not enough. Deletions follow the same rule.
+func TestHubModeGatesRollouts(t *testing.T) {
+	mwrs, works, mca, cma := resources[resMWRS].gr, resources[resWorks].gr, resources[resAddons].gr, resources[resAddonDefs].gr
+	authz := &fakeAuthorizer{allow: map[string]bool{
+		"alice|list|" + mwrs.String() + "|apps": true,
+		"alice|list|" + cma.String() + "|":      true,
+		"carol|list|" + mwrs.String() + "|apps": true,
+		"carol|list|" + works.String() + "|":    true,
+		"carol|list|" + mca.String() + "|":      true,
+	}}
+	s := newTestServer(t, Options{Authorizer: authz})
+	s.st.setGated(KindRollouts, "apps/web", "apps", mwrs, works, Rollout{Key: "apps/web", Kind: RolloutKindMWRS, Namespace: "apps", Name: "web"})
+	s.st.set(KindRollouts, AddonRolloutKey("foo"), "", mca, Rollout{Key: AddonRolloutKey("foo"), Kind: RolloutKindAddOn, Name: "foo"})
+	s.st.flush()
+	if got := keysOf(t, viewerSnapshot(t, s, authz, "alice").Objects[KindRollouts]); len(got) != 0 {
+		t.Fatalf("alice (replica sets in apps, CMAs; no works, no MCAs cluster-wide) sees rollouts %q, want none", got)
+	}
+	ws := viewerSnapshot(t, s, authz, "carol")
+	if got := strings.Join(keysOf(t, ws.Objects[KindRollouts]), ","); got != "ClusterManagementAddOn:foo,apps/web" {
+		t.Fatalf("carol sees rollouts %q, want ClusterManagementAddOn:foo,apps/web", got)
+	}
+	see := func(u string) filter {
+		v := newViewer(authz, &user.DefaultInfo{Name: u})
+		return func(e *entry) bool {
+			return v.sees(t.Context(), e.gr, e.namespace) && (e.also.Empty() || v.allowed(t.Context(), e.also, ""))
+		}
+	}
+	sub, _ := s.st.subscribe()
+	defer s.st.unsubscribe(sub)
+	s.st.del(KindRollouts, "apps/web")
+	s.st.flush()
+	b := <-sub.ch
+	if _, ok := encodeDelta(b, see("alice")); ok {
+		t.Fatalf("alice was sent the deletion of a rollout she may not see")
+	}
+	if d, ok := encodeDelta(b, see("carol")); !ok || !strings.Contains(string(d), `"apps/web"`) {
+		t.Fatalf("carol's delta %s (%v): want the deletion of apps/web", d, ok)
+	}
+}
+
+// TestRolloutKeysDoNotCollide: the replica set addon/foo and the add-on foo are two rollouts.
+func TestRolloutKeysDoNotCollide(t *testing.T) {
+	s := newTestServer(t, Options{})
+	rs := &workv1alpha1.ManifestWorkReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "addon", Name: "foo"}}
+	s.st.set(KindRollouts, key(rs), "addon", resources[resMWRS].gr, Rollout{Key: key(rs), Kind: RolloutKindMWRS})
+	s.st.set(KindRollouts, AddonRolloutKey("foo"), "", resources[resAddons].gr, Rollout{Key: AddonRolloutKey("foo"), Kind: RolloutKindAddOn})
+	if got := s.st.keys(KindRollouts); len(got) != 2 {
+		t.Fatalf("rollout keys %q: the replica set addon/foo and the add-on foo must not share one", got)
+	}
+}
+
+// TestUserStreamCap: in hub mode one viewer may hold at most maxUserStreams streams; others
+// are still served, and a closed stream frees its slot. HEAD api/stream is refused.
+func TestUserStreamCap(t *testing.T) {
+	authz := &fakeAuthorizer{allow: map[string]bool{}}
+	s := newTestServer(t, Options{Authorizer: authz})
+	for range maxUserStreams {
+		if !s.takeUserStream("alice") {
+			t.Fatalf("alice could not open %d streams", maxUserStreams)
+		}
+	}
+	if rec := hubRequest(s, "alice", "/api/stream"); rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "per user") {
+		t.Fatalf("alice's stream %d: %d %s, want 503 naming the per-user cap", maxUserStreams+1, rec.Code, rec.Body)
+	}
+	// bob is served; his stream ends with its request.
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	r := httptest.NewRequestWithContext(ctx, "GET", "/api/stream", nil)
+	r = r.WithContext(request.WithUser(r.Context(), &user.DefaultInfo{Name: "bob"}))
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, r)
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "event: snapshot") {
+		t.Fatalf("bob's stream while alice is at her cap: %d %s", rec.Code, rec.Body)
+	}
+	s.userStreamsMu.Lock()
+	left := s.userStreams["bob"]
+	s.userStreamsMu.Unlock()
+	if left != 0 || len(s.streams) != 0 {
+		t.Fatalf("after bob's stream ended: he holds %d streams, the pool %d; want 0", left, len(s.streams))
+	}
+	head := httptest.NewRequest("HEAD", "/api/stream", nil)
+	head = head.WithContext(request.WithUser(head.Context(), &user.DefaultInfo{Name: "bob"}))
+	rec = httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, head)
+	if rec.Code != http.StatusMethodNotAllowed || rec.Header().Get("Allow") != "GET" {
+		t.Fatalf("HEAD api/stream: %d (Allow %q), want 405 Allow: GET", rec.Code, rec.Header().Get("Allow"))
+	}
+}
+
+// TestFailureAfterSyncEndsStreams: when the watches fail after the first sync, open streams
+// end (the page reconnects) and new ones, like the endpoints, are answered 503.
+func TestFailureAfterSyncEndsStreams(t *testing.T) {
+	s := newTestServer(t, Options{})
+	pr, pw := io.Pipe()
+	ended := make(chan error, 1)
+	go func() {
+		ended <- s.stream(t.Context(), sseWriter{w: pw}, hello{Mode: "local"}, nil)
+		pw.Close()
+	}()
+	r := readSSE(t, bufio.NewReader(pr))
+	r.next("snapshot")
+	_ = s.fail(errors.New("watch of managedclusters ended"))
+	select {
+	case err := <-ended:
+		if err == nil || !strings.Contains(err.Error(), "watch of managedclusters ended") {
+			t.Fatalf("the stream ended with %v, want the watches' failure", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the open stream did not end within 10s of the watches' failure")
+	}
+	for _, path := range []string{"/api/stream", "/api/works/c1/w"} {
+		req := httptest.NewRequest("GET", path, nil)
+		req.Host = "127.0.0.1"
+		rec := httptest.NewRecorder()
+		s.Handler().ServeHTTP(rec, req)
+		if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "watch of managedclusters ended") {
+			t.Fatalf("GET %s after the failure: %d %s, want 503 naming it", path, rec.Code, rec.Body)
+		}
+	}
+}
+
+// TestRolloutsFollowTheirPlacements: a placement's change marks the rollouts that reference
+// it, not every rollout; a rollout that stops referencing it is no longer marked.
+func TestRolloutsFollowTheirPlacements(t *testing.T) {
+	s := newTestServer(t, Options{})
+	s.indexRollout("mwrs:apps/web", []string{"apps/p1"})
+	s.indexRollout("mwrs:apps/db", []string{"apps/p2"})
+	s.indexRollout("cma:foo", []string{"apps/p1", "ops/p3"})
+	s.markRolloutsOf("apps/p1")
+	s.rollMu.Lock()
+	got, all := s.rollDirty, s.rollAll
+	s.rollDirty = map[string]bool{}
+	s.rollMu.Unlock()
+	if all || len(got) != 2 || !got["mwrs:apps/web"] || !got["cma:foo"] {
+		t.Fatalf("placement apps/p1 changed: marked %v (all %v), want mwrs:apps/web and cma:foo only", got, all)
+	}
+	s.indexRollout("cma:foo", []string{"ops/p3"})
+	s.markRolloutsOf("apps/p1")
+	s.rollMu.Lock()
+	got = s.rollDirty
+	s.rollMu.Unlock()
+	if len(got) != 1 || !got["mwrs:apps/web"] {
+		t.Fatalf("after cma:foo dropped apps/p1: marked %v, want mwrs:apps/web only", got)
+	}
+}
+
+// TestRolloutMinInterval: a rollout is recomputed at most every max(2 s, 2 × its last
+// computation).
+func TestRolloutMinInterval(t *testing.T) {
+	s := newTestServer(t, Options{})
+	now := time.Now()
+	if d := s.rolloutWait("mwrs:a/never", now); d != 0 {
+		t.Fatalf("a rollout never computed waits %s, want 0", d)
+	}
+	for _, c := range []struct {
+		ago, took, want time.Duration
+	}{
+		{time.Second, 100 * time.Millisecond, time.Second}, // 2 s floor
+		{time.Second, 3 * time.Second, 5 * time.Second},    // twice a slow computation
+		{3 * time.Second, 100 * time.Millisecond, -time.Second},
+	} {
+		s.rollLast["mwrs:a/b"] = rolloutTiming{at: now.Add(-c.ago), took: c.took}
+		if d := s.rolloutWait("mwrs:a/b", now); d != c.want {
+			t.Errorf("computed %s ago in %s: waits %s, want %s", c.ago, c.took, d, c.want)
+		}
+	}
+}
+
+// TestRolloutKeepsLastGoodView: a computation that failed (deadline passed, or nothing of a
+// rollout with placements could be read) shows the last good view, saying why it is not current.
+func TestRolloutKeepsLastGoodView(t *testing.T) {
+	s := newTestServer(t, Options{})
+	mwrs, works := resources[resMWRS].gr, resources[resWorks].gr
+	stored := func() Rollout {
+		t.Helper()
+		var r Rollout
+		if err := json.Unmarshal(s.st.current().objects[KindRollouts]["apps/web"].raw, &r); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	good := Rollout{Key: "apps/web", Kind: RolloutKindMWRS, Phase: "Progressing", Placements: []RolloutPlacement{{Name: "p1"}}}
+	s.setRollout(t.Context(), "mwrs:apps/web", "apps/web", "apps", mwrs, works, []string{"apps/p1"}, good)
+	if r := stored(); r.Phase != "Progressing" || r.Message != "" {
+		t.Fatalf("a good computation stored %+v", r)
+	}
+	timedOut, cancel := context.WithCancel(t.Context())
+	cancel()
+	s.setRollout(timedOut, "mwrs:apps/web", "apps/web", "apps", mwrs, works, []string{"apps/p1"}, Rollout{Key: "apps/web", Phase: RolloutPhaseUnknown})
+	if r := stored(); r.Phase != "Progressing" || len(r.Placements) != 1 || !strings.Contains(r.Message, "longer than") {
+		t.Fatalf("after a computation past its deadline: %+v, want the last good view with why", r)
+	}
+	s.setRollout(t.Context(), "mwrs:apps/web", "apps/web", "apps", mwrs, works, []string{"apps/p1"},
+		Rollout{Key: "apps/web", Phase: RolloutPhaseUnknown, Message: "ManifestWorkReplicaSet apps/web: listing: boom"})
+	if r := stored(); r.Phase != "Progressing" || !strings.Contains(r.Message, "boom") {
+		t.Fatalf("after a failed read: %+v, want the last good view with the error", r)
 	}
 }

@@ -13,7 +13,10 @@ import (
 type entry struct {
 	namespace string
 	gr        schema.GroupResource
-	raw       json.RawMessage
+	// also, when set, must be listable cluster-wide as well for a viewer to see the entry
+	// (hub mode): e.g. a replica set's rollout shows its works in cluster namespaces.
+	also schema.GroupResource
+	raw  json.RawMessage
 }
 
 // batch is what changed between two revisions; an entry without raw is a deletion.
@@ -52,6 +55,11 @@ func newStore() *store {
 // set records the view object v of kind under key; an object encoding to the same bytes as
 // the one already sent is not sent again.
 func (st *store) set(kind, key, namespace string, gr schema.GroupResource, v any) {
+	st.setGated(kind, key, namespace, gr, schema.GroupResource{}, v)
+}
+
+// setGated is set for an object a viewer sees only if they may also list also cluster-wide.
+func (st *store) setGated(kind, key, namespace string, gr, also schema.GroupResource, v any) {
 	raw, err := json.Marshal(v)
 	if err != nil {
 		// The view types are plain data; this cannot fail short of a programming error.
@@ -59,10 +67,10 @@ func (st *store) set(kind, key, namespace string, gr schema.GroupResource, v any
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if old := st.objects[kind][key]; old != nil && bytes.Equal(old.raw, raw) && old.namespace == namespace && old.gr == gr {
+	if old := st.objects[kind][key]; old != nil && bytes.Equal(old.raw, raw) && old.namespace == namespace && old.gr == gr && old.also == also {
 		return
 	}
-	e := &entry{namespace: namespace, gr: gr, raw: raw}
+	e := &entry{namespace: namespace, gr: gr, also: also, raw: raw}
 	st.objects[kind][key] = e
 	st.stage(kind, key, e)
 }
@@ -75,7 +83,7 @@ func (st *store) del(kind, key string) {
 		return
 	}
 	delete(st.objects[kind], key)
-	st.stage(kind, key, &entry{namespace: old.namespace, gr: old.gr}) // raw nil: deleted
+	st.stage(kind, key, &entry{namespace: old.namespace, gr: old.gr, also: old.also}) // raw nil: deleted
 }
 
 func (st *store) stage(kind, key string, e *entry) {

@@ -171,11 +171,10 @@ func namespacesByKind(snap snapshot) map[string]map[string]bool {
 
 // serveStream is GET api/stream: hello, a snapshot, then batched deltas, with pings.
 func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
-	select {
-	case s.streams <- struct{}{}:
-		defer func() { <-s.streams }()
-	default:
-		writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("too many dashboard streams (at most %d)", s.opts.MaxStreams))
+	if r.Method != http.MethodGet {
+		// HEAD would hold a stream slot for nothing.
+		w.Header().Set("Allow", "GET")
+		writeError(w, http.StatusMethodNotAllowed, "api/stream only serves GET")
 		return
 	}
 	ctx := r.Context()
@@ -187,16 +186,33 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusUnauthorized, "no authenticated user")
 			return
 		}
+		// One viewer may not take the whole pool.
+		if !s.takeUserStream(u.GetName()) {
+			writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("too many dashboard streams for %s (at most %d per user)", u.GetName(), maxUserStreams))
+			return
+		}
+		defer s.releaseUserStream(u.GetName())
 		v = newViewer(s.opts.Authorizer, u)
 		h.Mode, h.User = "hub", u.GetName()
 	}
 	select {
+	case s.streams <- struct{}{}:
+		defer func() { <-s.streams }()
+	default:
+		writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("too many dashboard streams (at most %d)", s.opts.MaxStreams))
+		return
+	}
+	select {
 	case <-s.synced:
 	case <-s.failed:
-		writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("the dashboard's watches failed: %v", s.startErr))
-		return
 	case <-ctx.Done():
 		return
+	}
+	select {
+	case <-s.failed: // also after a sync: the model is frozen
+		writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("the dashboard's watches failed: %v", s.startErr))
+		return
+	default:
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
@@ -208,6 +224,25 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// takeUserStream counts one more stream of user, unless they have maxUserStreams open.
+func (s *Server) takeUserStream(user string) bool {
+	s.userStreamsMu.Lock()
+	defer s.userStreamsMu.Unlock()
+	if s.userStreams[user] >= maxUserStreams {
+		return false
+	}
+	s.userStreams[user]++
+	return true
+}
+
+func (s *Server) releaseUserStream(user string) {
+	s.userStreamsMu.Lock()
+	defer s.userStreamsMu.Unlock()
+	if s.userStreams[user]--; s.userStreams[user] <= 0 {
+		delete(s.userStreams, user)
+	}
+}
+
 func (s *Server) stream(ctx context.Context, sw sseWriter, h hello, v *viewer) error {
 	hb, _ := json.Marshal(h)
 	if err := sw.event("hello", hb); err != nil {
@@ -215,7 +250,9 @@ func (s *Server) stream(ctx context.Context, sw sseWriter, h hello, v *viewer) e
 	}
 	var see filter
 	if v != nil {
-		see = func(e *entry) bool { return v.sees(ctx, e.gr, e.namespace) }
+		see = func(e *entry) bool {
+			return v.sees(ctx, e.gr, e.namespace) && (e.also.Empty() || v.allowed(ctx, e.also, ""))
+		}
 	}
 	var lastAccess []byte
 	sendSnapshot := func(snap snapshot) error {
@@ -243,6 +280,10 @@ func (s *Server) stream(ctx context.Context, sw sseWriter, h hello, v *viewer) e
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-s.failed:
+			// The watches stopped after the sync: end the stream; the page reconnects and is
+			// told why (503).
+			return fmt.Errorf("the dashboard's watches failed: %w", s.startErr)
 		case <-ping.C:
 			if err := sw.comment("ping"); err != nil {
 				return err

@@ -287,4 +287,18 @@ var _ = Describe("the dashboard against a hub API server", func() {
 		Expect(slices.Contains(a.Notes, "no access to "+auxNote[resDecisions])).To(BeTrue(), "notes %v name the unreadable decisions", a.Notes)
 		Expect(s.watches(resPlacements, "team-b")).To(BeFalse(), "placements of team-b must not be watched")
 	}, SpecTimeout(3*time.Minute))
+	It("fails a hub-mode start whose watches do not sync in time, naming the kinds", func(ctx SpecContext) {
+		// An identity without any right: every informer's list is refused and retried forever.
+		nobody := rest.CopyConfig(hubConfig)
+		nobody.Impersonate = rest.ImpersonationConfig{UserName: "dash-nobody", Groups: []string{"system:authenticated"}}
+		s, err := New(Options{Config: nobody, Authorizer: &fakeAuthorizer{allow: map[string]bool{}}, Logger: fleettest.Logger(), SyncTimeout: 3 * time.Second})
+		Expect(err).NotTo(HaveOccurred())
+		done := make(chan error, 1)
+		go func() { done <- s.Start(ctx) }()
+		var startErr error
+		Eventually(done).WithTimeout(30*time.Second).Should(Receive(&startErr), "Start to fail once SyncTimeout (3s) passed")
+		Expect(startErr).To(MatchError(And(ContainSubstring("did not sync within 3s"),
+			ContainSubstring(resources[resClusters].gr.String()), ContainSubstring(resources[resPlacements].gr.String()))))
+		Expect(s.WaitForSync(ctx)).To(MatchError(startErr), "WaitForSync reports Start's failure")
+	}, SpecTimeout(time.Minute))
 })

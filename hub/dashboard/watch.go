@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -121,6 +122,7 @@ func handlerFor(onChange func(old, obj client.Object)) toolscache.ResourceEventH
 
 // watch registers the informers and what each change marks dirty.
 func (s *Server) watch(ctx context.Context) error {
+	s.informers = map[string]cache.Informer{}
 	on := map[string]func(old, o client.Object){
 		resClusters: func(old, o client.Object) {
 			s.mark(KindClusters, o.GetName())
@@ -139,13 +141,13 @@ func (s *Server) watch(ctx context.Context) error {
 		},
 		resPlacements: func(_, o client.Object) {
 			s.mark(KindPlacements, key(o))
-			s.markRollouts("")
+			s.markRolloutsOf(key(o))
 		},
 		resDecisions: func(_, o client.Object) {
 			if p := o.GetLabels()[clusterv1beta1.PlacementLabel]; p != "" {
 				s.mark(KindPlacements, o.GetNamespace()+"/"+p)
+				s.markRolloutsOf(o.GetNamespace() + "/" + p)
 			}
-			s.markRollouts("")
 		},
 		resMWRS:      func(_, o client.Object) { s.markRollouts("mwrs:" + key(o)) },
 		resWorks:     func(_, o client.Object) { s.markRollouts(workRollout(o)) },
@@ -177,6 +179,7 @@ func (s *Server) watch(ctx context.Context) error {
 		if _, err := inf.AddEventHandler(handlerFor(on[name])); err != nil {
 			return fmt.Errorf("dashboard: watching %s: %w", resources[name].gr, err)
 		}
+		s.informers[resources[name].gr.String()] = inf
 	}
 	if s.policies != nil {
 		inf, err := s.policies.GetInformer(ctx, &corev1.ConfigMap{}, cache.BlockUntilSynced(false))
@@ -186,6 +189,7 @@ func (s *Server) watch(ctx context.Context) error {
 		if _, err := inf.AddEventHandler(handlerFor(on[resPolicies])); err != nil {
 			return fmt.Errorf("dashboard: watching policy ConfigMaps: %w", err)
 		}
+		s.informers["configmaps (policies)"] = inf
 	}
 	for kind, ec := range s.events {
 		inf, err := ec.GetInformer(ctx, &corev1.Event{}, cache.BlockUntilSynced(false))
@@ -205,6 +209,7 @@ func (s *Server) watch(ctx context.Context) error {
 		})); err != nil {
 			return fmt.Errorf("dashboard: watching %s Events: %w", kind, err)
 		}
+		s.informers["events (about "+kind+"s)"] = inf
 	}
 	return nil
 }
@@ -500,10 +505,12 @@ func (s *Server) recomputePlacement(ctx context.Context, k string) {
 }
 
 // rolloutLoop recomputes the rollouts marked dirty, gathering the changes of rolloutDebounce,
-// and every rollout each rolloutRefresh.
+// and every rollout each rolloutRefresh; a rollout recomputed too recently waits its turn.
 func (s *Server) rolloutLoop(ctx context.Context) {
 	refresh := time.NewTicker(rolloutRefresh)
 	defer refresh.Stop()
+	retry := time.NewTimer(0)
+	<-retry.C
 	for {
 		all := false
 		select {
@@ -511,6 +518,7 @@ func (s *Server) rolloutLoop(ctx context.Context) {
 			return
 		case <-refresh.C:
 			all = true
+		case <-retry.C:
 		case <-s.rollKick:
 			select {
 			case <-ctx.Done():
@@ -518,54 +526,125 @@ func (s *Server) rolloutLoop(ctx context.Context) {
 			case <-time.After(rolloutDebounce):
 			}
 		}
-		s.recomputeRollouts(ctx, all)
+		if wait := s.recomputeRollouts(ctx, all); wait > 0 {
+			retry.Reset(wait)
+		}
 	}
 }
 
-func (s *Server) recomputeRollouts(ctx context.Context, all bool) {
+// rolloutTiming is when a rollout was last recomputed and how long that took.
+type rolloutTiming struct {
+	at   time.Time
+	took time.Duration
+}
+
+// rolloutWait is how long mark must still wait before it is recomputed again: at least
+// max(rolloutMinInterval, 2 × its last compute time) between two starts, so that a busy
+// replica set (a status update per work) cannot keep the loop computing.
+func (s *Server) rolloutWait(mark string, now time.Time) time.Duration {
 	s.rollMu.Lock()
-	keys, everything := s.rollDirty, s.rollAll || all
+	last, ok := s.rollLast[mark]
+	s.rollMu.Unlock()
+	if !ok {
+		return 0
+	}
+	return last.at.Add(max(rolloutMinInterval, 2*last.took)).Sub(now)
+}
+
+// rolloutsOf are the marks of the rollouts that referenced placement "ns/name" when last
+// computed.
+func (s *Server) rolloutsOf(placement string) []string {
+	s.rollMu.Lock()
+	defer s.rollMu.Unlock()
+	out := make([]string, 0, len(s.rollRefs[placement]))
+	for m := range s.rollRefs[placement] {
+		out = append(out, m)
+	}
+	return out
+}
+
+// markRolloutsOf marks the rollouts that reference placement "ns/name".
+func (s *Server) markRolloutsOf(placement string) {
+	for _, m := range s.rolloutsOf(placement) {
+		s.markRollouts(m)
+	}
+}
+
+// indexRollout records the placements mark references (none: forget it).
+func (s *Server) indexRollout(mark string, placements []string) {
+	s.rollMu.Lock()
+	defer s.rollMu.Unlock()
+	for _, p := range s.rollRefsBy[mark] {
+		delete(s.rollRefs[p], mark)
+		if len(s.rollRefs[p]) == 0 {
+			delete(s.rollRefs, p)
+		}
+	}
+	delete(s.rollRefsBy, mark)
+	if placements == nil {
+		delete(s.rollLast, mark)
+		return
+	}
+	s.rollRefsBy[mark] = placements
+	for _, p := range placements {
+		if s.rollRefs[p] == nil {
+			s.rollRefs[p] = map[string]bool{}
+		}
+		s.rollRefs[p][mark] = true
+	}
+}
+
+// rolloutMark is the mark of the rollout stored under key k.
+func rolloutMark(k string) string {
+	if name, ok := strings.CutPrefix(k, RolloutKindAddOn+":"); ok {
+		return "cma:" + name
+	}
+	return "mwrs:" + k
+}
+
+// recomputeRollouts recomputes the rollouts marked (all of them with all), each no more
+// often than rolloutWait allows; it returns how long until a deferred one may run (0: none).
+func (s *Server) recomputeRollouts(ctx context.Context, all bool) time.Duration {
+	s.rollMu.Lock()
+	marks, everything := s.rollDirty, s.rollAll || all
 	s.rollDirty, s.rollAll = map[string]bool{}, false
 	s.rollMu.Unlock()
-	now := s.opts.Clock.Now()
-	mwrsGR, cmaGR := resources[resMWRS].gr, resources[resAddonDefs].gr
 	if everything {
-		seen := map[string]bool{}
+		seen, listed := map[string]bool{}, true
 		if !s.resAccess[resMWRS].none() {
 			list := &workv1alpha1.ManifestWorkReplicaSetList{}
 			if err := s.cache.List(ctx, list); err != nil {
 				s.log.Error(err, "listing ManifestWorkReplicaSets")
-				return
+				listed = false
 			}
 			for i := range list.Items {
-				rs := &list.Items[i]
-				seen[key(rs)] = true
-				s.st.set(KindRollouts, key(rs), rs.Namespace, mwrsGR, MWRSRollout(ctx, s.reader(), rs, now))
+				seen[key(&list.Items[i])] = true
+				marks["mwrs:"+key(&list.Items[i])] = true
 			}
 		}
 		if !s.resAccess[resAddonDefs].none() {
 			list := &addonv1alpha1.ClusterManagementAddOnList{}
 			if err := s.cache.List(ctx, list); err != nil {
 				s.log.Error(err, "listing ClusterManagementAddOns")
-				return
+				listed = false
 			}
 			for i := range list.Items {
-				cma := &list.Items[i]
-				if !addonRollout(cma) {
-					continue
+				if addonRollout(&list.Items[i]) {
+					seen[AddonRolloutKey(list.Items[i].Name)] = true
+					marks["cma:"+list.Items[i].Name] = true
 				}
-				seen["addon/"+cma.Name] = true
-				s.st.set(KindRollouts, "addon/"+cma.Name, "", cmaGR, AddonRollout(ctx, s.reader(), cma, now))
 			}
 		}
-		for _, k := range s.st.keys(KindRollouts) {
-			if !seen[k] {
-				s.st.del(KindRollouts, k)
+		if listed {
+			for _, k := range s.st.keys(KindRollouts) {
+				if !seen[k] {
+					s.st.del(KindRollouts, k)
+					s.forgetRollout(k)
+				}
 			}
 		}
-		return
 	}
-	if labelled := labelMarks(keys); len(labelled) > 0 && !s.resAccess[resMWRS].none() {
+	if labelled := labelMarks(marks); len(labelled) > 0 && !s.resAccess[resMWRS].none() {
 		// Works name their replica set by "<namespace>.<name>": find which.
 		list := &workv1alpha1.ManifestWorkReplicaSetList{}
 		if err := s.cache.List(ctx, list); err != nil {
@@ -573,46 +652,124 @@ func (s *Server) recomputeRollouts(ctx context.Context, all bool) {
 		}
 		for i := range list.Items {
 			if labelled[list.Items[i].Namespace+"."+list.Items[i].Name] {
-				keys["mwrs:"+key(&list.Items[i])] = true
+				marks["mwrs:"+key(&list.Items[i])] = true
 			}
 		}
 	}
-	for mark := range keys {
+	var wait time.Duration
+	for mark := range marks {
 		if strings.HasPrefix(mark, "label:") {
 			continue
 		}
-		if name, isCMA := strings.CutPrefix(mark, "cma:"); isCMA {
-			if s.resAccess[resAddonDefs].none() {
-				continue
-			}
-			k := "addon/" + name
-			cma := &addonv1alpha1.ClusterManagementAddOn{}
-			err := s.cache.Get(ctx, client.ObjectKey{Name: name}, cma)
-			switch {
-			case apierrors.IsNotFound(err) || err == nil && !addonRollout(cma):
-				s.st.del(KindRollouts, k)
-			case err != nil:
-				s.log.Error(err, "reading ClusterManagementAddOn", "name", name)
-			default:
-				s.st.set(KindRollouts, k, "", cmaGR, AddonRollout(ctx, s.reader(), cma, now))
+		if d := s.rolloutWait(mark, time.Now()); d > 0 {
+			// Too soon: keep it marked for when its turn comes.
+			s.rollMu.Lock()
+			s.rollDirty[mark] = true
+			s.rollMu.Unlock()
+			if wait == 0 || d < wait {
+				wait = d
 			}
 			continue
 		}
-		if s.resAccess[resMWRS].none() {
-			continue
-		}
-		k := strings.TrimPrefix(mark, "mwrs:")
-		rs := &workv1alpha1.ManifestWorkReplicaSet{}
-		err := s.cache.Get(ctx, objectKey(k), rs)
-		switch {
-		case apierrors.IsNotFound(err):
-			s.st.del(KindRollouts, k)
-		case err != nil:
-			s.log.Error(err, "reading ManifestWorkReplicaSet", "key", k)
-		default:
-			s.st.set(KindRollouts, k, rs.Namespace, mwrsGR, MWRSRollout(ctx, s.reader(), rs, now))
-		}
+		s.recomputeRollout(ctx, mark)
 	}
+	return wait
+}
+
+// forgetRollout drops what is remembered of the rollout stored under key k.
+func (s *Server) forgetRollout(k string) {
+	s.indexRollout(rolloutMark(k), nil)
+	s.rollMu.Lock()
+	delete(s.rollGood, k)
+	s.rollMu.Unlock()
+}
+
+// recomputeRollout recomputes one rollout ("mwrs:ns/name" or "cma:name") under
+// rolloutTimeout.
+func (s *Server) recomputeRollout(ctx context.Context, mark string) {
+	// Who sees a rollout (hub mode): an add-on's shows every cluster's add-on state, so
+	// those who may list ManagedClusterAddOns cluster-wide; a replica set's shows works and
+	// their conditions from cluster namespaces, so those who may list it in its namespace
+	// and ManifestWorks cluster-wide.
+	mwrsGR, mcaGR, worksGR := resources[resMWRS].gr, resources[resAddons].gr, resources[resWorks].gr
+	cctx, cancel := context.WithTimeout(ctx, rolloutTimeout)
+	defer cancel()
+	start := time.Now()
+	defer func() {
+		s.rollMu.Lock()
+		s.rollLast[mark] = rolloutTiming{at: start, took: time.Since(start)}
+		s.rollMu.Unlock()
+	}()
+	now := s.opts.Clock.Now()
+	if name, isCMA := strings.CutPrefix(mark, "cma:"); isCMA {
+		if s.resAccess[resAddonDefs].none() {
+			return
+		}
+		k := AddonRolloutKey(name)
+		cma := &addonv1alpha1.ClusterManagementAddOn{}
+		err := s.cache.Get(cctx, client.ObjectKey{Name: name}, cma)
+		switch {
+		case apierrors.IsNotFound(err) || err == nil && !addonRollout(cma):
+			s.st.del(KindRollouts, k)
+			s.forgetRollout(k)
+		case err != nil:
+			s.log.Error(err, "reading ClusterManagementAddOn", "name", name)
+		default:
+			var refs []string
+			for _, p := range cma.Spec.InstallStrategy.Placements {
+				refs = append(refs, p.Namespace+"/"+p.Name)
+			}
+			s.setRollout(cctx, mark, k, "", mcaGR, schema.GroupResource{}, refs, AddonRollout(cctx, s.reader(), cma, now))
+		}
+		return
+	}
+	if s.resAccess[resMWRS].none() {
+		return
+	}
+	k := strings.TrimPrefix(mark, "mwrs:")
+	rs := &workv1alpha1.ManifestWorkReplicaSet{}
+	err := s.cache.Get(cctx, objectKey(k), rs)
+	switch {
+	case apierrors.IsNotFound(err):
+		s.st.del(KindRollouts, k)
+		s.forgetRollout(k)
+	case err != nil:
+		s.log.Error(err, "reading ManifestWorkReplicaSet", "key", k)
+	default:
+		refs := []string{}
+		for _, p := range rs.Spec.PlacementRefs {
+			refs = append(refs, rs.Namespace+"/"+p.Name)
+		}
+		s.setRollout(cctx, mark, k, rs.Namespace, mwrsGR, worksGR, refs, MWRSRollout(cctx, s.reader(), rs, now))
+	}
+}
+
+// setRollout stores a recomputed rollout. One whose computation failed (its deadline
+// passed, or nothing of a rollout with placements could be read) keeps the last good view,
+// with why in its message.
+func (s *Server) setRollout(cctx context.Context, mark, k, ns string, gr, also schema.GroupResource, refs []string, r Rollout) {
+	s.indexRollout(mark, append([]string{}, refs...))
+	failed := cctx.Err() != nil || r.Phase == RolloutPhaseUnknown && len(r.Placements) == 0 && len(refs) > 0
+	if failed {
+		why := r.Message
+		if err := cctx.Err(); err != nil {
+			why = fmt.Sprintf("recomputing took longer than %s: %v", rolloutTimeout, err)
+		}
+		s.rollMu.Lock()
+		good, ok := s.rollGood[k]
+		s.rollMu.Unlock()
+		if ok {
+			good.Message = "not current (last good view): " + why
+			r = good
+		} else if r.Message == "" || cctx.Err() != nil {
+			r.Phase, r.Message = RolloutPhaseUnknown, why
+		}
+	} else {
+		s.rollMu.Lock()
+		s.rollGood[k] = r
+		s.rollMu.Unlock()
+	}
+	s.st.setGated(KindRollouts, k, ns, gr, also, r)
 }
 
 // labelMarks are the replica-set labels among rollout marks.
@@ -625,6 +782,11 @@ func labelMarks(keys map[string]bool) map[string]bool {
 	}
 	return out
 }
+
+// AddonRolloutKey is the rollouts key of add-on name's rollout: "ClusterManagementAddOn:" +
+// name, which no replica set's "namespace/name" can be (':' is not valid in a namespace).
+// The page builds its data-rollout attribute from kind and name, not from the key.
+func AddonRolloutKey(name string) string { return RolloutKindAddOn + ":" + name }
 
 // addonRollout says whether an add-on rolls out by placements (the others have no rollout to show).
 func addonRollout(cma *addonv1alpha1.ClusterManagementAddOn) bool {

@@ -66,7 +66,8 @@ token; the first visit trades it for an HttpOnly, SameSite=Strict cookie, and an
 request without it is refused. It serves GET only and changes nothing on the hub: every
 read is made with your credentials, which never reach the browser. Binding another
 address exposes the page (and your read access) to whoever can reach it and knows the
-token.`,
+token: with --address on a non-loopback IP, that IP is accepted as Host too (open the
+printed URL; the token still guards), and no host name is.`,
 		Example: `  flotilla dashboard
   flotilla dashboard --kubeconfig hub.kubeconfig -n team-a -n team-b --address 127.0.0.1:9000`,
 		Args: cobra.NoArgs,
@@ -97,7 +98,8 @@ token.`,
 			if cfg.QPS == 0 {
 				cfg.QPS, cfg.Burst = 50, 100
 			}
-			srv, err := dashboard.New(dashboard.Options{Config: cfg, Namespaces: namespaces, Token: token, Logger: logger.WithName("dashboard")})
+			srv, err := dashboard.New(dashboard.Options{Config: cfg, Namespaces: namespaces, Token: token, HostIPs: boundIPs(address),
+				Logger: logger.WithName("dashboard")})
 			if err != nil {
 				return err
 			}
@@ -161,6 +163,20 @@ func randomToken() (string, error) {
 		return "", fmt.Errorf("generating the dashboard token: %w", err)
 	}
 	return hex.EncodeToString(b), nil
+}
+
+// boundIPs is the IP of a non-loopback, specified bind address (the server accepts it as
+// Host besides loopback, so the printed URL opens); none otherwise.
+func boundIPs(addr string) []string {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || ip.IsUnspecified() || ip.IsLoopback() {
+		return nil
+	}
+	return []string{ip.String()}
 }
 
 // dashboardURL is the page's URL on addr with the token; an unspecified bind address is

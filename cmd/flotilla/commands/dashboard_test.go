@@ -23,7 +23,7 @@ func TestDashboardHelp(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, w := range []string{"--kubeconfig", "--address string", "127.0.0.1:8001", "-n, --namespace", "Fleet", "Placements", "Rollouts",
-		"Add-ons", "Plugins", "RBAC", "list and watch", "Security", "token", "HttpOnly", "DNS rebinding", "GET only"} {
+		"Add-ons", "Plugins", "RBAC", "list and watch", "Security", "token", "HttpOnly", "DNS rebinding", "GET only", "non-loopback IP"} {
 		if !strings.Contains(out.String(), w) {
 			t.Errorf("flotilla dashboard --help does not mention %q:\n%s", w, out.String())
 		}
@@ -40,6 +40,25 @@ func TestDashboardURL(t *testing.T) {
 		if got := dashboardURL(tc.addr, "t"); got != tc.want {
 			t.Errorf("dashboardURL(%s) = %s, want %s", tc.addr, got, tc.want)
 		}
+	}
+}
+
+// TestDashboardBoundIPs: a non-loopback bind IP is accepted as Host, and the printed URL
+// names it; loopback and unspecified binds add nothing (the URL is 127.0.0.1's).
+func TestDashboardBoundIPs(t *testing.T) {
+	for _, tc := range []struct {
+		addr string
+		want string
+	}{
+		{"127.0.0.1:8001", ""}, {"[::1]:9000", ""}, {"0.0.0.0:9000", ""}, {"[::]:9000", ""}, {"localhost:9000", ""},
+		{"192.0.2.7:9000", "192.0.2.7"}, {"[2001:db8::1]:9000", "2001:db8::1"},
+	} {
+		if got := strings.Join(boundIPs(tc.addr), ","); got != tc.want {
+			t.Errorf("boundIPs(%s) = %q, want %q", tc.addr, got, tc.want)
+		}
+	}
+	if got := dashboardURL("192.0.2.7:9000", "t"); got != "http://192.0.2.7:9000/?token=t" {
+		t.Errorf("dashboardURL on 192.0.2.7 = %s, want the bound IP", got)
 	}
 }
 
