@@ -258,7 +258,12 @@ func printDevSummary(w io.Writer, fleet *environment.Fleet, logs *devLogs, keep,
 		fmt.Fprintf(w, "  %-10s %s\n", cp.Name, filepath.Join(cp.Dir, "deployments", "<namespace>", "<pod>", "log"))
 	}
 	fmt.Fprintf(w, "\nexport KUBECONFIG=%s\n", strings.Join(paths, ":"))
-	fmt.Fprintf(w, "# then e.g.: kubectl --context %s get managedclusters\n\nPress Ctrl-C to stop.\n", environment.HubName)
+	fmt.Fprintf(w, "# then e.g.: kubectl --context %s get managedclusters\n", environment.HubName)
+	if !bare {
+		// The current context is the hub's (its kubeconfig comes first).
+		fmt.Fprintf(w, "# and the fleet dashboard in a browser: flotilla dashboard\n")
+	}
+	fmt.Fprintf(w, "\nPress Ctrl-C to stop.\n")
 }
 
 // runComponents runs every component until ctx ends or one of them fails, then cancels
