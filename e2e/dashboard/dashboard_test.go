@@ -23,10 +23,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	addonv1alpha1 "github.com/flotilla-dev/flotilla/core/apis/addon/v1alpha1"
-	clusterv1beta1 "github.com/flotilla-dev/flotilla/core/apis/cluster/v1beta1"
 	flotillav1alpha1 "github.com/flotilla-dev/flotilla/core/apis/flotilla/v1alpha1"
 	workv1 "github.com/flotilla-dev/flotilla/core/apis/work/v1"
 	"github.com/flotilla-dev/flotilla/core/policy"
+	"github.com/flotilla-dev/flotilla/e2e/internal/hubtest"
 	"github.com/flotilla-dev/flotilla/hub/addon/builtin"
 	hubadmin "github.com/flotilla-dev/flotilla/hub/admin"
 	"github.com/flotilla-dev/flotilla/hub/dashboard"
@@ -54,7 +54,7 @@ spec:
       - {groupName: first, groupClusterSelector: {labelSelector: {matchLabels: {dashboard-e2e/order: first}}}}
       - {groupName: second, groupClusterSelector: {labelSelector: {matchLabels: {dashboard-e2e/order: second}}}}
 `)
-		Eventually(func() map[int][]string { return decisionGroups(ctx, ns, "ordered") }).
+		Eventually(func() map[int][]string { return hubtest.DecisionGroups(ctx, hubClient, ns, "ordered") }).
 			Should(Equal(map[int][]string{0: {cluster1}, 1: {cluster2}}), "Placement %s/ordered: decision group 0 = cluster1, 1 = cluster2", ns)
 
 		// The page records every change of the rollout's group states, with the page's clock,
@@ -136,7 +136,7 @@ kind: Placement
 metadata: {name: both, namespace: dash-failing}
 spec: {}
 `)
-		Eventually(func() map[int][]string { return decisionGroups(ctx, ns, "both") }).
+		Eventually(func() map[int][]string { return hubtest.DecisionGroups(ctx, hubClient, ns, "both") }).
 			Should(Equal(map[int][]string{0: {cluster1, cluster2}}), "Placement %s/both decides both clusters", ns)
 		create(ctx, `
 apiVersion: work.open-cluster-management.io/v1alpha1
@@ -433,24 +433,4 @@ func labelCluster(ctx context.Context, name, key, value string) {
 	patch := fmt.Sprintf(`{"metadata":{"labels":{%s:%s}}}`, js(key), js(value))
 	Expect(hubClient.Patch(ctx, &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "cluster.open-cluster-management.io/v1", Kind: "ManagedCluster"},
 		ObjectMeta: metav1.ObjectMeta{Name: name}}, client.RawPatch(types.MergePatchType, []byte(patch)))).To(Succeed(), "labelling ManagedCluster %s", name)
-}
-
-// decisionGroups returns a placement's decided clusters by decision group index, each sorted.
-func decisionGroups(ctx context.Context, ns, placement string) map[int][]string {
-	GinkgoHelper()
-	list := &clusterv1beta1.PlacementDecisionList{}
-	Expect(hubClient.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{clusterv1beta1.PlacementLabel: placement})).To(Succeed())
-	out := map[int][]string{}
-	for _, d := range list.Items {
-		var idx int
-		_, err := fmt.Sscanf(d.Labels[clusterv1beta1.DecisionGroupIndexLabel], "%d", &idx)
-		Expect(err).NotTo(HaveOccurred(), "PlacementDecision %s/%s label %s", d.Namespace, d.Name, clusterv1beta1.DecisionGroupIndexLabel)
-		for _, cd := range d.Status.Decisions {
-			out[idx] = append(out[idx], cd.ClusterName)
-		}
-	}
-	for _, g := range out {
-		sort.Strings(g)
-	}
-	return out
 }

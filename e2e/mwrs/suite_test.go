@@ -396,32 +396,12 @@ func hashes(ctx context.Context, ns, name string) []string {
 	return out
 }
 
-// decisionGroups returns a placement's decided clusters by decision group index, each sorted.
-func decisionGroups(ctx context.Context, ns, placement string) map[int][]string {
-	GinkgoHelper()
-	list := &clusterv1beta1.PlacementDecisionList{}
-	Expect(hubClient.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{clusterv1beta1.PlacementLabel: placement})).To(Succeed())
-	out := map[int][]string{}
-	for _, d := range list.Items {
-		var idx int
-		_, err := fmt.Sscanf(d.Labels[clusterv1beta1.DecisionGroupIndexLabel], "%d", &idx)
-		Expect(err).NotTo(HaveOccurred())
-		for _, cd := range d.Status.Decisions {
-			out[idx] = append(out[idx], cd.ClusterName)
-		}
-	}
-	for _, g := range out {
-		sort.Strings(g)
-	}
-	return out
-}
-
 // decided waits until a placement decided exactly clusters and returns its decision groups.
 func decided(ctx context.Context, ns, placement string, clusters []string) map[int][]string {
 	GinkgoHelper()
 	var groups map[int][]string
 	Eventually(func(g Gomega) {
-		groups = decisionGroups(ctx, ns, placement)
+		groups = hubtest.DecisionGroups(ctx, hubClient, ns, placement)
 		all := []string{}
 		for _, cs := range groups {
 			all = append(all, cs...)
