@@ -223,7 +223,13 @@ func (p *page) view(name string) {
 // click clicks the element the CSS selector selects (a real mouse click).
 func (p *page) click(sel string) {
 	GinkgoHelper()
-	p.do("clicking "+sel, chromedp.Click(chromedp.CSS(sel)))
+	// A live delta may re-render the element between the query and the click ("Could not find
+	// node with given id"): query and click again until it holds still, within the deadline.
+	Eventually(p.tab, func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		return chromedp.Do(ctx, chromedp.Click(chromedp.CSS(sel)))
+	}).WithTimeout(30*time.Second).WithPolling(200*time.Millisecond).Should(Succeed(), "page %s: clicking %s", p.name, sel)
 }
 
 // escape presses Escape in the page.
