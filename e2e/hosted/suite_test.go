@@ -8,10 +8,7 @@ package hosted
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -29,6 +26,7 @@ import (
 	operatorv1 "github.com/flotilla-dev/flotilla/core/apis/operator/v1"
 	"github.com/flotilla-dev/flotilla/core/environment"
 	envfleettest "github.com/flotilla-dev/flotilla/core/environment/fleettest"
+	"github.com/flotilla-dev/flotilla/e2e/internal/hubtest"
 	"github.com/flotilla-dev/flotilla/hub/manager"
 	"github.com/flotilla-dev/flotilla/hub/webhook"
 	kop "github.com/flotilla-dev/flotilla/klusterlet/operator"
@@ -60,14 +58,9 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	// The control planes start at once, and the binary builds beside them.
 	var g errgroup.Group
 	g.Go(func() error {
-		// Built as the Dockerfile builds the image's binary.
-		flotillaBin = filepath.Join(GinkgoT().TempDir(), "flotilla")
-		build := exec.Command("go", "build", "-trimpath", "-o", flotillaBin, "github.com/flotilla-dev/flotilla/cmd/flotilla")
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := build.CombinedOutput(); err != nil {
-			return fmt.Errorf("building flotilla: %v: %s", err, out)
-		}
-		return nil
+		var err error
+		flotillaBin, err = hubtest.BuildFlotilla(ctx, GinkgoT().TempDir())
+		return err
 	})
 	g.Go(func() (err error) {
 		hubA, err = environment.StartControlPlane(ctx, environment.ControlPlaneOptions{Name: "hub-a", AllCRDs: true, Log: GinkgoWriter})
@@ -126,7 +119,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		stop()
 		Eventually(done).WithContext(ctx).Should(Receive(BeNil()), "the klusterlet operator to stop")
 	}, NodeTimeout(30*time.Second))
-}, NodeTimeout(4*time.Minute))
+}, NodeTimeout(10*time.Minute))
 
 // startHub runs the hub on cp in-process until the suite ends: its controllers accept
 // clusters, sign their certificates, make their namespaces and RBAC, and run the add-on

@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -34,6 +33,7 @@ import (
 
 	"github.com/flotilla-dev/flotilla/cmd/flotilla/commands"
 	"github.com/flotilla-dev/flotilla/core/environment"
+	"github.com/flotilla-dev/flotilla/e2e/internal/hubtest"
 	"github.com/flotilla-dev/flotilla/hub/manager"
 )
 
@@ -68,14 +68,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	wg.Add(4)
 	go func() {
 		defer wg.Done()
-		// Built as the Dockerfile builds the image's binary.
-		flotillaBin = filepath.Join(GinkgoT().TempDir(), "flotilla")
-		build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", flotillaBin, "github.com/flotilla-dev/flotilla/cmd/flotilla")
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		out, err := build.CombinedOutput()
-		if err != nil {
-			errs[0] = fmt.Errorf("building flotilla: %v: %s", err, out)
-		}
+		flotillaBin, errs[0] = hubtest.BuildFlotilla(ctx, GinkgoT().TempDir())
 	}()
 	start := func(i int, name string, into **environment.ControlPlane) {
 		defer wg.Done()
@@ -94,7 +87,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	for _, err := range errs {
 		Expect(err).NotTo(HaveOccurred())
 	}
-}, NodeTimeout(5*time.Minute))
+}, NodeTimeout(10*time.Minute))
 
 // flotilla runs the CLI in-process as a user would type it and returns its standard output
 // and standard error.
