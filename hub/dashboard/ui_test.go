@@ -25,6 +25,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/flotilla-dev/flotilla/core/environment/browser"
+	"github.com/flotilla-dev/flotilla/hub/dashboard"
 )
 
 type uiFixture struct {
@@ -829,28 +830,11 @@ func TestUIFleet5000(t *testing.T) {
 	const n = 5000
 	fx := loadFixture(t)
 	now := time.Now().UTC()
-	type cluster struct {
-		Key       string            `json:"key"`
-		Name      string            `json:"name"`
-		Labels    map[string]string `json:"labels"`
-		Accepted  bool              `json:"accepted"`
-		Joined    string            `json:"joined"`
-		Available string            `json:"available"`
-		Reason    string            `json:"reason"`
-		Message   string            `json:"message"`
-		Since     string            `json:"since"`
-		Taints    []any             `json:"taints"`
-		Sets      []string          `json:"sets"`
-		Version   string            `json:"version"`
-		CPU       string            `json:"cpu"`
-		Memory    string            `json:"memory"`
-		Lease     string            `json:"lease"`
-	}
 	envs := []string{"prod", "staging", "dev"}
-	clusters := make([]cluster, n)
+	clusters := make([]dashboard.Cluster, n)
 	wantProd, wantProdNotR1, wantAvail, wantUnavail := 0, 0, 0, 0
 	for i := range clusters {
-		c := cluster{
+		c := dashboard.Cluster{
 			Name:      fmt.Sprintf("sim-%05d", i),
 			Labels:    map[string]string{"env": envs[i%3], "region": fmt.Sprintf("r%d", i%4), "rack": fmt.Sprint(i % 40)},
 			Accepted:  true,
@@ -858,7 +842,7 @@ func TestUIFleet5000(t *testing.T) {
 			Available: "True",
 			Reason:    "ManagedClusterAvailable",
 			Since:     now.Add(-time.Duration(i) * time.Minute).Format(time.RFC3339),
-			Taints:    []any{},
+			Taints:    []dashboard.Taint{},
 			Sets:      []string{"default", fmt.Sprintf("shard-%d", i%10)},
 			Version:   "v1.34.1",
 			CPU:       "8",
@@ -934,7 +918,7 @@ func TestUIFleet5000(t *testing.T) {
 	}
 
 	// A delta for a row in view.
-	stream.push(t, map[string]any{"rev": 2, "upsert": map[string]any{"clusters": []any{func() cluster {
+	stream.push(t, map[string]any{"rev": 2, "upsert": map[string]any{"clusters": []any{func() dashboard.Cluster {
 		c := clusters[2501]
 		c.Available = "False"
 		return c
